@@ -1,0 +1,203 @@
+"""The only reader of environment variables and of rem-config.yaml.
+
+Database path: `--db PATH`, else `$MGCP_DB`, else `$MGCP_DATA_DIR/lessons.db`, else
+`~/.mgcp/lessons.db`. REM config: `--config FILE`, else `$MGCP_REM_CONFIG`, else
+`<data dir>/rem-config.yaml`, else the defaults below (which equal the shipped rem-config.yaml; a
+test compares them). A file may set any subset of keys; an invalid one raises ConfigError naming the
+file, the key and the allowed values.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+from mgcp.errors import ConfigError
+from mgcp.schedule import STRATEGIES
+
+OPERATIONS = (
+    "staleness_scan",
+    "duplicate_detection",
+    "community_detection",
+    "knowledge_extraction",
+    "context_summary",
+)
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "staleness_scan": {
+        "strategy": "linear", "interval": 5,
+        "unused_min_age_days": 30, "popular_min_retrievals": 10, "popular_unrefined_days": 180,
+        "query_window_days": 30, "max_findings": 50,
+    },
+    "duplicate_detection": {
+        "strategy": "linear", "interval": 10,
+        "merge_threshold": 0.90, "review_threshold": 0.80, "auto_merge_threshold": 0.95,
+        "max_findings": 50,
+    },
+    "community_detection": {
+        "strategy": "fibonacci", "intervals": [5, 8, 13, 21, 34],
+        "seed": 42, "resolution": 1.0, "similarity_edge_threshold": 0.35,
+        "similarity_edge_weight": 0.3, "shared_tag_weight": 0.1, "max_tag_frequency": 50,
+        "min_cluster_size": 3, "max_findings": 50,
+    },
+    "knowledge_extraction": {
+        "strategy": "logarithmic", "base_interval": 10, "scale": 2.0,
+        "theme_min_sessions": 3, "todo_min_sessions": 5, "max_findings": 50,
+    },
+    "context_summary": {"strategy": "linear", "interval": 20},
+}
+
+# What each strategy needs, with its allowed values (for messages).
+STRATEGY_KEYS = {
+    "linear": {"interval": "a whole number >= 1"},
+    "fibonacci": {"intervals": "a list of whole numbers >= 1, increasing"},
+    "logarithmic": {"base_interval": "a number > 0", "scale": "a number > 0"},
+}
+SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("MGCP_DATA_DIR") or Path.home() / ".mgcp")
+
+
+def db_path(explicit: str | os.PathLike | None = None) -> Path:
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("MGCP_DB"):
+        return Path(os.environ["MGCP_DB"])
+    return data_dir() / "lessons.db"
+
+
+def config_path(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The rem-config file in force, or None for the built-in defaults."""
+    if explicit:
+        if not Path(explicit).is_file():
+            raise ConfigError(f"{explicit}: no such config file")
+        return Path(explicit)
+    if os.environ.get("MGCP_REM_CONFIG"):
+        return Path(os.environ["MGCP_REM_CONFIG"])
+    candidate = data_dir() / "rem-config.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def hook_log_path() -> Path:
+    return data_dir() / "hook.log"
+
+
+class RemConfig:
+    """Schedules and thresholds per operation, with per-project overrides."""
+
+    def __init__(self, operations: dict[str, dict[str, Any]], projects: dict[str, dict] | None = None,
+                 source: str | None = None):
+        self.operations = operations
+        self.projects = projects or {}
+        self.source = source
+
+    def for_project(self, project_path: str | None) -> dict[str, dict[str, Any]]:
+        """Each operation's settings for one project (defaults, file, then the project's override)."""
+        merged = copy.deepcopy(self.operations)
+        for op, override in self.projects.get(project_path or "", {}).items():
+            merged[op].update(override)
+        return merged
+
+    def operation(self, name: str, project_path: str | None = None) -> dict[str, Any]:
+        return self.for_project(project_path)[name]
+
+
+def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
+    path = config_path(explicit)
+    if path is None:
+        return RemConfig(copy.deepcopy(DEFAULTS))
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    return parse_config(raw, str(path))
+
+
+def parse_config(raw: Any, source: str) -> RemConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem' and 'projects'")
+    unknown = set(raw) - {"rem", "projects"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, projects")
+    operations = copy.deepcopy(DEFAULTS)
+    _merge_operations(operations, raw.get("rem") or {}, source, "rem")
+    projects: dict[str, dict] = {}
+    if not isinstance(raw.get("projects") or {}, dict):
+        raise ConfigError(f"{source}: 'projects' must map project paths to operation settings")
+    for project, ops in (raw.get("projects") or {}).items():
+        merged = copy.deepcopy(operations)
+        _merge_operations(merged, ops or {}, source, f"projects.{project}")
+        projects[str(project)] = {op: merged[op] for op in (ops or {})}
+    return RemConfig(operations, projects, source)
+
+
+def _merge_operations(target: dict, given: Any, source: str, prefix: str) -> None:
+    if not isinstance(given, dict):
+        raise ConfigError(f"{source}: '{prefix}' must be a mapping of operation names")
+    for op, settings in given.items():
+        if op not in DEFAULTS:
+            raise ConfigError(f"{source}: unknown operation '{prefix}.{op}'; allowed: {', '.join(OPERATIONS)}")
+        if not isinstance(settings, dict):
+            raise ConfigError(f"{source}: '{prefix}.{op}' must be a mapping of settings")
+        current = target[op]
+        if "strategy" in settings and settings["strategy"] != current["strategy"]:
+            # A new strategy brings its own parameters; drop the old strategy's.
+            for key in SCHEDULE_KEYS - {"strategy"}:
+                current.pop(key, None)
+        for key, value in settings.items():
+            _check_value(source, f"{prefix}.{op}.{key}", key, value, DEFAULTS[op])
+            current[key] = value
+        strategy = current["strategy"]
+        for key, allowed in STRATEGY_KEYS[strategy].items():
+            if key not in current:
+                raise ConfigError(f"{source}: '{prefix}.{op}.{key}' is required for strategy '{strategy}'; allowed: {allowed}")
+        for key in SCHEDULE_KEYS - {"strategy"} - set(STRATEGY_KEYS[strategy]):
+            if key in settings:
+                raise ConfigError(
+                    f"{source}: '{prefix}.{op}.{key}' does not apply to strategy '{strategy}'; "
+                    f"allowed: {', '.join(STRATEGY_KEYS[strategy])}"
+                )
+
+
+def _check_value(source: str, where: str, key: str, value: Any, defaults: dict) -> None:
+    def bad(allowed: str) -> ConfigError:
+        return ConfigError(f"{source}: invalid value {value!r} for '{where}'; allowed: {allowed}")
+
+    if key == "strategy":
+        if value not in STRATEGIES:
+            raise bad(", ".join(STRATEGIES))
+    elif key == "interval":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise bad(STRATEGY_KEYS["linear"]["interval"])
+    elif key == "intervals":
+        ok = (isinstance(value, list) and value
+              and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
+              and all(a < b for a, b in zip(value, value[1:])))
+        if not ok:
+            raise bad(STRATEGY_KEYS["fibonacci"]["intervals"])
+    elif key in ("base_interval", "scale"):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise bad("a number > 0")
+    elif key in defaults:
+        default = defaults[key]
+        if isinstance(default, float):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1 and key.endswith("threshold"):
+                raise bad("a number between 0 and 1" if key.endswith("threshold") else "a number")
+            if value < 0:
+                raise bad("a number >= 0")
+        elif isinstance(default, int):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise bad("a whole number >= 0")
+    else:
+        allowed = sorted(set(defaults) | SCHEDULE_KEYS)
+        raise ConfigError(f"{source}: unknown key '{where}'; allowed: {', '.join(allowed)}")

@@ -1,0 +1,32 @@
+"""Errors that domain code raises for users. The CLI turns them into `Error: ...` and an exit code;
+the MCP server turns them into tool errors with the same message."""
+
+
+class MgcpError(Exception):
+    """Base class. `exit_code` 1: an operational failure the message explains."""
+
+    exit_code = 1
+
+
+class InvalidInputError(MgcpError):
+    """Bad input from the user: unknown ids, empty or oversized text, malformed files, secrets."""
+
+    exit_code = 2
+
+
+class NotFoundError(InvalidInputError):
+    """An id or project the user named does not exist."""
+
+
+class ConfigError(InvalidInputError):
+    """An invalid rem-config.yaml (the message names the file, the key and the allowed values)."""
+
+
+class DatabaseError(MgcpError):
+    """The database file cannot be used: corrupt, foreign, or made by a newer mgcp."""
+
+    exit_code = 2
+
+
+class ConflictError(MgcpError):
+    """An action would overwrite later changes (a stale finding, an undo after later edits)."""

@@ -1,0 +1,179 @@
+"""Pydantic models and enums shared by every layer. No I/O here.
+
+Timestamps are ISO-8601 UTC text, as in the legacy tables (`datetime.isoformat()` of an aware UTC
+datetime). JSON-ish fields are plain Python lists and dicts.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class LessonStatus(str, Enum):
+    active = "active"
+    archived = "archived"      # out of retrieval, kept in history
+    deleted = "deleted"        # soft delete: out of everything but history; undoable
+    superseded = "superseded"  # merged into another lesson (see superseded_by)
+
+
+class Relationship(BaseModel):
+    target: str
+    type: str = "related"
+    weight: float = 0.5
+    context: list[str] = Field(default_factory=list)
+    bidirectional: bool = True
+
+
+class Lesson(BaseModel):
+    id: str
+    trigger: str
+    action: str
+    rationale: str | None = None
+    examples: list[Any] = Field(default_factory=list)
+    version: int = 1
+    created_at: str
+    last_refined: str
+    last_used: str | None = None
+    usage_count: int = 0
+    tags: list[str] = Field(default_factory=list)
+    parent_id: str | None = None
+    relationships: list[Relationship] = Field(default_factory=list)
+    status: LessonStatus = LessonStatus.active
+    superseded_by: str | None = None
+    project_id: str | None = None  # set when the lesson was marked project-specific
+
+
+class LessonVersion(BaseModel):
+    lesson_id: str
+    version: int
+    trigger: str
+    action: str | None  # None: a reconstructed row whose action text was lost before versioning
+    rationale: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    timestamp: str
+    refinement_reason: str | None = None  # why this version was insufficient (set when refined)
+    session_id: str | None = None
+    reconstructed: bool = False
+
+
+class Todo(BaseModel):
+    content: str
+    status: str = "pending"
+    priority: str = "medium"
+    created_at: str | None = None
+    notes: str | None = None
+
+
+class ProjectContext(BaseModel):
+    project_id: str
+    project_name: str
+    project_path: str
+    catalogue: dict[str, Any] = Field(default_factory=dict)
+    todos: list[Todo] = Field(default_factory=list)
+    active_files: list[str] = Field(default_factory=list)
+    recent_decisions: list[str] = Field(default_factory=list)
+    last_session_id: str | None = None
+    last_accessed: str
+    session_count: int = 0
+    notes: str | None = None
+
+
+class ContextSnapshot(BaseModel):
+    """One row of context_history: the project's state after a save, in a session."""
+
+    id: int
+    project_id: str
+    session_number: int
+    session_id: str | None = None
+    timestamp: str
+    notes: str | None = None
+    active_files: list[str] = Field(default_factory=list)
+    todos: list[Todo] = Field(default_factory=list)
+    recent_decisions: list[str] = Field(default_factory=list)
+    catalogue_hash: str | None = None
+    catalogue_delta: dict[str, Any] | None = None
+
+
+class SessionRegistration(BaseModel):
+    project_id: str
+    session_id: str
+    session_number: int
+    is_new: bool
+
+
+class FindingStatus(str, Enum):
+    pending = "pending"
+    applied = "applied"
+    rejected = "rejected"  # a "keep" / "skip - coincidental" answer: not raised again unless the subject changes
+    stale = "stale"        # the subject changed since it was raised
+    undone = "undone"
+
+
+class FindingOption(BaseModel):
+    label: str
+    description: str = ""
+    action: str  # the engine's action name, e.g. "archive", "merge", "keep", "skip"
+    needs_input: str | None = None  # a prompt when the option asks for text (e.g. new trigger keywords)
+    multi_select: list[str] | None = None  # choices the user picks a subset of (e.g. lessons to link)
+
+
+class RemFinding(BaseModel):
+    id: str = ""
+    operation: str
+    kind: str  # e.g. "stale_unused", "duplicate_merge", "unlinked_cluster", "theme"
+    title: str
+    description: str
+    options: list[FindingOption]
+    recommended: int = 1  # 1-based index into options
+    data: dict[str, Any] = Field(default_factory=dict)
+    # The subject: lesson ids -> the version the finding saw (a changed version makes it stale).
+    subject: dict[str, int] = Field(default_factory=dict)
+    fingerprint: str = ""
+    project_id: str | None = None
+    run_id: int | None = None
+    status: FindingStatus = FindingStatus.pending
+    created_at: str | None = None
+    resolved_at: str | None = None
+    chosen_option: int | None = None
+
+
+class OperationResult(BaseModel):
+    operation: str
+    findings: int = 0
+    duration_ms: float = 0.0
+    error: str | None = None
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
+class RemCycleReport(BaseModel):
+    run_id: int | None = None
+    project_id: str
+    project_path: str | None = None
+    session_number: int
+    started_at: str
+    duration_ms: float = 0.0
+    operations: list[OperationResult] = Field(default_factory=list)
+    findings: list[RemFinding] = Field(default_factory=list)
+    auto: bool = False
+    applied: list[str] = Field(default_factory=list)  # finding ids applied by --auto
+
+
+class OperationSchedule(BaseModel):
+    operation: str
+    strategy: str
+    params: dict[str, Any]
+    last_run_session: int = 0
+    last_run_timestamp: str | None = None
+    next_due_session: int
+    due: bool
+
+
+class RemStatus(BaseModel):
+    project_id: str
+    project_path: str
+    session_number: int
+    operations: list[OperationSchedule]
+    pending_findings: int
