@@ -1,0 +1,236 @@
+"""Lessons, their versions, lifecycle, links and retrieval.
+
+Versioning contract (PRODUCT.md section 3): `lesson_versions` holds one row per version, the current
+one included. Adding writes version 1; refining N to N+1 writes the reason and session id on row N
+and inserts row N+1, in the same transaction as the update of `lessons`. The search index is kept in
+step in that transaction too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mgcp.errors import InvalidInputError, NotFoundError
+from mgcp.models import Lesson, LessonStatus, LessonVersion, Relationship
+from mgcp.persistence.core import StoreCore, dumps, utcnow
+
+LESSON_SELECT = """
+SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id
+FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+"""
+WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def lesson_from_row(row) -> Lesson:
+    d = dict(row)
+    return Lesson(
+        id=d["id"], trigger=d["trigger"], action=d["action"], rationale=d["rationale"],
+        examples=json.loads(d["examples"] or "[]"), version=d["version"],
+        created_at=d["created_at"], last_refined=d["last_refined"], last_used=d["last_used"],
+        usage_count=d["usage_count"], tags=json.loads(d["tags"] or "[]"), parent_id=d["parent_id"],
+        relationships=[Relationship(**r) for r in json.loads(d["relationships"] or "[]") if isinstance(r, dict) and "target" in r],
+        status=d["status"], superseded_by=d["superseded_by"], project_id=d["lc_project_id"],
+    )
+
+
+def version_from_row(row) -> LessonVersion:
+    d = dict(row)
+    reconstructed = bool(d["reconstructed"])
+    return LessonVersion(
+        lesson_id=d["lesson_id"], version=d["version"], trigger=d["trigger"],
+        action=None if reconstructed else d["action"], rationale=d["rationale"],
+        tags=json.loads(d["tags"] or "[]"), timestamp=d["timestamp"],
+        refinement_reason=d["refinement_reason"], session_id=d["session_id"],
+        reconstructed=reconstructed,
+    )
+
+
+class LessonStore(StoreCore):
+    async def get_lesson(self, lesson_id: str) -> Lesson:
+        row = await self.fetchone(LESSON_SELECT + " WHERE l.id = ?", [lesson_id])
+        if row is None:
+            raise NotFoundError(f"no lesson with id {lesson_id!r}")
+        return lesson_from_row(row)
+
+    async def lesson_exists(self, lesson_id: str) -> bool:
+        return await self.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
+
+    async def list_lessons(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
+        sql, params = LESSON_SELECT + " WHERE 1", []
+        if status:
+            sql += " AND COALESCE(c.status, 'active') = ?"
+            params.append(status)
+        if tag:
+            sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE json_each.value = ?)"
+            params.append(tag)
+        return [lesson_from_row(r) for r in await self.fetchall(sql + " ORDER BY l.id", params)]
+
+    async def add_lesson(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
+                         tags: list[str] | None = None, parent_id: str | None = None,
+                         examples: list[Any] | None = None, session_id: str | None = None) -> Lesson:
+        now = utcnow()
+        async with self.transaction():
+            if await self.lesson_exists(lesson_id):
+                raise InvalidInputError(f"a lesson with id {lesson_id!r} already exists")
+            if parent_id and not await self.lesson_exists(parent_id):
+                raise NotFoundError(f"no parent lesson with id {parent_id!r}")
+            tags_json = dumps(sorted(set(tags or [])))
+            await self._insert("lessons", {
+                "id": lesson_id, "trigger": trigger, "action": action, "rationale": rationale,
+                "examples": dumps(examples or []), "version": 1, "created_at": now,
+                "last_refined": now, "tags": tags_json, "parent_id": parent_id,
+            })
+            await self._insert("lesson_versions", {
+                "lesson_id": lesson_id, "version": 1, "trigger": trigger, "action": action,
+                "rationale": rationale, "tags": tags_json, "timestamp": now, "session_id": session_id,
+            })
+            await self._reindex_lesson(lesson_id)
+        return await self.get_lesson(lesson_id)
+
+    async def refine_lesson(self, lesson_id: str, reason: str, trigger: str | None = None,
+                            action: str | None = None, rationale: str | None = None,
+                            tags: list[str] | None = None, session_id: str | None = None,
+                            examples: list[Any] | None = None,
+                            relationships: list[dict] | None = None) -> Lesson:
+        """Write version N+1. `reason` says why version N was insufficient."""
+        async with self.transaction():
+            current = await self.get_lesson(lesson_id)
+            new = {
+                "trigger": trigger if trigger is not None else current.trigger,
+                "action": action if action is not None else current.action,
+                "rationale": rationale if rationale is not None else current.rationale,
+                "tags": dumps(sorted(set(tags)) if tags is not None else current.tags),
+            }
+            unchanged = (new["trigger"] == current.trigger and new["action"] == current.action
+                         and new["rationale"] == current.rationale
+                         and new["tags"] == dumps(current.tags) and examples is None
+                         and relationships is None)
+            if unchanged:
+                raise InvalidInputError("the refinement changes nothing; give a new trigger, action, rationale or tags")
+            now = utcnow()
+            row = await self.fetchone(
+                "SELECT id FROM lesson_versions WHERE lesson_id = ? AND version = ?",
+                [lesson_id, current.version],
+            )
+            if row is None:  # a lesson written by an older mgcp after the backfill ran
+                await self._insert("lesson_versions", {
+                    "lesson_id": lesson_id, "version": current.version, "trigger": current.trigger,
+                    "action": current.action, "rationale": current.rationale,
+                    "tags": dumps(current.tags), "timestamp": current.last_refined,
+                    "refinement_reason": reason, "session_id": session_id,
+                })
+            else:
+                await self._update("lesson_versions", {"id": row["id"]},
+                                   {"refinement_reason": reason, "session_id": session_id})
+            version = current.version + 1
+            await self._insert("lesson_versions", {
+                "lesson_id": lesson_id, "version": version, **new, "timestamp": now,
+            })
+            values = {**new, "version": version, "last_refined": now}
+            if examples is not None:
+                values["examples"] = dumps(examples)
+            if relationships is not None:
+                values["relationships"] = dumps(relationships)
+            await self._update("lessons", {"id": lesson_id}, values)
+            await self._reindex_lesson(lesson_id)
+        return await self.get_lesson(lesson_id)
+
+    async def lesson_versions(self, lesson_id: str) -> list[LessonVersion]:
+        await self.get_lesson(lesson_id)
+        rows = await self.fetchall(
+            "SELECT * FROM lesson_versions WHERE lesson_id = ? ORDER BY version", [lesson_id])
+        return [version_from_row(r) for r in rows]
+
+    async def all_real_version_pairs(self) -> list[tuple[LessonVersion, LessonVersion]]:
+        """Consecutive (older, newer) versions where both texts are real (never reconstructed)."""
+        rows = await self.fetchall(
+            """SELECT * FROM lesson_versions WHERE reconstructed = 0 ORDER BY lesson_id, version""")
+        versions = [version_from_row(r) for r in rows]
+        return [(a, b) for a, b in zip(versions, versions[1:])
+                if a.lesson_id == b.lesson_id and b.version == a.version + 1]
+
+    async def set_lifecycle(self, lesson_id: str, status: LessonStatus, reason: str | None = None,
+                            superseded_by: str | None = None, project_id: str | None = None) -> None:
+        await self.get_lesson(lesson_id)
+        await self._upsert("lesson_lifecycle", {"lesson_id": lesson_id}, {
+            "status": status.value, "superseded_by": superseded_by, "project_id": project_id,
+            "reason": reason, "changed_at": utcnow(),
+        })
+
+    async def link_lessons(self, source: str, target: str, rel_type: str = "related",
+                           weight: float = 0.5, context: list[str] | None = None) -> bool:
+        """Link two lessons both ways, like the legacy format. False when already linked."""
+        if source == target:
+            raise InvalidInputError("a lesson cannot be linked to itself")
+        async with self.transaction():
+            a, b = await self.get_lesson(source), await self.get_lesson(target)
+            added = False
+            for lesson, other in ((a, b), (b, a)):
+                rels = [r.model_dump() for r in lesson.relationships]
+                if any(r["target"] == other.id for r in rels):
+                    continue
+                rels.append({"target": other.id, "type": rel_type, "weight": weight,
+                             "context": context or [], "bidirectional": True})
+                await self._update("lessons", {"id": lesson.id}, {"relationships": dumps(rels)})
+                added = True
+        return added
+
+    async def set_relationships(self, lesson_id: str, relationships: list[dict]) -> None:
+        await self._update("lessons", {"id": lesson_id}, {"relationships": dumps(relationships)})
+
+    async def lessons_linking_to(self, lesson_id: str) -> list[Lesson]:
+        rows = await self.fetchall(
+            LESSON_SELECT + """ WHERE EXISTS (SELECT 1 FROM json_each(l.relationships)
+                                WHERE json_extract(json_each.value, '$.target') = ?)""",
+            [lesson_id])
+        return [lesson_from_row(r) for r in rows]
+
+    async def _reindex_lesson(self, lesson_id: str) -> None:
+        row = await self.fetchone("SELECT * FROM lessons WHERE id = ?", [lesson_id])
+        doc = await self.fetchone("SELECT id FROM lesson_search_docs WHERE lesson_id = ?", [lesson_id])
+        if doc is None:
+            cur = await self.conn.execute("INSERT INTO lesson_search_docs (lesson_id) VALUES (?)", [lesson_id])
+            doc_id = cur.lastrowid
+        else:
+            doc_id = doc["id"]
+            await self.conn.execute("DELETE FROM lesson_search WHERE rowid = ?", [doc_id])
+        if row is not None:
+            await self.conn.execute(
+                "INSERT INTO lesson_search (rowid, trigger, action, rationale, tags) VALUES (?, ?, ?, ?, ?)",
+                [doc_id, row["trigger"], row["action"], row["rationale"] or "", row["tags"]])
+
+    async def query_lessons(self, text: str, limit: int = 10, project_id: str | None = None) -> list[tuple[Lesson, float]]:
+        """Active lessons ranked by BM25 relevance (trigger weighs most). Each returned lesson's
+        usage count and last_used advance, and the query is logged for the staleness scan."""
+        words = WORD.findall(text.lower())
+        if not words:
+            raise InvalidInputError("the query has no words to search for")
+        match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+        rows = await self.fetchall(
+            LESSON_SELECT.replace("FROM lessons l", """, bm25(lesson_search, 4.0, 2.0, 1.0, 2.0) AS score
+                FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
+                JOIN lessons l ON l.id = d.lesson_id""")
+            + " WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'"
+            + " ORDER BY score, l.usage_count DESC, l.id LIMIT ?",
+            [match, limit])
+        now = utcnow()
+        ids = [r["id"] for r in rows]
+        async with self.transaction():
+            await self.conn.executemany(
+                "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
+                [(now, i) for i in ids])
+            await self._insert("query_log", {"query": text, "project_id": project_id,
+                                             "result_ids": dumps(ids), "created_at": now})
+        results = []
+        for r in rows:
+            lesson = lesson_from_row(r)
+            lesson.usage_count += 1
+            lesson.last_used = now
+            results.append((lesson, -float(r["score"])))
+        return results
+
+    async def recent_queries(self, since: str) -> list[str]:
+        rows = await self.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])
+        return [r["query"] for r in rows]

@@ -1,0 +1,59 @@
+"""Projects and sessions: the SQL shared by the async store and the SessionStart hook.
+
+Stdlib only (the hook imports this). A project is named by its path; a new project's id is
+`sha256(path)[:12]` (the legacy rule); an existing row is found by path first, since older rows may
+have other ids. A session id never seen for the project advances `session_count` by one and is
+recorded with its number; a known id (resume, compact) does not advance it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+
+FIND_PROJECT = "SELECT project_id, session_count FROM project_contexts WHERE project_path = ?"
+INSERT_PROJECT = """INSERT INTO project_contexts (project_id, project_name, project_path, last_accessed, session_count)
+                    VALUES (?, ?, ?, ?, 0)"""
+FIND_SESSION = "SELECT session_number FROM project_sessions WHERE project_id = ? AND session_id = ?"
+INSERT_SESSION = """INSERT INTO project_sessions (project_id, session_id, session_number, source, first_seen_at)
+                    VALUES (?, ?, ?, ?, ?)"""
+ADVANCE_PROJECT = """UPDATE project_contexts SET session_count = ?, last_session_id = ?, last_accessed = ?
+                     WHERE project_id = ?"""
+
+
+def normalize_path(path: str) -> str:
+    """An absolute, normalized path; it need not exist (projects move, history stays)."""
+    return os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
+
+
+def project_id_for(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
+
+
+def register_session(conn: sqlite3.Connection, path: str, session_id: str, source: str | None,
+                     now: str) -> tuple[str, int, bool]:
+    """Register a session for the project at `path` (created if new), in one transaction.
+
+    Returns (project_id, session_number, is_new). `conn` must be in autocommit mode.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(FIND_PROJECT, [path]).fetchone()
+        if row is None:
+            project_id, count = project_id_for(path), 0
+            conn.execute(INSERT_PROJECT, [project_id, os.path.basename(path) or path, path, now])
+        else:
+            project_id, count = row[0], int(row[1] or 0)
+        known = conn.execute(FIND_SESSION, [project_id, session_id]).fetchone()
+        if known:
+            conn.execute("COMMIT")
+            return project_id, int(known[0]), False
+        count += 1
+        conn.execute(INSERT_SESSION, [project_id, session_id, count, source, now])
+        conn.execute(ADVANCE_PROJECT, [count, session_id, now, project_id])
+        conn.execute("COMMIT")
+        return project_id, count, True
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

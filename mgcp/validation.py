@@ -1,0 +1,70 @@
+"""Checks on text that users and agents store: empty, oversized, secret-bearing, malformed ids.
+
+Pure functions; they raise InvalidInputError with a one-line message naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mgcp.errors import InvalidInputError
+
+MAX_TEXT = 20_000       # one lesson field or one note
+MAX_SHORT = 1_000       # a trigger, a tag, a todo, a decision
+LESSON_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+# Patterns of credentials that must never be stored in shared knowledge. Each is specific enough
+# that ordinary prose and code identifiers do not match.
+SECRET_PATTERNS = [
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----")),
+    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("an API key", re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a Stripe key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{20,}")),
+    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
+    ("a password or secret assignment",
+     re.compile(r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token)\s*[:=]\s*['\"]?[^\s'\"]{8,}")),
+]
+
+
+def find_secret(text: str) -> str | None:
+    """The kind of credential found in `text`, or None."""
+    for kind, pattern in SECRET_PATTERNS:
+        if pattern.search(text):
+            return kind
+    return None
+
+
+def check_text(field: str, value: str | None, *, required: bool = True, limit: int = MAX_TEXT) -> str | None:
+    """Validate one stored text field and return it stripped (None stays None when optional)."""
+    if value is None:
+        if required:
+            raise InvalidInputError(f"{field} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be text")
+    value = value.strip()
+    if required and not value:
+        raise InvalidInputError(f"{field} must not be empty")
+    if len(value) > limit:
+        raise InvalidInputError(f"{field} is too long ({len(value)} characters; the limit is {limit})")
+    kind = find_secret(value)
+    if kind:
+        raise InvalidInputError(f"{field} appears to contain {kind}; secrets are never stored")
+    return value
+
+
+def check_lesson_id(value: str, field: str = "lesson id") -> str:
+    if not isinstance(value, str) or not LESSON_ID.match(value):
+        raise InvalidInputError(
+            f"invalid {field} {value!r}: use letters, digits, '.', '_', ':' or '-' (at most 128)"
+        )
+    return value
+
+
+def check_list(field: str, values: list[str] | None, limit: int = MAX_SHORT) -> list[str] | None:
+    if values is None:
+        return None
+    return [check_text(field, v, limit=limit) for v in values]
