@@ -11,6 +11,7 @@ from mgcp.errors import InvalidInputError
 
 MAX_TEXT = 20_000       # one lesson field or one note
 MAX_SHORT = 1_000       # a trigger, a tag, a todo, a decision
+MAX_CATALOGUE = 1_000_000  # a project catalogue, as JSON
 LESSON_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 # Patterns of credentials that must never be stored in shared knowledge. Each is specific enough
@@ -68,3 +69,17 @@ def check_list(field: str, values: list[str] | None, limit: int = MAX_SHORT) -> 
     if values is None:
         return None
     return [check_text(field, v, limit=limit) for v in values]
+
+
+def check_catalogue(catalogue) -> dict:
+    import json
+
+    if not isinstance(catalogue, dict):
+        raise InvalidInputError("the catalogue must be a JSON object")
+    text = json.dumps(catalogue, ensure_ascii=False)
+    if len(text) > MAX_CATALOGUE:
+        raise InvalidInputError(f"the catalogue is too large ({len(text)} characters; the limit is {MAX_CATALOGUE})")
+    kind = find_secret(text)
+    if kind:
+        raise InvalidInputError(f"the catalogue appears to contain {kind}; secrets are never stored")
+    return catalogue

@@ -1,5 +1,6 @@
 """Add the tables of the REM cycle: per-project schedule state, the run ledger, stored findings,
-applied actions (for undo), community runs and context summaries.
+applied actions (for undo; an action with no finding is a run's automatic output, such as
+community summaries), community runs and context summaries.
 
 Why: REM operations run on per-project schedules, their findings are reviewed across processes and
 sessions, and every applied action must be undoable. Only new tables; nothing existing is touched.
@@ -55,7 +56,7 @@ CREATE INDEX IF NOT EXISTS idx_rem_findings_status ON rem_findings(status, proje
 
 CREATE TABLE IF NOT EXISTS rem_actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    finding_id TEXT NOT NULL,
+    finding_id TEXT,
     run_id INTEGER,
     action TEXT NOT NULL,
     changes JSON NOT NULL DEFAULT '[]',
@@ -65,6 +66,7 @@ CREATE TABLE IF NOT EXISTS rem_actions (
     FOREIGN KEY (finding_id) REFERENCES rem_findings(id)
 );
 CREATE INDEX IF NOT EXISTS idx_rem_actions_finding ON rem_actions(finding_id);
+CREATE INDEX IF NOT EXISTS idx_rem_actions_run ON rem_actions(run_id);
 
 CREATE TABLE IF NOT EXISTS community_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

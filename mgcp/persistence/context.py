@@ -19,6 +19,7 @@ from mgcp.errors import DatabaseError, NotFoundError
 from mgcp.models import ContextSnapshot, ProjectContext, SessionRegistration, Todo
 from mgcp.persistence import sessions as sql
 from mgcp.persistence.core import StoreCore, dumps, utcnow
+from mgcp.validation import check_catalogue, check_list, check_text
 
 RECENT_DECISIONS = 10
 
@@ -84,6 +85,12 @@ class ContextStore(StoreCore):
             raise NotFoundError(f"no context saved for project {sql.normalize_path(path)}")
         return project
 
+    async def get_project_by_id(self, project_id: str) -> ProjectContext:
+        row = await self.fetchone("SELECT * FROM project_contexts WHERE project_id = ?", [project_id])
+        if row is None:
+            raise NotFoundError(f"no project with id {project_id!r}")
+        return project_from_row(row)
+
     async def ensure_project(self, path: str) -> ProjectContext:
         path = sql.normalize_path(path)
         async with self.transaction():
@@ -116,6 +123,15 @@ class ContextStore(StoreCore):
                            active_files: list[str] | None = None,
                            catalogue: dict | None = None) -> ContextSnapshot | None:
         """Save the project's state; returns the new history row, or None when nothing changed."""
+        notes = check_text("notes", notes, required=False)
+        decisions = check_list("decision", decisions)
+        active_files = check_list("active file", active_files)
+        for todo in todos or []:
+            check_text("todo", todo.content)
+        if catalogue is not None:
+            check_catalogue(catalogue)
+        if session_id is not None:
+            session_id = check_text("session id", session_id, limit=200)
         async with self.transaction():
             if session_id:
                 number = (await self.register_session(path, session_id, "save")).session_number

@@ -29,6 +29,8 @@ KEYS = {
     "project_sessions": ("project_id", "session_id"),
     "community_summaries": ("community_id",),
     "rem_findings": ("id",),
+    "community_runs": ("id",),
+    "context_summaries": ("id",),
 }
 
 
@@ -90,6 +92,19 @@ class StoreCore:
             raise
         self._depth = 0
         await self.conn.execute("COMMIT")
+
+    @asynccontextmanager
+    async def preview(self) -> AsyncIterator[None]:
+        """Run the block in one transaction and roll all of it back: for dry runs."""
+        if self._depth:
+            raise RuntimeError("preview() cannot run inside another transaction")
+        await self.conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        finally:
+            self._depth = 0
+            await self.conn.execute("ROLLBACK")
 
     @asynccontextmanager
     async def recording(self) -> AsyncIterator[list[dict]]:

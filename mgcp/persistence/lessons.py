@@ -15,6 +15,7 @@ from typing import Any
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonStatus, LessonVersion, Relationship
 from mgcp.persistence.core import StoreCore, dumps, utcnow
+from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
 
 LESSON_SELECT = """
 SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id
@@ -70,6 +71,13 @@ class LessonStore(StoreCore):
     async def add_lesson(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,
                          examples: list[Any] | None = None, session_id: str | None = None) -> Lesson:
+        check_lesson_id(lesson_id)
+        trigger = check_text("trigger", trigger, limit=MAX_SHORT)
+        action = check_text("action", action)
+        rationale = check_text("rationale", rationale, required=False)
+        tags = check_list("tag", tags)
+        if parent_id is not None:
+            check_lesson_id(parent_id, "parent id")
         now = utcnow()
         async with self.transaction():
             if await self.lesson_exists(lesson_id):
@@ -95,6 +103,13 @@ class LessonStore(StoreCore):
                             examples: list[Any] | None = None,
                             relationships: list[dict] | None = None) -> Lesson:
         """Write version N+1. `reason` says why version N was insufficient."""
+        reason = check_text("reason", reason, limit=MAX_SHORT)
+        trigger = check_text("trigger", trigger, required=False, limit=MAX_SHORT)
+        action = check_text("action", action, required=False)
+        rationale = check_text("rationale", rationale, required=False)
+        tags = check_list("tag", tags)
+        if trigger == "" or action == "":
+            raise InvalidInputError("trigger and action must not be empty")
         async with self.transaction():
             current = await self.get_lesson(lesson_id)
             new = {

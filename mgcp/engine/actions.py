@@ -1,0 +1,358 @@
+"""Applying a finding's chosen option, the --auto policy, and undo.
+
+Every option maps to an action below. Applying runs in one transaction inside
+`store.recording()`, which captures each row the action touches; the captured before/after images
+are stored in `rem_actions` so that `undo` can restore exactly those rows (and refuses if a later
+change would be overwritten). Lesson edits go through versioning (`refine_lesson`); "delete" and
+"archive" only change the lesson's lifecycle, so history is never destroyed.
+
+A finding whose subject changed since it was raised (a lesson refined, merged, archived, deleted)
+is marked stale instead of applied.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from mgcp.config import RemConfig
+from mgcp.errors import ConflictError, InvalidInputError
+from mgcp.models import FindingStatus, LessonStatus, RemFinding, Todo
+from mgcp.persistence import Store
+from mgcp.validation import check_lesson_id, check_text
+
+REJECTING = {"keep", "keep_both", "project_specific"}  # remembered: not raised again for this subject
+LESSON_OPERATIONS = {"staleness_scan", "duplicate_detection", "community_detection"}
+
+
+@dataclass
+class Outcome:
+    finding_id: str
+    action: str
+    status: str
+    message: str
+    changes: int = 0
+    details: dict = field(default_factory=dict)
+
+
+async def is_stale(store: Store, finding: RemFinding) -> str | None:
+    """Why the finding no longer applies, or None."""
+    for lesson_id, version in finding.subject.items():
+        if not await store.lesson_exists(lesson_id):
+            return f"lesson {lesson_id} no longer exists"
+        lesson = await store.get_lesson(lesson_id)
+        if lesson.version != version:
+            return f"lesson {lesson_id} was refined (v{version} -> v{lesson.version})"
+        if lesson.status != LessonStatus.active:
+            return f"lesson {lesson_id} is {lesson.status.value}"
+    return None
+
+
+async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
+    """Pending findings for the project, oldest first; findings gone stale are marked so."""
+    project = await store.ensure_project(project_path)
+    result = []
+    for finding in await store.findings(project.project_id, "pending"):
+        if await is_stale(store, finding):
+            async with store.transaction():
+                await store.set_finding_status(finding.id, FindingStatus.stale)
+            continue
+        result.append(finding)
+    return result
+
+
+async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
+                  input_text: str | None = None, selection: list[str] | None = None,
+                  auto: bool = False) -> Outcome:
+    """Apply option `option` (1-based) of a pending finding."""
+    finding = await store.get_finding(finding_id)
+    if finding.status != FindingStatus.pending:
+        raise InvalidInputError(f"finding {finding_id} is {finding.status.value}, not pending")
+    if not 1 <= option <= len(finding.options):
+        raise InvalidInputError(f"finding {finding_id} has options 1 to {len(finding.options)}; got {option}")
+    chosen = finding.options[option - 1]
+    if chosen.action == "skip":
+        return Outcome(finding.id, "skip", "pending", "skipped; the finding stays pending")
+    reason = await is_stale(store, finding)
+    if reason:
+        async with store.transaction():
+            await store.set_finding_status(finding.id, FindingStatus.stale)
+        raise ConflictError(f"finding {finding.id} is stale: {reason}; run REM again for a fresh finding")
+    if chosen.needs_input and not input_text and chosen.action not in OPTIONAL_INPUT:
+        raise InvalidInputError(f"option {option} ({chosen.label}) needs input: {chosen.needs_input}")
+    executor = ACTIONS.get(chosen.action)
+    if executor is None:
+        raise InvalidInputError(f"option {option} has an unknown action {chosen.action!r}")
+    async with store.recording() as changes:
+        message, details = await executor(store, config, finding, input_text, selection)
+        status = FindingStatus.rejected if chosen.action in REJECTING else FindingStatus.applied
+        await store.set_finding_status(finding.id, status, option, input_text)
+        lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
+        await store.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)
+    return Outcome(finding.id, chosen.action, status.value, message, len(lesson_changes), details)
+
+
+# -- the actions ---------------------------------------------------------------------------------
+
+def _lesson(finding: RemFinding) -> str:
+    return finding.data.get("lesson") or next(iter(finding.subject))
+
+
+async def _archive(store, config, finding, text, selection):
+    lesson_id = _lesson(finding)
+    await store.set_lifecycle(lesson_id, LessonStatus.archived, reason=f"REM {finding.kind}")
+    return f"archived {lesson_id} (out of retrieval, kept in history)", {}
+
+
+async def _delete(store, config, finding, text, selection):
+    lesson_id = _lesson(finding)
+    await store.set_lifecycle(lesson_id, LessonStatus.deleted, reason=f"REM {finding.kind}")
+    return f"deleted {lesson_id} (its history is kept; `mgcp rem undo {finding.id}` restores it)", {}
+
+
+async def _update_trigger(store, config, finding, text, selection):
+    lesson_id = _lesson(finding)
+    trigger = check_text("trigger", text, limit=1000)
+    await store.refine_lesson(lesson_id, reason="REM staleness scan: trigger keywords matched no recent query",
+                              trigger=trigger)
+    return f"refined {lesson_id} with a new trigger", {}
+
+
+async def _refine(store, config, finding, text, selection):
+    lesson_id = _lesson(finding)
+    action = check_text("action", text)
+    await store.refine_lesson(lesson_id, reason=f"REM {finding.kind}: reviewed and refined", action=action)
+    return f"refined {lesson_id} with a new action", {}
+
+
+async def _reject(store, config, finding, text, selection):
+    return "kept as is; this finding will not be raised again unless its subject changes", {}
+
+
+async def _merge(store, config, finding, text, selection):
+    canonical_id, other_id = finding.data["canonical"], finding.data["other"]
+    canonical, other = await store.get_lesson(canonical_id), await store.get_lesson(other_id)
+    rels = {r.target: r.model_dump() for r in canonical.relationships}
+    for r in other.relationships:
+        if r.target not in rels and r.target not in (canonical_id, other_id):
+            rels[r.target] = r.model_dump()
+    examples = list(canonical.examples) + [e for e in other.examples if e not in canonical.examples]
+    similarity = finding.data.get("similarity")
+    await store.refine_lesson(
+        canonical_id,
+        reason=f"merged duplicate {other_id}" + (f" (similarity {similarity:.2f})" if similarity else ""),
+        tags=sorted(set(canonical.tags) | set(other.tags)), examples=examples,
+        relationships=list(rels.values()))
+    await store.set_lifecycle(other_id, LessonStatus.superseded, reason="merged by REM",
+                              superseded_by=canonical_id)
+    repointed = []
+    for lesson in await store.lessons_linking_to(other_id):
+        if lesson.id == other_id:
+            continue
+        new, seen = [], set()
+        for r in lesson.relationships:
+            target = canonical_id if r.target == other_id else r.target
+            if target == lesson.id or target in seen:
+                continue
+            seen.add(target)
+            new.append({**r.model_dump(), "target": target})
+        await store.set_relationships(lesson.id, new)
+        repointed.append(lesson.id)
+    return (f"merged {other_id} into {canonical_id}; {other_id} is archived as superseded"
+            + (f"; re-pointed links from {', '.join(repointed)}" if repointed else ""),
+            {"canonical": canonical_id, "superseded": other_id, "repointed": repointed})
+
+
+async def _delete_one(store, config, finding, text, selection):
+    pair = [finding.data["canonical"], finding.data["other"]]
+    target = (text or "").strip()
+    if target.isdigit() and 1 <= int(target) <= 2:
+        target = pair[int(target) - 1]
+    if target not in pair:
+        raise InvalidInputError(f"name the lesson to delete: {pair[0]} or {pair[1]}")
+    await store.set_lifecycle(target, LessonStatus.deleted, reason="duplicate removed by REM")
+    return f"deleted {target} (history kept)", {}
+
+
+async def _link(store, members: list[str]) -> list[tuple[str, str]]:
+    made = []
+    for i, a in enumerate(members):
+        for b in members[i + 1:]:
+            if await store.link_lessons(a, b, "related", 0.5, ["linked by REM community detection"]):
+                made.append((a, b))
+    return made
+
+
+async def _link_all(store, config, finding, text, selection):
+    members = finding.data.get("members") or list(finding.subject)
+    made = await _link(store, members)
+    return f"linked {len(members)} lessons ({len(made)} new links)", {"links": made}
+
+
+async def _link_subset(store, config, finding, text, selection):
+    choices = finding.data.get("members") or finding.data.get("suggested") or list(finding.subject)
+    picked = selection if selection is not None else _parse_selection(text, choices)
+    if finding.kind == "orphan":
+        lesson = finding.data["lesson"]
+        bad = [p for p in picked if p not in choices]
+        if bad or not picked:
+            raise InvalidInputError(f"pick one or more of: {', '.join(choices)}")
+        made = [(lesson, t) for t in picked if await store.link_lessons(lesson, t, "related", 0.5)]
+        return f"linked {lesson} to {', '.join(picked)}", {"links": made}
+    if len(picked) < 2 or any(p not in choices for p in picked):
+        raise InvalidInputError(f"pick two or more of: {', '.join(choices)}")
+    made = await _link(store, picked)
+    return f"linked {len(picked)} lessons ({len(made)} new links)", {"links": made}
+
+
+def _parse_selection(text: str | None, choices: list[str]) -> list[str]:
+    """'1,3' (1-based numbers) or 'id-a id-b' (ids) -> ids."""
+    picked = []
+    for token in re.split(r"[\s,]+", (text or "").strip()):
+        if not token:
+            continue
+        if token.isdigit() and 1 <= int(token) <= len(choices):
+            picked.append(choices[int(token) - 1])
+        else:
+            picked.append(token)
+    return list(dict.fromkeys(picked))
+
+
+async def _link_suggested(store, config, finding, text, selection):
+    lesson = finding.data["lesson"]
+    made = [(lesson, t) for t in finding.data.get("suggested", [])
+            if await store.link_lessons(lesson, t, "related", 0.5, ["suggested by REM"])]
+    return f"linked {lesson} to {len(made)} suggested lesson(s)", {"links": made}
+
+
+def draft_with_edits(draft: dict, text: str | None) -> dict:
+    """Apply the user's edits to a drafted lesson: a JSON object overrides fields; plain text
+    replaces the action."""
+    draft = dict(draft)
+    if text and text.strip():
+        text = text.strip()
+        if text.startswith("{"):
+            try:
+                edits = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"the draft edits are not valid JSON ({exc.msg})") from None
+            if not isinstance(edits, dict):
+                raise InvalidInputError("the draft edits must be a JSON object")
+            draft.update({k: v for k, v in edits.items() if k in ("id", "trigger", "action", "rationale", "tags")})
+        else:
+            draft["action"] = text
+    return draft
+
+
+async def _draft_lesson(store, config, finding, text, selection):
+    draft = draft_with_edits(finding.data.get("draft") or {}, text)
+    lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
+    base, n = lesson_id, 2
+    while await store.lesson_exists(lesson_id):
+        lesson_id, n = f"{base}-{n}", n + 1
+    lesson = await store.add_lesson(
+        lesson_id, check_text("trigger", draft.get("trigger"), limit=1000),
+        check_text("action", draft.get("action")), check_text("rationale", draft.get("rationale"), required=False),
+        tags=[check_text("tag", t, limit=100) for t in draft.get("tags") or []])
+    return f"added lesson {lesson.id}", {"lesson": lesson.id}
+
+
+async def _todo_change(store, finding, close: bool):
+    project = await store.get_project_by_id(finding.project_id)
+    content = finding.data["todo"]
+    todos = [t for t in project.todos]
+    match = [t for t in todos if t.content == content and t.status != "completed"]
+    if not match:
+        raise ConflictError(f"finding {finding.id} is stale: the todo {content!r} is no longer pending")
+    if close:
+        new = [t.model_copy(update={"status": "completed"}) if t.content == content else t for t in todos]
+    else:
+        new = [t for t in todos if t.content != content]
+    await store.save_context(project.project_path, todos=[Todo(**t.model_dump()) for t in new])
+    return project
+
+
+async def _close_todo(store, config, finding, text, selection):
+    await _todo_change(store, finding, close=True)
+    return f"closed the todo {finding.data['todo']!r} (a new context save records it)", {}
+
+
+async def _drop_todo(store, config, finding, text, selection):
+    await _todo_change(store, finding, close=False)
+    return f"dropped the todo {finding.data['todo']!r} (a new context save records it)", {}
+
+
+ACTIONS = {
+    "archive": _archive, "delete": _delete, "update_trigger": _update_trigger, "refine": _refine,
+    "keep": _reject, "keep_both": _reject, "project_specific": _reject, "merge": _merge,
+    "delete_one": _delete_one, "link_all": _link_all, "link_subset": _link_subset,
+    "link_suggested": _link_suggested, "draft_lesson": _draft_lesson, "close_todo": _close_todo,
+    "drop_todo": _drop_todo,
+}
+OPTIONAL_INPUT = {"draft_lesson"}
+
+
+# -- --auto ---------------------------------------------------------------------------------------
+
+def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | None) -> str | None:
+    """Why --auto may apply the finding's recommended option, or None when a person must decide.
+
+    Auto never deletes, never drafts lessons from extraction, and merges only at or above
+    auto_merge_threshold; links are safe (additive, undoable)."""
+    option = finding.options[finding.recommended - 1]
+    if option.action == "merge":
+        threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
+        similarity = float(finding.data.get("similarity", 0))
+        return f"similarity {similarity:.2f} >= {threshold:.2f}" if similarity >= threshold else None
+    if option.action in ("link_all", "link_suggested"):
+        return "links are additive"
+    return None
+
+
+async def apply_auto(store: Store, config: RemConfig, project_path: str,
+                     findings: list[RemFinding]) -> tuple[list[dict], list[dict]]:
+    """Apply what the policy allows; returns (applied, left) as small dicts for reports."""
+    applied, left = [], []
+    for finding in findings:
+        why = auto_decision(finding, config, project_path)
+        entry = {"id": finding.id, "kind": finding.kind, "title": finding.title,
+                 "option": finding.options[finding.recommended - 1].label}
+        if why is None:
+            left.append(entry)
+            continue
+        try:
+            outcome = await resolve(store, config, finding.id, finding.recommended, auto=True)
+            applied.append({**entry, "why": why, "result": outcome.message})
+        except ConflictError as exc:
+            left.append({**entry, "result": str(exc)})
+    return applied, left
+
+
+# -- undo -----------------------------------------------------------------------------------------
+
+async def undo_finding(store: Store, finding_id: str) -> str:
+    finding = await store.get_finding(finding_id)
+    actions = await store.actions_for(finding_id=finding_id)
+    if not actions:
+        raise InvalidInputError(f"finding {finding_id} has no applied action to undo ({finding.status.value})")
+    async with store.transaction():
+        for action in reversed(actions):
+            await store.restore(action["changes"])
+            await store.mark_action_undone(action["id"])
+        await store.set_finding_status(finding_id, FindingStatus.pending)
+    return f"undid {', '.join(a['action'] for a in actions)} of finding {finding_id}; it is pending again"
+
+
+async def undo_run(store: Store, run_id: int) -> str:
+    await store.get_run(run_id)
+    actions = await store.actions_for(run_id=run_id)
+    if not actions:
+        raise InvalidInputError(f"run {run_id} has no applied action to undo")
+    async with store.transaction():
+        for action in reversed(actions):
+            await store.restore(action["changes"])
+            await store.mark_action_undone(action["id"])
+            if action["finding_id"]:
+                await store.set_finding_status(action["finding_id"], FindingStatus.pending)
+    return f"undid {len(actions)} action(s) of run {run_id}"

@@ -1,0 +1,77 @@
+"""Plain-text rendering of models for the terminal (the CLI's human output)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from mgcp.models import ContextSnapshot, Lesson, LessonVersion, RemFinding, RemStatus
+
+
+def lesson(lesson: Lesson) -> str:
+    lines = [f"{lesson.id}  (v{lesson.version}, {lesson.status.value}"
+             + (f" -> {lesson.superseded_by}" if lesson.superseded_by else "") + ")",
+             f"  trigger:   {lesson.trigger}",
+             f"  action:    {lesson.action}"]
+    if lesson.rationale:
+        lines.append(f"  rationale: {lesson.rationale}")
+    if lesson.tags:
+        lines.append(f"  tags:      {', '.join(lesson.tags)}")
+    if lesson.relationships:
+        lines.append("  links:     " + ", ".join(f"{r.target} ({r.type})" for r in lesson.relationships))
+    lines.append(f"  used {lesson.usage_count} time(s); created {lesson.created_at}; refined {lesson.last_refined}")
+    return "\n".join(lines)
+
+
+def version(v: LessonVersion) -> str:
+    head = f"v{v.version}  {v.timestamp}" + ("  [reconstructed: text before versioning is partly lost]" if v.reconstructed else "")
+    lines = [head, f"  trigger:   {v.trigger}",
+             f"  action:    {v.action if v.action is not None else '(not recoverable: overwritten before versioning)'}"]
+    if v.rationale is not None:
+        lines.append(f"  rationale: {v.rationale}")
+    if v.tags:
+        lines.append(f"  tags:      {', '.join(v.tags)}")
+    if v.refinement_reason:
+        lines.append(f"  refined because: {v.refinement_reason}" + (f"  (session {v.session_id})" if v.session_id else ""))
+    return "\n".join(lines)
+
+
+def snapshot(s: ContextSnapshot) -> str:
+    lines = [f"session {s.session_number}  {s.timestamp}" + (f"  ({s.session_id})" if s.session_id else "")]
+    if s.notes:
+        lines.append("  notes: " + textwrap.shorten(s.notes, 200))
+    pending = [t.content for t in s.todos if t.status != "completed"]
+    if pending:
+        lines.append("  todos: " + "; ".join(pending))
+    if s.active_files:
+        lines.append("  files: " + ", ".join(s.active_files))
+    if s.catalogue_delta:
+        parts = [f"{k} {', '.join(v)}" for k, v in s.catalogue_delta.items() if v]
+        if parts:
+            lines.append("  catalogue: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def finding(f: RemFinding, index: int | None = None, total: int | None = None) -> str:
+    head = f"[{index}/{total}] " if index else ""
+    lines = [f"{head}{f.title}   (finding {f.id}, {f.operation})", ""]
+    lines += [textwrap.fill(p, 100) if len(p) > 100 and not p.startswith(("-", " ")) else p
+              for p in f.description.splitlines()]
+    lines.append("")
+    for i, option in enumerate(f.options, 1):
+        mark = " (Recommended)" if i == f.recommended else ""
+        lines.append(f"  [{i}] {option.label}{mark}")
+        if option.description:
+            lines.append(f"      {option.description}")
+    return "\n".join(lines)
+
+
+def rem_status(s: RemStatus) -> str:
+    lines = [f"{s.project_path}  (project {s.project_id}, session {s.session_number})", ""]
+    lines.append(f"  {'operation':22} {'strategy':12} {'last run':>8} {'next due':>8}  due")
+    for op in s.operations:
+        lines.append(f"  {op.operation:22} {op.strategy:12} {op.last_run_session:>8} {op.next_due_session:>8}  "
+                     + ("yes" if op.due else "no"))
+    lines.append("")
+    lines.append(f"  {s.pending_findings} finding(s) pending review"
+                 + (" - run `mgcp rem review`" if s.pending_findings else ""))
+    return "\n".join(lines)
