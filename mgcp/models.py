@@ -4,12 +4,18 @@ Timestamps are ISO-8601 UTC text, as in the legacy tables (`datetime.isoformat()
 datetime). JSON-ish fields are plain Python lists and dicts.
 """
 
-from __future__ import annotations
 
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel as _PydanticModel
+from pydantic import ConfigDict, Field
+
+
+class BaseModel(_PydanticModel):
+    # Build each model's validator on first use, not at import: most commands touch two or three
+    # models, and building all of them would double the CLI's start-up time.
+    model_config = ConfigDict(defer_build=True)
 
 
 class LessonStatus(str, Enum):

@@ -35,18 +35,14 @@ def check_operations(names: list[str] | None) -> list[str] | None:
 
 
 def schedules(config: RemConfig, project_path: str, state: dict[str, dict], session: int) -> list[OperationSchedule]:
-    settings = config.for_project(project_path)
-    result = []
-    for op in OPERATIONS:
-        s = settings[op]
-        params = {k: v for k, v in s.items() if k in ("interval", "intervals", "base_interval", "scale")}
-        last = int(state.get(op, {}).get("last_run_session") or 0)
-        due_at = schedule.next_due(s["strategy"], params, last)
-        result.append(OperationSchedule(
-            operation=op, strategy=s["strategy"], params=params, last_run_session=last,
-            last_run_timestamp=state.get(op, {}).get("last_run_timestamp"),
-            next_due_session=due_at, due=session >= due_at))
-    return result
+    last_runs = {op: row.get("last_run_session") for op, row in state.items()}
+    return [
+        OperationSchedule(operation=op, strategy=strategy, params=params, last_run_session=last,
+                          last_run_timestamp=state.get(op, {}).get("last_run_timestamp"),
+                          next_due_session=due_at, due=due)
+        for op, strategy, params, last, due_at, due in schedule.plan(config.for_project(project_path),
+                                                                     last_runs, session)
+    ]
 
 
 async def status(store: Store, config: RemConfig, project_path: str) -> RemStatus:

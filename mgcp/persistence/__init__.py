@@ -1,18 +1,19 @@
 """The only package that speaks SQL.
 
-`Store` is the async (aiosqlite) store used by the engine and the surfaces: open it with
+`Store` (persistence.store) is the async (aiosqlite) store used by the engine and the surfaces:
 `async with Store.open(path) as store:`; the database is checked and upgraded by the sync migration
-runner (`persistence.migrate`) before the async connection opens. `persistence.sessions` is the
-stdlib-only part the SessionStart hook uses.
+runner (persistence.migrate) before the async connection opens. `persistence.sessions` is the
+stdlib-only part the SessionStart hook uses, so importing this package stays cheap: `Store` (and
+with it pydantic and aiosqlite) is loaded on first access.
 """
 
-from mgcp.persistence.context import ContextStore
-from mgcp.persistence.lessons import LessonStore
-from mgcp.persistence.rem import RemStore
 
+def __getattr__(name):
+    if name == "Store":
+        from mgcp.persistence.store import Store
 
-class Store(LessonStore, ContextStore, RemStore):
-    """Lessons, context and REM state in one SQLite database."""
+        return Store
+    raise AttributeError(name)
 
 
 __all__ = ["Store"]

@@ -57,3 +57,18 @@ def register_session(conn: sqlite3.Connection, path: str, session_id: str, sourc
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def last_runs(conn: sqlite3.Connection, project_id: str) -> dict[str, int]:
+    """The session at which each REM operation last ran for the project."""
+    rows = conn.execute(
+        "SELECT operation, last_run_session FROM rem_state WHERE project_id = ?", [project_id])
+    return {op: int(last or 0) for op, last in rows}
+
+
+def pending_findings(conn: sqlite3.Connection, project_id: str) -> int:
+    """Findings awaiting review for the project (lesson findings are shared by every project)."""
+    return conn.execute(
+        """SELECT count(*) FROM rem_findings WHERE status = 'pending'
+           AND (project_id = ? OR operation IN ('staleness_scan', 'duplicate_detection', 'community_detection'))""",
+        [project_id]).fetchone()[0]

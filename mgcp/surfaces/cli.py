@@ -6,7 +6,6 @@ failure) or 2 (bad usage or bad input) here, in `main`, and nowhere else. Heavy 
 inside commands so that cheap commands start fast.
 """
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated, Optional

@@ -1,6 +1,5 @@
 """The `mgcp rem ...` commands, interactive review, and the `init`, `serve` and `demo` commands."""
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated, Optional

@@ -1,0 +1,155 @@
+"""Text similarity between lessons, without comparing every pair.
+
+`SimilarityBackend` is the seam: `pairs(docs, min_similarity)` returns every pair of documents at or
+above a cosine similarity, and `similarity(a, b)` scores one pair. `LexicalBackend` is the default
+(stdlib only); an embedding backend can implement the same two methods later as an optional extra.
+
+How `LexicalBackend.pairs` stays sub-quadratic (all-pairs similarity search with prefix filtering,
+after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007):
+
+- Each document becomes a sparse TF-IDF vector over stemmed words (sublinear tf, smoothed idf),
+  L2-normalised, so the dot product is the cosine. Word order does not matter, so reordered clauses
+  cost nothing; a swapped or added word costs a little, in proportion to its rarity.
+- Features are put in one global order, rarest first. For a document x, its *prefix* is the shortest
+  run of its rarest features such that the rest (the suffix) cannot reach the threshold t on its own:
+  min(||suffix||, sum_f x_f * max_weight_f) < t. If cos(x, y) >= t then x and y share a feature that
+  is in both prefixes (their rarest common feature must be in x's prefix, or the suffix bound is
+  violated, and likewise for y). So only documents that meet in a prefix posting list are candidates,
+  and each candidate is verified with an exact sparse dot product.
+- At the duplicate thresholds (0.8) a prefix holds only a document's few rarest words, so posting
+  lists are short and the candidate count grows roughly linearly with the corpus. The result is
+  exact (same pairs as brute force), deterministic, and memory is linear in the total number of
+  words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a plain inverted
+  index on all tokens would touch every pair sharing a common word.
+- At low thresholds (community detection's 0.35) the prefix covers most of a document; there
+  `max_postings` caps a posting list: a feature carried by more prefixes than that stops blocking.
+  This trades exactness (some weak pairs that only share common words are missed) for a bounded cost,
+  which is fine for inferred graph edges.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Hashable
+
+from mgcp import text
+
+Doc = Hashable
+
+
+class SimilarityBackend(ABC):
+    """Scores text similarity in [0, 1]."""
+
+    @abstractmethod
+    def pairs(self, docs: dict[Doc, str], min_similarity: float) -> list[tuple[Doc, Doc, float]]:
+        """Every pair (a, b, similarity) with similarity >= min_similarity, a before b in `docs`
+        order, sorted by similarity (highest first), then by that order."""
+
+    @abstractmethod
+    def similarity(self, a: str, b: str) -> float:
+        """The similarity of two texts on their own (no corpus statistics)."""
+
+
+class LexicalBackend(SimilarityBackend):
+    """TF-IDF cosine over stemmed words, all-pairs by prefix filtering (see the module docstring)."""
+
+    def __init__(self, max_postings: int | None = None):
+        self.max_postings = max_postings
+
+    # -- vectors ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def counts(doc: str) -> Counter:
+        return Counter(text.content_tokens(doc))
+
+    def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
+        """TF-IDF vectors (L2-normalised) of a corpus; empty documents get an empty vector."""
+        counts = {key: self.counts(doc) for key, doc in docs.items()}
+        df: Counter = Counter()
+        for c in counts.values():
+            df.update(c.keys())
+        n = len(docs)
+        idf = {f: math.log((1 + n) / (1 + d)) + 1.0 for f, d in df.items()}
+        return {key: _normalise({f: (1.0 + math.log(tf)) * idf[f] for f, tf in c.items()})
+                for key, c in counts.items()}
+
+    def similarity(self, a: str, b: str) -> float:
+        va = _normalise({f: 1.0 + math.log(tf) for f, tf in self.counts(a).items()})
+        vb = _normalise({f: 1.0 + math.log(tf) for f, tf in self.counts(b).items()})
+        return _dot(va, vb)
+
+    # -- all pairs -------------------------------------------------------------------------------
+
+    def pairs(self, docs: dict[Doc, str], min_similarity: float) -> list[tuple[Doc, Doc, float]]:
+        keys = list(docs)
+        vecs = self.vectors(docs)
+        return self.pairs_from_vectors(keys, [vecs[k] for k in keys], min_similarity)
+
+    def pairs_from_vectors(self, keys: list[Doc], vecs: list[dict[str, float]],
+                           min_similarity: float) -> list[tuple[Doc, Doc, float]]:
+        t = max(min_similarity, 1e-9)
+        df: Counter = Counter()
+        max_weight: dict[str, float] = {}
+        for v in vecs:
+            df.update(v.keys())
+            for f, w in v.items():
+                if w > max_weight.get(f, 0.0):
+                    max_weight[f] = w
+        rank = {f: i for i, f in enumerate(sorted(df, key=lambda f: (df[f], f)))}
+
+        postings: dict[str, list[int]] = {}
+        found: list[tuple[int, int, float]] = []
+        eps = 1e-12
+        for i, vec in enumerate(vecs):
+            if not vec:
+                continue
+            features = sorted(vec, key=rank.__getitem__)
+            prefix = features[: _prefix_length(features, vec, max_weight, t)]
+            candidates: set[int] = set()
+            for f in prefix:
+                plist = postings.setdefault(f, [])
+                if self.max_postings is None or len(plist) < self.max_postings:
+                    candidates.update(plist)
+                    plist.append(i)
+                else:
+                    candidates.update(plist)
+            for j in candidates:
+                s = _dot(vec, vecs[j])
+                if s >= min_similarity - eps:
+                    found.append((j, i, min(s, 1.0)))
+        found.sort(key=lambda p: (-round(p[2], 9), p[0], p[1]))
+        return [(keys[a], keys[b], s) for a, b, s in found]
+
+
+def _prefix_length(features: list[str], vec: dict[str, float], max_weight: dict[str, float],
+                   t: float) -> int:
+    """How many leading (rarest) features must be indexed so that the rest cannot reach t."""
+    suffix_sq = 0.0
+    suffix_bound = 0.0
+    k = len(features)
+    while k > 0:
+        w = vec[features[k - 1]]
+        sq = suffix_sq + w * w
+        bound = suffix_bound + w * max_weight[features[k - 1]]
+        if min(math.sqrt(sq), bound) >= t:
+            break
+        suffix_sq, suffix_bound = sq, bound
+        k -= 1
+    return max(k, 1)
+
+
+def _normalise(vec: dict[str, float]) -> dict[str, float]:
+    norm = math.sqrt(sum(w * w for w in vec.values()))
+    return {f: w / norm for f, w in vec.items()} if norm else {}
+
+
+def _dot(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    get = b.get
+    return sum(w * get(f, 0.0) for f, w in a.items())
+
+
+DEFAULT_BACKEND = LexicalBackend()
