@@ -1,0 +1,22 @@
+"""Run the real `mgcp` entry point in-process: (exit code, stdout, stderr)."""
+
+import io
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+from mgcp.surfaces.cli import main
+
+
+def mgcp(*args, stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old_argv, old_stdin = sys.argv, sys.stdin
+    sys.argv, sys.stdin = ["mgcp", *map(str, args)], io.StringIO(stdin)
+    code = 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv, sys.stdin = old_argv, old_stdin
+    return code, out.getvalue(), err.getvalue()

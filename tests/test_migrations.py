@@ -1,0 +1,163 @@
+import json
+import sqlite3
+
+import pytest
+
+from conftest import dump
+from legacy import build_legacy, pid
+from mgcp.errors import DatabaseError
+from mgcp.persistence import migrate
+
+LEGACY_TABLES = ["lessons", "project_contexts", "workflows", "community_summaries",
+                 "telemetry_events", "lesson_usage"]
+
+
+@pytest.fixture
+def legacy(tmp_path):
+    path = tmp_path / "legacy.db"
+    build_legacy(path)
+    return path
+
+
+def columns(path, table):
+    conn = sqlite3.connect(path)
+    try:
+        return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    finally:
+        conn.close()
+
+
+def test_blank_database_gets_exact_columns(db):
+    assert columns(db, "lessons") == ["id", "trigger", "action", "rationale", "examples", "version",
+                                      "created_at", "last_refined", "last_used", "usage_count", "tags",
+                                      "parent_id", "related_ids", "relationships"]
+    assert columns(db, "lesson_versions") == ["id", "lesson_id", "version", "trigger", "action", "rationale",
+                                              "tags", "timestamp", "refinement_reason", "session_id",
+                                              "reconstructed"]
+    assert columns(db, "context_history") == ["id", "project_id", "session_number", "session_id", "timestamp",
+                                              "notes", "active_files", "todos", "recent_decisions",
+                                              "catalogue_hash", "catalogue_delta"]
+    assert columns(db, "rem_state")[:2] == ["project_id", "operation"]
+
+
+def test_migrating_twice_changes_nothing(db):
+    before = dump(db)
+    assert migrate.open_and_migrate(db).applied == []
+    assert dump(db) == before
+
+
+def test_legacy_rows_stay_byte_identical(legacy):
+    before = dump(legacy, LEGACY_TABLES)
+    schema_before = sqlite3.connect(legacy).execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN (%s)" % ",".join("?" * len(LEGACY_TABLES)),
+        LEGACY_TABLES).fetchall()
+    report = migrate.open_and_migrate(legacy)
+    assert report.failures == {} and len(report.applied) == len(migrate.migration_names())
+    assert dump(legacy, LEGACY_TABLES) == before
+    assert sqlite3.connect(legacy).execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN (%s)" % ",".join("?" * len(LEGACY_TABLES)),
+        LEGACY_TABLES).fetchall() == schema_before
+
+
+def test_second_migrate_of_legacy_changes_nothing(legacy):
+    migrate.open_and_migrate(legacy)
+    before = dump(legacy)
+    migrate.open_and_migrate(legacy)
+    assert dump(legacy) == before
+
+
+def versions(path, lesson_id):
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    return [dict(r) for r in conn.execute(
+        "SELECT * FROM lesson_versions WHERE lesson_id = ? ORDER BY version", [lesson_id])]
+
+
+def test_v1_lesson_gets_one_real_row(legacy):
+    migrate.open_and_migrate(legacy)
+    rows = versions(legacy, "plain-v1")
+    assert [(r["version"], r["reconstructed"], r["action"]) for r in rows] == [(1, 0, "Read its signature first.")]
+
+
+def test_v3_lesson_reasons_and_rationale_prefixes(legacy):
+    migrate.open_and_migrate(legacy)
+    rows = versions(legacy, "three-versions")
+    assert [r["version"] for r in rows] == [1, 2, 3]
+    assert rows[0]["rationale"] == "Flaky tests erode trust."
+    assert rows[0]["refinement_reason"] == "did not say how to find the cause"
+    assert rows[1]["rationale"] == "Flaky tests erode trust.\n\n[v2] did not say how to find the cause"
+    assert rows[1]["refinement_reason"] == "quarantining alone hid real bugs"
+    assert rows[2]["refinement_reason"] is None
+    assert rows[2]["action"] == "Quarantine it and file a ticket." and rows[2]["reconstructed"] == 0
+    assert [r["reconstructed"] for r in rows[:2]] == [1, 1]
+
+
+def test_v2_lesson_refined_from_empty_rationale(legacy):
+    migrate.open_and_migrate(legacy)
+    rows = versions(legacy, "from-empty")
+    assert rows[0]["rationale"] == "" and rows[0]["reconstructed"] == 1
+    assert rows[0]["refinement_reason"] == "generated files drifted from their sources"
+    assert rows[1]["rationale"] == "generated files drifted from their sources"
+
+
+def test_each_project_gets_one_session_zero_row(legacy):
+    migrate.open_and_migrate(legacy)
+    conn = sqlite3.connect(legacy)
+    rows = conn.execute("SELECT project_id, session_number, catalogue_delta FROM context_history ORDER BY project_id").fetchall()
+    assert [(r[0], r[1]) for r in rows] == sorted([(pid("/home/dev/alpha"), 0), (pid("/home/dev/beta"), 0)])
+    assert json.loads(rows[0][2])["removed"] == {}
+
+
+def test_newer_database_is_refused_untouched(db):
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('mgcp', '9999_future', 'x')")
+    conn.commit()
+    conn.close()
+    before = dump(db)
+    with pytest.raises(DatabaseError, match="newer mgcp"):
+        migrate.open_and_migrate(db)
+    assert dump(db) == before
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(DatabaseError, match="another application"):
+        migrate.open_and_migrate(path)
+    assert [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")] == ["customers"]
+
+
+def test_non_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    with pytest.raises(DatabaseError, match="not an SQLite database"):
+        migrate.open_and_migrate(path)
+    assert path.read_text() == "hello"
+
+
+def test_bad_record_is_reported_skipped_and_retried(legacy):
+    conn = sqlite3.connect(legacy)
+    conn.execute("UPDATE lessons SET tags = 'not json' WHERE id = 'plain-v1'")
+    conn.commit()
+    conn.close()
+    report = migrate.open_and_migrate(legacy)
+    assert "plain-v1" in report.failures["0004_backfill_lesson_versions"][0]
+    assert "0004_backfill_lesson_versions" in migrate.status(legacy)["pending"]
+    assert versions(legacy, "three-versions")  # the good records went in
+    conn = sqlite3.connect(legacy)
+    conn.execute("""UPDATE lessons SET tags = '["api"]' WHERE id = 'plain-v1'""")
+    conn.commit()
+    conn.close()
+    assert migrate.open_and_migrate(legacy).applied == ["0004_backfill_lesson_versions"]
+    assert len(versions(legacy, "plain-v1")) == 1
+
+
+def test_status_lists_applied_pending_and_counts(legacy):
+    status = migrate.status(legacy)
+    assert status["applied"] == [] and status["pending"] == migrate.migration_names()
+    migrate.open_and_migrate(legacy)
+    status = migrate.status(legacy)
+    assert status["pending"] == [] and status["tables"]["lessons"] == 3
