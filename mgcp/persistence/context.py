@@ -102,14 +102,15 @@ class ContextStore(StoreCore):
                 })
         return await self.get_project(path)
 
-    async def register_session(self, path: str, session_id: str, source: str | None = None) -> SessionRegistration:
+    async def register_session(self, path: str, session_id: str, source: str | None = None,
+                               at: str | None = None) -> SessionRegistration:
         async with self.transaction():
             project = await self.ensure_project(path)
             known = await self.fetchone(sql.FIND_SESSION, [project.project_id, session_id])
             if known:
                 return SessionRegistration(project_id=project.project_id, session_id=session_id,
                                            session_number=known[0], is_new=False)
-            number, now = project.session_count + 1, utcnow()
+            number, now = project.session_count + 1, at or utcnow()
             await self._insert("project_sessions", {
                 "project_id": project.project_id, "session_id": session_id, "session_number": number,
                 "source": source, "first_seen_at": now})
@@ -121,8 +122,9 @@ class ContextStore(StoreCore):
     async def save_context(self, path: str, session_id: str | None = None, notes: str | None = None,
                            todos: list[Todo] | None = None, decisions: list[str] | None = None,
                            active_files: list[str] | None = None,
-                           catalogue: dict | None = None) -> ContextSnapshot | None:
-        """Save the project's state; returns the new history row, or None when nothing changed."""
+                           catalogue: dict | None = None, at: str | None = None) -> ContextSnapshot | None:
+        """Save the project's state; returns the new history row, or None when nothing changed.
+        `at` backdates the save (imports and the demo); by default it is now."""
         notes = check_text("notes", notes, required=False)
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
@@ -134,7 +136,7 @@ class ContextStore(StoreCore):
             session_id = check_text("session id", session_id, limit=200)
         async with self.transaction():
             if session_id:
-                number = (await self.register_session(path, session_id, "save")).session_number
+                number = (await self.register_session(path, session_id, "save", at)).session_number
             project = await self.ensure_project(path)
             if not session_id:
                 number = project.session_count
@@ -143,7 +145,7 @@ class ContextStore(StoreCore):
                     await self._update("project_contexts", {"project_id": project.project_id},
                                        {"session_count": 1})
             old_todos = {t.content: t for t in project.todos}
-            now = utcnow()
+            now = at or utcnow()
             new_todos = project.todos if todos is None else [
                 t.model_copy(update={"created_at": t.created_at or (old_todos[t.content].created_at
                                                                       if t.content in old_todos else now)})

@@ -152,6 +152,37 @@ class LessonStore(StoreCore):
             await self._reindex_lesson(lesson_id)
         return await self.get_lesson(lesson_id)
 
+    async def import_lesson(self, lesson: Lesson, versions: list[LessonVersion]) -> None:
+        """Write a lesson with its full history exactly as given (timestamps included): for
+        imports and the demo. The last version must equal the lesson's current text."""
+        check_lesson_id(lesson.id)
+        for v in versions:
+            check_text("trigger", v.trigger, limit=MAX_SHORT)
+            check_text("action", v.action)
+            check_text("rationale", v.rationale, required=False)
+        if not versions or versions[-1].version != lesson.version or versions[-1].action != lesson.action:
+            raise InvalidInputError(f"lesson {lesson.id}: its last version must be its current state")
+        async with self.transaction():
+            if await self.lesson_exists(lesson.id):
+                raise InvalidInputError(f"a lesson with id {lesson.id!r} already exists")
+            await self._insert("lessons", {
+                "id": lesson.id, "trigger": lesson.trigger, "action": lesson.action,
+                "rationale": lesson.rationale, "examples": dumps(lesson.examples),
+                "version": lesson.version, "created_at": lesson.created_at,
+                "last_refined": lesson.last_refined, "last_used": lesson.last_used,
+                "usage_count": lesson.usage_count, "tags": dumps(lesson.tags),
+                "parent_id": lesson.parent_id,
+                "relationships": dumps([r.model_dump() for r in lesson.relationships]),
+            })
+            for v in versions:
+                await self._insert("lesson_versions", {
+                    "lesson_id": lesson.id, "version": v.version, "trigger": v.trigger,
+                    "action": v.action, "rationale": v.rationale, "tags": dumps(v.tags),
+                    "timestamp": v.timestamp, "refinement_reason": v.refinement_reason,
+                    "session_id": v.session_id,
+                })
+            await self._reindex_lesson(lesson.id)
+
     async def lesson_versions(self, lesson_id: str) -> list[LessonVersion]:
         await self.get_lesson(lesson_id)
         rows = await self.fetchall(
@@ -245,6 +276,11 @@ class LessonStore(StoreCore):
             lesson.last_used = now
             results.append((lesson, -float(r["score"])))
         return results
+
+    async def log_query(self, text: str, project_id: str | None, at: str) -> None:
+        """Record a query without running it (imports and the demo)."""
+        await self._insert("query_log", {"query": text, "project_id": project_id,
+                                         "result_ids": "[]", "created_at": at})
 
     async def recent_queries(self, since: str) -> list[str]:
         rows = await self.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])

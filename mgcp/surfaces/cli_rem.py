@@ -269,6 +269,6 @@ def demo(db: Annotated[Optional[str], typer.Option("--db", help="Where to build 
 
     Example: mgcp demo
     """
-    from mgcp.demo import run_demo
+    from mgcp.surfaces.demo import run_demo
 
     run_demo(db, json)
