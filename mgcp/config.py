@@ -58,6 +58,11 @@ STRATEGY_KEYS = {
 SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
 
 
+def normalize_path(path: str) -> str:
+    """A project's key: an absolute, normalized path; it need not exist (projects move, history stays)."""
+    return os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
+
+
 def data_dir() -> Path:
     return Path(os.environ.get("MGCP_DATA_DIR") or Path.home() / ".mgcp")
 
@@ -137,7 +142,7 @@ def parse_config(raw: Any, source: str) -> RemConfig:
     for project, ops in (raw.get("projects") or {}).items():
         merged = copy.deepcopy(operations)
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
-        projects[str(project)] = {op: merged[op] for op in (ops or {})}
+        projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
     return RemConfig(operations, projects, source)
 
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from mgcp.config import RemConfig
+from mgcp.engine.cycle import known_project
 from mgcp.errors import ConflictError, InvalidInputError
 from mgcp.models import FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.persistence import Store
@@ -51,7 +52,7 @@ async def is_stale(store: Store, finding: RemFinding) -> str | None:
 
 async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
     """Pending findings for the project, oldest first; findings gone stale are marked so."""
-    project = await store.ensure_project(project_path)
+    project = await known_project(store, project_path)
     result = []
     for finding in await store.findings(project.project_id, "pending"):
         if await is_stale(store, finding):

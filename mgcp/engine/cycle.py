@@ -11,16 +11,20 @@ actions, so undoing the run removes them too.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from mgcp import schedule
-from mgcp.config import OPERATIONS, RemConfig
+from mgcp.config import OPERATIONS, RemConfig, normalize_path
 from mgcp.errors import InvalidInputError
-from mgcp.models import (OperationResult, OperationSchedule, RemCycleReport, RemFinding, RemStatus)
+from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
+                         RemStatus)
 from mgcp.persistence import Store
 from mgcp.persistence.core import utcnow
+from mgcp.persistence.sessions import project_id_for
 
 Progress = Callable[[str], None]
 
@@ -45,8 +49,18 @@ def schedules(config: RemConfig, project_path: str, state: dict[str, dict], sess
     ]
 
 
+async def known_project(store: Store, project_path: str) -> ProjectContext:
+    """The project, or (without writing anything) a new one at session 0."""
+    project = await store.find_project(project_path)
+    if project is None:
+        path = normalize_path(project_path)
+        project = ProjectContext(project_id=project_id_for(path), project_name=os.path.basename(path),
+                                 project_path=path, last_accessed=utcnow())
+    return project
+
+
 async def status(store: Store, config: RemConfig, project_path: str) -> RemStatus:
-    project = await store.ensure_project(project_path)
+    project = await known_project(store, project_path)
     ops = schedules(config, project.project_path, await store.rem_state(project.project_id),
                     project.session_count)
     pending = await store.findings(project.project_id, "pending")
@@ -121,11 +135,10 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
 
 async def report(store: Store, project_path: str) -> RemCycleReport | None:
     """The last finished run of the project and the findings it raised (with their status now)."""
-    project = await store.ensure_project(project_path)
+    project = await known_project(store, project_path)
     run = await store.last_run(project.project_id)
     if run is None:
         return None
-    import json
     return RemCycleReport(
         run_id=run["id"], project_id=project.project_id, project_path=project.project_path,
         session_number=run["session_number"], started_at=run["started_at"],

@@ -12,6 +12,8 @@ import hashlib
 import os
 import sqlite3
 
+from mgcp.config import normalize_path  # noqa: F401  (re-exported for the store and the hook)
+
 FIND_PROJECT = "SELECT project_id, session_count FROM project_contexts WHERE project_path = ?"
 INSERT_PROJECT = """INSERT INTO project_contexts (project_id, project_name, project_path, last_accessed, session_count)
                     VALUES (?, ?, ?, ?, 0)"""
@@ -20,11 +22,6 @@ INSERT_SESSION = """INSERT INTO project_sessions (project_id, session_id, sessio
                     VALUES (?, ?, ?, ?, ?)"""
 ADVANCE_PROJECT = """UPDATE project_contexts SET session_count = ?, last_session_id = ?, last_accessed = ?
                      WHERE project_id = ?"""
-
-
-def normalize_path(path: str) -> str:
-    """An absolute, normalized path; it need not exist (projects move, history stays)."""
-    return os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
 
 
 def project_id_for(path: str) -> str:

@@ -40,7 +40,7 @@ def with_store(db: str | None, work: Callable[[Any], Awaitable[Any]]) -> Any:
 
 
 def project_path(path: str | None) -> str:
-    from mgcp.persistence.sessions import normalize_path
+    from mgcp.config import normalize_path
 
     return normalize_path(path if path else os.getcwd())
 
