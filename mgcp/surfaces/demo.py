@@ -109,9 +109,20 @@ def run_demo(db: str | None, as_json: bool) -> None:
     out(f"REM cycle at session {report.session_number}: "
         + ", ".join(f"{o.operation} {o.findings}" + (" (FAILED)" if o.error else "") for o in report.operations)
         + f" finding(s), {report.duration_ms:.0f} ms.\n")
-    for i, finding in enumerate(report.findings, 1):
-        out("\n" + "-" * 100 + "\n" + format.finding(finding, i, len(report.findings)) + "\n")
-    out("\n" + "-" * 100 + "\n")
+    out("\nFindings, by operation:\n")
+    for op in OPERATIONS:
+        found = [f for f in report.findings if f.operation == op]
+        if found:
+            out(f"  {op}\n")
+            for f in found:
+                out(f"    {f.id}  {f.title}\n")
+    summary = next((o for o in report.operations if o.operation == "context_summary"), None)
+    if summary and summary.summary.get("to_session"):
+        out(f"  context_summary\n    wrote a narrative of sessions {summary.summary['from_session']}"
+            f"-{summary.summary['to_session']} (community summaries are written automatically too)\n")
+    if report.findings:
+        out("\nThis is how review presents each one (the first, in full):\n\n")
+        out(format.finding(report.findings[0], 1, len(report.findings)) + "\n\n")
     out(f"Built and analysed in {elapsed:.1f} s. Next:\n"
         f"  mgcp rem review --db {path} --project {project}      # answer them one at a time\n"
         f"  mgcp rem run --auto --dry-run --db {path} --project {project}   # what CI would apply\n"
