@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from mgcp.config import RemConfig
-from mgcp.engine.cycle import known_project
+from mgcp.engine.findings import is_stale
 from mgcp.errors import ConflictError, InvalidInputError
 from mgcp.models import FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.persistence import Store
@@ -37,32 +37,6 @@ class Outcome:
     details: dict = field(default_factory=dict)
 
 
-async def is_stale(store: Store, finding: RemFinding) -> str | None:
-    """Why the finding no longer applies, or None."""
-    for lesson_id, version in finding.subject.items():
-        if not await store.lesson_exists(lesson_id):
-            return f"lesson {lesson_id} no longer exists"
-        lesson = await store.get_lesson(lesson_id)
-        if lesson.version != version:
-            return f"lesson {lesson_id} was refined (v{version} -> v{lesson.version})"
-        if lesson.status != LessonStatus.active:
-            return f"lesson {lesson_id} is {lesson.status.value}"
-    return None
-
-
-async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
-    """Pending findings for the project, oldest first; findings gone stale are marked so."""
-    project = await known_project(store, project_path)
-    result = []
-    for finding in await store.findings(project.project_id, "pending"):
-        if await is_stale(store, finding):
-            async with store.transaction():
-                await store.set_finding_status(finding.id, FindingStatus.stale)
-            continue
-        result.append(finding)
-    return result
-
-
 async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                   input_text: str | None = None, selection: list[str] | None = None,
                   auto: bool = False) -> Outcome:
@@ -75,22 +49,25 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
     chosen = finding.options[option - 1]
     if chosen.action == "skip":
         return Outcome(finding.id, "skip", "pending", "skipped; the finding stays pending")
-    reason = await is_stale(store, finding)
-    if reason:
-        async with store.transaction():
-            await store.set_finding_status(finding.id, FindingStatus.stale)
-        raise ConflictError(f"finding {finding.id} is stale: {reason}; run REM again for a fresh finding")
     if chosen.needs_input and not input_text and chosen.action not in OPTIONAL_INPUT:
         raise InvalidInputError(f"option {option} ({chosen.label}) needs input: {chosen.needs_input}")
     executor = ACTIONS.get(chosen.action)
     if executor is None:
         raise InvalidInputError(f"option {option} has an unknown action {chosen.action!r}")
     async with store.recording() as changes:
-        message, details = await executor(store, config, finding, input_text, selection)
-        status = FindingStatus.rejected if chosen.action in REJECTING else FindingStatus.applied
-        await store.set_finding_status(finding.id, status, option, input_text)
-        lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
-        await store.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)
+        # Checked inside the write transaction, so no other process can change the subject between
+        # the check and the action.
+        stale = await is_stale(store, finding)
+        if stale:
+            await store.set_finding_status(finding.id, FindingStatus.stale)
+        else:
+            message, details = await executor(store, config, finding, input_text, selection)
+            status = FindingStatus.rejected if chosen.action in REJECTING else FindingStatus.applied
+            await store.set_finding_status(finding.id, status, option, input_text)
+            lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
+            await store.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)
+    if stale:
+        raise ConflictError(f"finding {finding.id} is stale: {stale}; run REM again for a fresh finding")
     return Outcome(finding.id, chosen.action, status.value, message, len(lesson_changes), details)
 
 

@@ -63,7 +63,9 @@ async def status(store: Store, config: RemConfig, project_path: str) -> RemStatu
     project = await known_project(store, project_path)
     ops = schedules(config, project.project_path, await store.rem_state(project.project_id),
                     project.session_count)
-    pending = await store.findings(project.project_id, "pending")
+    from mgcp.engine.findings import pending_findings
+
+    pending = await pending_findings(store, project_path)
     return RemStatus(project_id=project.project_id, project_path=project.project_path,
                      session_number=project.session_count, operations=ops,
                      pending_findings=len(pending))

@@ -15,13 +15,14 @@ import json
 import os
 from typing import Any
 
-from mgcp.errors import DatabaseError, NotFoundError
+from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
 from mgcp.models import ContextSnapshot, ProjectContext, SessionRegistration, Todo
 from mgcp.persistence import sessions as sql
 from mgcp.persistence.core import StoreCore, dumps, utcnow
 from mgcp.validation import check_catalogue, check_list, check_text
 
 RECENT_DECISIONS = 10
+MAX_SESSION = 2**62
 
 
 def canonical(value: Any) -> str:
@@ -209,11 +210,13 @@ class ContextStore(StoreCore):
     async def context_at(self, path: str, session: int | None) -> tuple[ContextSnapshot, dict]:
         """The state as of the end of `session` (None: the latest), catalogue rebuilt from the
         deltas and verified against the recorded hash."""
+        if session is not None and not 0 <= session <= MAX_SESSION:
+            raise InvalidInputError(f"session must be between 0 and {MAX_SESSION}")
         project = await self.get_project(path)
         rows = await self.fetchall(
             """SELECT * FROM context_history WHERE project_id = ? AND session_number <= ?
                ORDER BY id""",
-            [project.project_id, session if session is not None else 2**62])
+            [project.project_id, session if session is not None else MAX_SESSION])
         if not rows:
             raise NotFoundError(f"no history for {project.project_path} at or before session {session}")
         catalogue: dict = {}

@@ -1,0 +1,384 @@
+"""The MCP server (`mgcp serve`), driven over stdio by the official MCP client (mcp 2.x:
+`mcp.client.stdio.stdio_client` + `ClientSession`).
+
+One server process serves the whole module (starting one costs about two seconds, mostly the SDK's
+imports). Tests stay independent because the server opens the database per call: before each test
+the database file is replaced with a fresh one, and the running server simply opens the new file.
+"""
+
+import asyncio
+import concurrent.futures
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from clihelp import mgcp
+from mgcp.persistence.migrate import open_and_migrate
+
+SERVE = ["-c", "from mgcp.surfaces.cli import main; main()", "serve"]
+PROJECT = "/work/projects/shop"
+SECRET = "sk-ant-" + "abcdefghijklmnopqrstuvwxyzabcd"
+
+TOOLS = {
+    "add_lesson", "refine_lesson", "query_lessons", "get_lesson_history", "link_lessons",
+    "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
+    "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo",
+}
+
+# Two near-identical lessons (a duplicate) and four unlinked lessons on one topic (a cluster).
+KB = [
+    ("verify-method-exists", "calling a method on an unfamiliar library object",
+     "Before calling any method, verify it exists in the library docs or source", ["api"]),
+    ("check-method-exists", "calling a method on an unfamiliar library object",
+     "Before calling any method, verify that it exists in the library docs or source code", ["api"]),
+    ("webhook-retry-logic", "handling webhook delivery failures and retries",
+     "Retry webhook deliveries with exponential backoff and idempotency keys", ["webhooks"]),
+    ("stripe-signature-verify", "receiving stripe webhook events",
+     "Verify the webhook signature header before trusting the payload", ["webhooks"]),
+    ("dead-letter-queue-replay", "webhook events that failed permanently",
+     "Send failed webhook events to a dead letter queue and replay them later", ["webhooks"]),
+    ("webhook-timeout-handling", "slow webhook handlers timing out",
+     "Acknowledge webhooks quickly and process the event in a background job", ["webhooks"]),
+]
+REM_OPS = ["duplicate_detection", "community_detection"]
+
+
+class Client:
+    """An MCP client session to one `mgcp serve` process, run on an event loop in a background
+    thread so that plain (sync) tests can share it."""
+
+    def __init__(self, params: StdioServerParameters, errlog):
+        self.stream_errors: list[Exception] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.ready: concurrent.futures.Future = concurrent.futures.Future()
+        self.done = asyncio.run_coroutine_threadsafe(self._connect(params, errlog), self.loop)
+        self.session: ClientSession = self.ready.result(timeout=60)
+
+    async def _connect(self, params, errlog):
+        self.stop = asyncio.Event()
+        try:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, message_handler=self._on_message) as session:
+                    await session.initialize()
+                    self.ready.set_result(session)
+                    await self.stop.wait()
+        except BaseException as exc:
+            if not self.ready.done():
+                self.ready.set_exception(exc)
+            raise
+
+    async def _on_message(self, message):
+        if isinstance(message, Exception):  # e.g. a stdout line that is not JSON-RPC
+            self.stream_errors.append(message)
+
+    def _await(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
+
+    def list_tools(self):
+        return self._await(self.session.list_tools()).tools
+
+    def call(self, name: str, **arguments):
+        return self._await(self.session.call_tool(name, arguments))
+
+    def ok(self, name: str, **arguments) -> dict:
+        result = self.call(name, **arguments)
+        assert not result.is_error, result.content[0].text
+        return result.structured_content
+
+    def error(self, name: str, **arguments) -> str:
+        result = self.call(name, **arguments)
+        assert result.is_error, result.structured_content
+        assert len(result.content) == 1
+        return result.content[0].text
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.done.result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def server_db(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("mcp") / "lessons.db"
+
+
+@pytest.fixture(scope="module")
+def client(server_db):
+    base = server_db.parent
+    params = StdioServerParameters(
+        command=sys.executable, args=[*SERVE, "--db", str(server_db)],
+        # Never a real ~/.mgcp, even for the config lookup.
+        env={"MGCP_DATA_DIR": str(base / "data"), "HOME": str(base / "home")})
+    with open(base / "server.log", "w") as errlog:
+        c = Client(params, errlog)
+        yield c
+        c.close()
+
+
+@pytest.fixture
+def db(server_db, client) -> Path:
+    """A fresh database under the running server (it opens the file anew on every call)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{server_db}{suffix}").unlink(missing_ok=True)
+    open_and_migrate(server_db)
+    return server_db
+
+
+@pytest.fixture
+def kb(db, run) -> Path:
+    async def seed(store):
+        for lesson_id, trigger, action, tags in KB:
+            await store.add_lesson(lesson_id, trigger, action, tags=tags)
+    run(db, seed)
+    return db
+
+
+def first_finding(client) -> dict:
+    return client.ok("rem_run", project_path=PROJECT, operations=REM_OPS)["finding"]
+
+
+def choose(finding: dict, label_start: str) -> int:
+    return next(o["number"] for o in finding["options"] if o["label"].startswith(label_start))
+
+
+# -- the tool list ---------------------------------------------------------------------------------
+
+def test_every_tool_is_listed_with_a_description(client):
+    tools = {t.name: t for t in client.list_tools()}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 40, tool.name
+
+
+def test_refine_lesson_requires_a_reason(client):
+    schema = next(t for t in client.list_tools() if t.name == "refine_lesson").input_schema
+    assert {"lesson_id", "reason"} <= set(schema["required"])
+
+
+# -- lessons ---------------------------------------------------------------------------------------
+
+def test_add_then_refine_is_kept_in_history(client, db):
+    added = client.ok("add_lesson", lesson_id="verify-api", trigger="calling an unfamiliar API",
+                      action="Read its signature first", tags=["api"])
+    assert added["version"] == 1
+    refined = client.ok("refine_lesson", lesson_id="verify-api", reason="too vague",
+                        action="Read the signature and one usage example")
+    assert refined["version"] == 2
+    history = client.ok("get_lesson_history", lesson_id="verify-api")["versions"]
+    assert [(v["version"], v["action"], v["refinement_reason"]) for v in history] == [
+        (1, "Read its signature first", "too vague"),
+        (2, "Read the signature and one usage example", None)]
+
+
+def test_text_content_carries_the_same_json(client, db):
+    result = client.call("add_lesson", lesson_id="pin-deps", trigger="adding a dependency",
+                         action="Pin its major version")
+    assert json.loads(result.content[0].text) == result.structured_content
+
+
+def test_query_counts_a_retrieval(client, db, run):
+    client.ok("add_lesson", lesson_id="wal-mode", trigger="opening sqlite from several processes",
+              action="Use WAL mode and a busy timeout")
+    results = client.ok("query_lessons", text="sqlite processes", limit=3, project_path=PROJECT)["results"]
+    assert [r["id"] for r in results] == ["wal-mode"]
+    assert results[0]["usage_count"] == 1
+    assert run(db, lambda s: s.get_lesson("wal-mode")).usage_count == 1
+
+
+def test_link_lessons_links_both_ways(client, db, run):
+    for lesson_id in ("a-lesson", "b-lesson"):
+        client.ok("add_lesson", lesson_id=lesson_id, trigger=f"{lesson_id} trigger", action="do it")
+    assert client.ok("link_lessons", source="a-lesson", target="b-lesson", type="complements")["added"]
+    b = run(db, lambda s: s.get_lesson("b-lesson"))
+    assert [(r.target, r.type) for r in b.relationships] == [("a-lesson", "complements")]
+
+
+# -- project context -------------------------------------------------------------------------------
+
+def save_twice(client):
+    client.ok("save_project_context", project_path=PROJECT, session_id="s-1", notes="started checkout",
+              todos=[{"content": "write tests"}], decisions=["use stripe"], catalogue={"db": "sqlite"})
+    return client.ok("save_project_context", project_path=PROJECT, session_id="s-2", notes="checkout done",
+                     todos=[{"content": "write tests", "status": "completed"}],
+                     active_files=["shop/checkout.py"], catalogue={"db": "sqlite", "queue": "redis"})
+
+
+def test_second_save_opens_session_two(client, db):
+    saved = save_twice(client)
+    assert saved["saved"] and saved["snapshot"]["session_number"] == 2
+    current = client.ok("get_project_context", project_path=PROJECT)
+    assert current["notes"] == "checkout done" and current["session_count"] == 2
+    assert current["todos"][0]["status"] == "completed"
+
+
+def test_context_history_lists_both_saves(client, db):
+    save_twice(client)
+    history = client.ok("get_context_history", project_path=PROJECT)["history"]
+    assert [(h["session_number"], h["notes"]) for h in history] == [(1, "started checkout"), (2, "checkout done")]
+    assert len(client.ok("get_context_history", project_path=PROJECT, limit=1)["history"]) == 1
+
+
+def test_context_at_session_rebuilds_that_catalogue(client, db):
+    save_twice(client)
+    at = client.ok("get_context_at_session", project_path=PROJECT, session=1)
+    assert at["notes"] == "started checkout" and at["catalogue"] == {"db": "sqlite"} and at["verified"]
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool, arguments, cli", [
+    ("get_lesson_history", {"lesson_id": "no-such-lesson"}, ["lesson", "history", "no-such-lesson"]),
+    ("refine_lesson", {"lesson_id": "no-such-lesson", "reason": "r", "action": "a"},
+     ["lesson", "refine", "no-such-lesson", "--reason", "r", "--action", "a"]),
+    ("save_project_context", {"project_path": PROJECT, "notes": f"key {SECRET}"},
+     ["context", "save", "--project", PROJECT, "--notes", f"key {SECRET}"]),
+    ("add_lesson", {"lesson_id": "leaky", "trigger": "t", "action": f"use {SECRET}"},
+     ["lesson", "add", "leaky", "--trigger", "t", "--action", f"use {SECRET}"]),
+])
+def test_bad_input_is_a_tool_error_with_the_cli_message(client, db, tool, arguments, cli):
+    message = client.error(tool, **arguments)
+    code, out, err = mgcp(*cli, "--db", db)
+    assert code == 2 and out == ""
+    assert err == f"Error: {message}\n"
+
+
+def test_secret_is_not_stored(client, db, run):
+    client.error("save_project_context", project_path=PROJECT, notes=f"key {SECRET}")
+    assert run(db, lambda s: s.find_project(PROJECT)) is None
+
+
+def test_unexpected_failure_is_a_tool_error_and_the_server_lives_on(client, db):
+    """A failure nobody anticipated (today: a session number beyond SQLite's integer range)."""
+    save_twice(client)
+    text = client.error("get_context_at_session", project_path=PROJECT, session=2**70)
+    assert text
+    assert client.ok("get_project_context", project_path=PROJECT)["session_count"] == 2
+
+
+# -- REM -------------------------------------------------------------------------------------------
+
+def test_rem_status_lists_every_operation(client, db):
+    status = client.ok("rem_status", project_path=PROJECT)
+    assert {o["operation"] for o in status["operations"]} == {
+        "staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
+        "context_summary"}
+    assert status["pending_findings"] == 0
+
+
+def test_rem_report_before_any_run(client, db):
+    assert client.ok("rem_report", project_path=PROJECT)["report"] is None
+
+
+def test_rem_run_rejects_an_unknown_operation(client, db):
+    assert client.error("rem_run", project_path=PROJECT, operations=["dreaming"]).startswith(
+        "unknown operation 'dreaming'")
+
+
+def test_rem_run_with_nothing_due_runs_nothing(client, kb):
+    result = client.ok("rem_run", project_path=PROJECT)
+    assert result["run"]["operations"] == [] and result["finding"] is None and result["remaining"] == 0
+    assert "nothing (no operation is due)" in result["message"]
+
+
+def test_rem_run_returns_the_first_finding_as_a_question(client, kb):
+    result = client.ok("rem_run", project_path=PROJECT, operations=REM_OPS)
+    assert [o["operation"] for o in result["run"]["operations"]] == REM_OPS
+    assert not any("error" in o for o in result["run"]["operations"])
+    finding = result["finding"]
+    assert finding["header"] == "Duplicate" and len(finding["header"]) <= 12
+    assert "verify-method-exists" in finding["question"] and "check-method-exists" in finding["question"]
+    assert [o["number"] for o in finding["options"]] == list(range(1, len(finding["options"]) + 1))
+    assert all(o["label"] and "description" in o for o in finding["options"])
+    assert finding["options"][finding["recommended"] - 1]["label"].startswith("Merge")
+    assert finding["multiSelect"] is False and finding["choices"] == []
+    assert [n["option"] for n in finding["needs_input"]] == [choose(finding, "Delete one")]
+    assert result["remaining"] >= 1
+
+
+def test_cluster_finding_is_multi_select(client, kb):
+    first = first_finding(client)
+    cluster = client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]
+    assert cluster["header"] == "Cluster" and cluster["multiSelect"] is True
+    assert sorted(cluster["choices"]) == sorted(k[0] for k in KB[2:])
+    subset = [o for o in cluster["options"] if o.get("multi_select")]
+    assert len(subset) == 1
+
+
+def test_answering_findings_one_by_one_until_none_remain(client, kb, run):
+    finding, answered = first_finding(client), []
+    while finding is not None:
+        assert len(answered) < 10, "the review does not end"
+        if finding["header"] == "Cluster":  # pick a subset: exercises the multi-select path
+            option = next(o["number"] for o in finding["options"] if o.get("multi_select"))
+            result = client.ok("rem_answer", finding_id=finding["finding_id"], option=option,
+                               selection=["stripe-signature-verify", "webhook-retry-logic"])
+        else:
+            result = client.ok("rem_answer", finding_id=finding["finding_id"], option=finding["recommended"])
+        answered.append((finding["header"], result["result"]["action"]))
+        finding = result["finding"]
+    assert result["pending"] == 0 and "No findings remain" in result["message"]
+    assert ("Duplicate", "merge") in answered and ("Cluster", "link_subset") in answered
+
+    kept = run(kb, lambda s: s.get_lesson("verify-method-exists"))
+    merged = run(kb, lambda s: s.get_lesson("check-method-exists"))
+    assert kept.version == 2 and merged.status.value == "superseded" and merged.superseded_by == kept.id
+    stripe = run(kb, lambda s: s.get_lesson("stripe-signature-verify"))
+    assert "webhook-retry-logic" in [r.target for r in stripe.relationships]
+    assert client.ok("rem_status", project_path=PROJECT)["pending_findings"] == 0
+
+
+def test_skip_moves_on_and_leaves_the_finding_pending(client, kb):
+    first = first_finding(client)
+    result = client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Skip for now"))
+    assert result["result"]["action"] == "skip"
+    assert result["finding"]["finding_id"] != first["finding_id"]
+    report = client.ok("rem_report", project_path=PROJECT)["report"]
+    assert {f["id"]: f["status"] for f in report["findings"]}[first["finding_id"]] == "pending"
+
+
+def test_an_option_out_of_range_is_a_tool_error_with_the_cli_message(client, kb):
+    first = first_finding(client)
+    message = client.error("rem_answer", finding_id=first["finding_id"], option=9)
+    code, _, err = mgcp("rem", "resolve", first["finding_id"], "--option", "9", "--db", kb)
+    assert code == 2 and err == f"Error: {message}\n"
+
+
+def test_a_subset_option_without_a_selection_is_a_tool_error(client, kb):
+    first = first_finding(client)
+    cluster = client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]
+    option = next(o["number"] for o in cluster["options"] if o.get("multi_select"))
+    assert client.error("rem_answer", finding_id=cluster["finding_id"], option=option).startswith("pick two or more")
+
+
+def test_rem_undo_restores_a_merge(client, kb):
+    first = first_finding(client)
+    client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Merge"))
+    undone = client.ok("rem_undo", finding_id=first["finding_id"])
+    assert first["finding_id"] in undone["message"]
+    code, out, _ = mgcp("lesson", "show", "check-method-exists", "--json", "--db", kb)
+    assert code == 0 and json.loads(out)["status"] == "active"
+
+
+def test_rem_undo_needs_exactly_one_target(client, db):
+    assert client.error("rem_undo") == "name a finding id or a run id (one of them)"
+
+
+
+# -- the transport ---------------------------------------------------------------------------------
+
+def test_stdout_carries_only_protocol_messages(client, kb):
+    """Every line on the server's stdout parsed as JSON-RPC (the client reports any other line as a
+    transport error), through startup, a REM run with its progress, and an error."""
+    client.ok("rem_run", project_path=PROJECT, operations=REM_OPS)
+    client.error("get_lesson_history", lesson_id="no-such-lesson")
+    client._await(client.session.send_ping())
+    assert client.stream_errors == []
