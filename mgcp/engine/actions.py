@@ -292,7 +292,9 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str,
                      findings: list[RemFinding]) -> tuple[list[dict], list[dict]]:
     """Apply what the policy allows; returns (applied, left) as small dicts for reports."""
     applied, left = [], []
-    for finding in findings:
+    # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
+    # finding whose suggested lesson was merged first would only go stale.
+    for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action == "merge"):
         why = auto_decision(finding, config, project_path)
         entry = {"id": finding.id, "kind": finding.kind, "title": finding.title,
                  "option": finding.options[finding.recommended - 1].label}

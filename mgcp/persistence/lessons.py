@@ -242,7 +242,9 @@ class LessonStore(StoreCore):
         else:
             doc_id = doc["id"]
             await self.conn.execute("DELETE FROM lesson_search WHERE rowid = ?", [doc_id])
-        if row is not None:
+        if row is None:  # the lesson is gone (an undone add): its index entry goes with it
+            await self.conn.execute("DELETE FROM lesson_search_docs WHERE id = ?", [doc_id])
+        else:
             await self.conn.execute(
                 "INSERT INTO lesson_search (rowid, trigger, action, rationale, tags) VALUES (?, ?, ?, ?, ?)",
                 [doc_id, row["trigger"], row["action"], row["rationale"] or "", row["tags"]])

@@ -1,0 +1,50 @@
+"""The planted knowledge base: the demo project (mgcp/demo_data.yaml), written by hand so that every
+REM operation has known true cases to find, and a helper to load it into a database."""
+
+import asyncio
+from datetime import datetime, timezone
+
+import yaml
+
+from mgcp.persistence import Store
+from mgcp.surfaces.demo import DATA, load
+
+PROJECT = "/demo/harbor"
+
+EXPECTED = {
+    ("stale_unused", ("celery-acks-late-lost-tasks",)),
+    ("stale_unused", ("react-admin-table-virtualization",)),
+    ("popular_unrefined", ("pin-python-dependencies-lockfile",)),
+    ("unmatched_trigger", ("docker-layer-order-for-fast-rebuilds",)),
+    ("unmatched_trigger", ("postgres-autovacuum-hot-tables",)),
+    ("duplicate_merge", ("fastapi-dependency-overrides-in-tests", "fastapi-override-dependencies-in-tests")),
+    ("duplicate_review", ("correlate-api-and-job-logs-request-id", "structlog-request-id-in-jobs")),
+    ("unlinked_cluster", ("webhook-dead-letter-replay", "webhook-delivery-retry-backoff",
+                          "webhook-signature-verify-raw-body", "webhook-timeout-ack-fast")),
+    ("orphan", ("alembic-data-backfill-in-batches",)),
+    ("orphan", ("react-query-optimistic-calendar-update",)),
+    ("orphan", ("time-machine-freeze-now-in-tests",)),
+}
+THEME = "connection pool"
+STALE_TODO = "Add per-IP rate limiting to the public availability search endpoint"
+DECISION_STARTS = ("Store all timestamps as UTC", "Keep money as integer minor units", "Archive slips with an archived_at")
+
+
+def build(path) -> None:
+    data = yaml.safe_load(DATA.read_text())
+
+    async def main():
+        async with Store.open(path) as store:
+            async with store.transaction():
+                await load(store, data, datetime.now(timezone.utc))
+    asyncio.run(main())
+
+
+def lesson_subject(finding) -> tuple:
+    if finding.kind == "orphan":
+        return (finding.data["lesson"],)
+    if finding.kind == "unlinked_cluster":
+        return tuple(sorted(finding.data["members"]))
+    if finding.kind.startswith("duplicate"):
+        return tuple(sorted([finding.data["canonical"], finding.data["other"]]))
+    return (finding.data["lesson"],)

@@ -1,0 +1,241 @@
+"""Applying findings: a scripted review through a pipe, resolve, undo and --auto on the planted base."""
+
+import asyncio
+import json
+import sqlite3
+
+import pytest
+
+from clihelp import mgcp
+from conftest import dump
+from mgcp import engine
+from mgcp.config import OPERATIONS, parse_config
+from mgcp.persistence import Store
+from planted import PROJECT, STALE_TODO, build
+
+CONFIG = parse_config({}, "defaults")
+
+
+@pytest.fixture
+def planted(db, run):
+    build(db)
+    run(db, lambda s: engine.run_cycle(s, CONFIG, PROJECT, list(OPERATIONS)))
+    return db
+
+
+def pending(run, path):
+    return run(path, lambda s: engine.pending_findings(s, PROJECT))
+
+
+def by_kind(findings, kind):
+    return [f for f in findings if f.kind == kind]
+
+
+def option_of(finding, action):
+    return next(i for i, o in enumerate(finding.options, 1) if o.action == action)
+
+
+def lesson_row(path, lesson_id):
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    row = conn.execute("""SELECT l.*, c.status, c.superseded_by FROM lessons l
+                          LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id WHERE l.id = ?""", [lesson_id]).fetchone()
+    return dict(row)
+
+
+# -- a scripted review through a pipe -------------------------------------------------------------
+
+PLAN = {  # kind -> answers for the 1st, 2nd, ... finding of that kind: (action, input line or None)
+    "popular_unrefined": [("refine", "Pin with uv: add the package with uv add and commit uv.lock.")],
+    "stale_unused": [("archive", None), ("delete", None)],
+    "unmatched_trigger": [("update_trigger", "when docker builds miss the layer cache"), ("keep", None)],
+    "duplicate_merge": [("merge", None)],
+    "duplicate_review": [("keep_both", None)],
+    "unlinked_cluster": [("link_subset", "1 2 3")],
+    "orphan": [("link_suggested", None), ("link_subset", "1"), ("keep", None)],
+    "theme": [("draft_lesson", "")],
+    "uncaptured_decision": [("project_specific", None), ("draft_lesson", "Store UTC; convert only at the edges."), (None, None)],
+    "stale_todo": [("close_todo", None)],
+}
+
+
+def script_for(findings):
+    lines, seen, expected = [], {}, {}
+    for f in findings:
+        answers = PLAN.get(f.kind, [])
+        n = seen.get(f.kind, 0)
+        seen[f.kind] = n + 1
+        action, text = answers[n] if n < len(answers) else (None, None)
+        if action is None:
+            lines.append("s")
+            continue
+        lines.append(str(option_of(f, action)))
+        if text is not None:
+            lines.append(text)
+        expected[f.id] = action
+    return "\n".join(lines) + "\n", expected
+
+
+@pytest.fixture
+def reviewed(planted, run):
+    findings = pending(run, planted)
+    script, expected = script_for(findings)
+    code, out, err = mgcp("rem", "review", "--project", PROJECT, "--db", planted, stdin=script)
+    return planted, findings, expected, code, out
+
+
+def test_review_applies_every_kind_of_option(reviewed):
+    path, findings, expected, code, out = reviewed
+    assert code == 0 and "Review finished" in out
+    assert set(expected.values()) >= {"refine", "archive", "delete", "update_trigger", "keep", "merge",
+                                      "keep_both", "link_subset", "link_suggested", "draft_lesson",
+                                      "project_specific", "close_todo"}
+    conn = sqlite3.connect(path)
+    status = dict(conn.execute("SELECT id, status FROM rem_findings").fetchall())
+    for finding_id, action in expected.items():
+        want = "rejected" if action in ("keep", "keep_both", "project_specific") else "applied"
+        assert status[finding_id] in (want, "stale"), (finding_id, action)
+
+
+def test_review_changed_the_lessons_as_answered(reviewed):
+    path = reviewed[0]
+    assert lesson_row(path, "pin-python-dependencies-lockfile")["version"] == 4
+    assert lesson_row(path, "celery-acks-late-lost-tasks")["status"] == "archived"
+    assert lesson_row(path, "react-admin-table-virtualization")["status"] == "deleted"
+    assert lesson_row(path, "docker-layer-order-for-fast-rebuilds")["trigger"] == "when docker builds miss the layer cache"
+    merged = lesson_row(path, "fastapi-override-dependencies-in-tests")
+    assert (merged["status"], merged["superseded_by"]) == ("superseded", "fastapi-dependency-overrides-in-tests")
+    cluster = lesson_row(path, "webhook-dead-letter-replay")
+    assert {r["target"] for r in json.loads(cluster["relationships"])} >= {"webhook-delivery-retry-backoff"}
+
+
+def test_review_history_is_never_destroyed(reviewed):
+    path = reviewed[0]
+    conn = sqlite3.connect(path)
+    deleted_versions = conn.execute("SELECT count(*) FROM lesson_versions WHERE lesson_id = 'react-admin-table-virtualization'").fetchone()[0]
+    assert deleted_versions == 1
+    assert conn.execute("SELECT count(*) FROM lessons").fetchone()[0] >= 40
+
+
+def test_review_drafted_lessons_and_closed_the_todo(reviewed, run):
+    path = reviewed[0]
+    lessons = run(path, lambda s: s.list_lessons())
+    assert any("UTC" in lesson.action and "edges" in lesson.action for lesson in lessons)
+    assert len(lessons) >= 40 - 4 + 2
+    project = run(path, lambda s: s.get_project(PROJECT))
+    assert [t.status for t in project.todos if t.content == STALE_TODO] == ["completed"]
+
+
+def test_review_quits_cleanly_on_q_and_on_end_of_input(planted):
+    for stdin in ("q\n", ""):
+        code, out, _ = mgcp("rem", "review", "--project", PROJECT, "--db", planted, stdin=stdin)
+        assert code == 0 and "Stopped. 0 applied" in out
+
+
+def test_rejected_finding_is_not_raised_again(planted, run):
+    f = by_kind(pending(run, planted), "duplicate_review")[0]
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "keep_both")))
+    again = run(planted, lambda s: engine.run_cycle(s, CONFIG, PROJECT, ["duplicate_detection"]))
+    assert again.findings == []
+
+
+def test_finding_on_a_refined_lesson_is_stale(planted, run):
+    from mgcp.errors import ConflictError
+
+    f = by_kind(pending(run, planted), "stale_unused")[0]
+    run(planted, lambda s: s.refine_lesson(f.data["lesson"], "clarified", action="A clearer action."))
+    with pytest.raises(ConflictError, match="stale"):
+        run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "archive")))
+
+
+def test_resolve_cli_rejects_a_bad_option_number(planted, run):
+    f = pending(run, planted)[0]
+    code, out, err = mgcp("rem", "resolve", f.id, "--option", "9", "--db", planted)
+    assert code == 2 and "has options 1 to" in err
+
+
+# -- undo -----------------------------------------------------------------------------------------
+
+UNDO_CASES = [  # (kind, action, input)
+    ("stale_unused", "archive", None),
+    ("stale_unused", "delete", None),
+    ("popular_unrefined", "refine", "A better action."),
+    ("unmatched_trigger", "update_trigger", "when docker caches miss"),
+    ("duplicate_merge", "merge", None),
+    ("duplicate_review", "delete_one", "1"),
+    ("unlinked_cluster", "link_all", None),
+    ("unlinked_cluster", "link_subset", "1,2"),
+    ("orphan", "link_suggested", None),
+    ("theme", "draft_lesson", None),
+    ("stale_todo", "close_todo", None),
+    ("stale_todo", "drop_todo", None),
+]
+DATA_TABLES = ["lessons", "lesson_versions", "lesson_lifecycle", "project_contexts", "context_history",
+               "project_sessions", "lesson_search_docs"]
+
+
+@pytest.mark.parametrize("kind, action, text", UNDO_CASES, ids=[f"{k}-{a}" for k, a, _ in UNDO_CASES])
+def test_undo_restores_exactly_what_the_action_changed(planted, run, kind, action, text):
+    f = by_kind(pending(run, planted), kind)[0]
+    before = dump(planted, DATA_TABLES)
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, action), text))
+    assert dump(planted, DATA_TABLES) != before
+    code, out, err = mgcp("rem", "undo", f.id, "--db", planted)
+    assert code == 0, err
+    assert dump(planted, DATA_TABLES) == before
+    assert [x.id for x in pending(run, planted) if x.id == f.id] == [f.id]
+
+
+def test_undo_refuses_to_overwrite_a_later_change(planted, run):
+    f = by_kind(pending(run, planted), "stale_unused")[0]
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "update_trigger"), "when celery loses tasks"))
+    run(planted, lambda s: s.refine_lesson(f.data["lesson"], "later edit", action="Later action."))
+    before = dump(planted, DATA_TABLES)
+    code, _, err = mgcp("rem", "undo", f.id, "--db", planted)
+    assert code == 1 and "changed after this action" in err
+    assert dump(planted, DATA_TABLES) == before
+
+
+# -- --auto ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def fresh(db):
+    build(db)
+    return db
+
+
+def auto_run(path, *extra):
+    code, out, err = mgcp("rem", "run", "--auto", "--op", "duplicate_detection", "--op", "community_detection",
+                          "--op", "staleness_scan", "--op", "knowledge_extraction", "--project", PROJECT,
+                          "--db", path, "--json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_auto_applies_only_what_policy_allows(fresh):
+    result = auto_run(fresh)
+    applied_kinds = sorted({a["kind"] for a in result["applied"]})
+    assert applied_kinds == ["duplicate_merge", "orphan", "unlinked_cluster"]
+    assert {a["kind"] for a in result["left_pending"]} >= {"stale_unused", "duplicate_review", "theme", "stale_todo"}
+    conn = sqlite3.connect(fresh)
+    assert conn.execute("SELECT count(*) FROM lesson_lifecycle WHERE status = 'deleted'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM lessons").fetchone()[0] == 40
+
+
+def test_auto_twice_applies_nothing_new(fresh):
+    auto_run(fresh)
+    assert auto_run(fresh)["applied"] == []
+
+
+def test_auto_dry_run_writes_nothing(fresh):
+    before = dump(fresh)
+    result = auto_run(fresh, "--dry-run")
+    assert result["applied"] and dump(fresh) == before
+
+
+def test_undo_of_a_whole_auto_run(fresh):
+    before = dump(fresh, DATA_TABLES + ["community_summaries"])
+    result = auto_run(fresh)
+    code, out, err = mgcp("rem", "undo", "--run", result["report"]["run_id"], "--db", fresh)
+    assert code == 0, err
+    assert dump(fresh, DATA_TABLES + ["community_summaries"]) == before
