@@ -1,2 +1,18 @@
 #!/usr/bin/env python3
-"""placeholder"""
+"""Claude Code SessionStart hook for mgcp: registers the session and reminds the agent when a REM
+cycle is due or findings await review. It never runs the cycle and never fails the session.
+
+Installed by `mgcp init` as `"<python>" "<this file>"`; it works from a checkout and from the copy an
+installed wheel carries at `mgcp/hooks/`. The logic lives in `mgcp.surfaces.hook`.
+"""
+
+import sys
+
+try:
+    from mgcp.surfaces.hook import main
+except Exception as exc:  # mgcp is not importable by this interpreter: stay out of the session's way
+    print(f"rem-cycle-trigger: mgcp unavailable ({type(exc).__name__}: {exc})", file=sys.stderr)
+    sys.exit(0)
+
+if __name__ == "__main__":
+    sys.exit(main())

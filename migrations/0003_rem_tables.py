@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS rem_findings (
     FOREIGN KEY (run_id) REFERENCES rem_runs(id)
 );
 CREATE INDEX IF NOT EXISTS idx_rem_findings_fingerprint ON rem_findings(fingerprint);
-CREATE INDEX IF NOT EXISTS idx_rem_findings_status ON rem_findings(status, project_id);
+CREATE INDEX IF NOT EXISTS idx_rem_findings_status ON rem_findings(status, operation, project_id);
 
 CREATE TABLE IF NOT EXISTS rem_actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -2,7 +2,6 @@
 real ~/.mgcp or ~/.claude."""
 
 import asyncio
-import os
 import sqlite3
 import sys
 from pathlib import Path

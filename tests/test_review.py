@@ -1,6 +1,5 @@
 """Applying findings: a scripted review through a pipe, resolve, undo and --auto on the planted base."""
 
-import asyncio
 import json
 import sqlite3
 
@@ -10,7 +9,6 @@ from clihelp import mgcp
 from conftest import dump
 from mgcp import engine
 from mgcp.config import OPERATIONS, parse_config
-from mgcp.persistence import Store
 from planted import PROJECT, STALE_TODO, build
 
 CONFIG = parse_config({}, "defaults")

@@ -17,11 +17,8 @@ schema current never import sqlite-utils.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sqlite3
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from mgcp.errors import DatabaseError
@@ -34,10 +31,15 @@ LEGACY_MARKER_TABLE = "lessons"
 BUSY_TIMEOUT_MS = 10_000
 
 
-@dataclass
 class MigrationReport:
-    applied: list[str] = field(default_factory=list)
-    failures: dict[str, list[str]] = field(default_factory=dict)
+    """What one upgrade did: migrations applied, and per-record failures by migration."""
+
+    def __init__(self):
+        self.applied: list[str] = []
+        self.failures: dict[str, list[str]] = {}
+
+    def __repr__(self):
+        return f"MigrationReport(applied={self.applied}, failures={self.failures})"
 
 
 def migration_names() -> list[str]:
@@ -45,12 +47,17 @@ def migration_names() -> list[str]:
 
 
 def connect(path: str | os.PathLike) -> sqlite3.Connection:
-    """A raw connection with mgcp's pragmas, after checking the file is an SQLite database."""
+    """A raw connection with mgcp's pragmas, after checking the file is an mgcp database (or new).
+
+    The checks come before any pragma that writes (WAL mode changes the file header), so a file
+    that is refused is never modified.
+    """
     check_file(path)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        pending_migrations(conn)  # refuses foreign, corrupt and newer files
         conn.execute("PRAGMA foreign_keys = ON")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
@@ -58,6 +65,9 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise DatabaseError(f"{path} is not a usable SQLite database ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -109,6 +119,8 @@ def pending_migrations(conn: sqlite3.Connection) -> list[str]:
 
 
 def _load(name: str):
+    import importlib.util
+
     spec = importlib.util.spec_from_file_location(f"mgcp_migration_{name}", migrations_dir() / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -121,7 +133,10 @@ def apply_migrations(conn: sqlite3.Connection) -> MigrationReport:
     pending = pending_migrations(conn)
     if not pending:
         return report
-    import sqlite_utils  # only when there is work: it is slow to import
+    # Only when there is work: these are slow to import, and the hook imports this module.
+    from datetime import datetime, timezone
+
+    import sqlite_utils
     from sqlite_utils.migrations import Migrations
 
     db = sqlite_utils.Database(conn)

@@ -8,7 +8,6 @@ recorded with its number; a known id (resume, compact) does not advance it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 
@@ -25,6 +24,8 @@ ADVANCE_PROJECT = """UPDATE project_contexts SET session_count = ?, last_session
 
 
 def project_id_for(path: str) -> str:
+    import hashlib  # here, not at the top: the hook rarely needs it and it costs ~5 ms to import
+
     return hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
 
 
@@ -69,3 +70,36 @@ def pending_findings(conn: sqlite3.Connection, project_id: str) -> int:
         """SELECT count(*) FROM rem_findings WHERE status = 'pending'
            AND (project_id = ? OR operation IN ('staleness_scan', 'duplicate_detection', 'community_detection'))""",
         [project_id]).fetchone()[0]
+
+
+def open_current(path: str, timeout: float, known_migrations: set[str] | None = None) -> sqlite3.Connection | None:
+    """An autocommit connection to an existing database for quick work (the SessionStart hook).
+
+    `timeout` (seconds) is the busy timeout, kept short so a locked database fails fast. Returns None
+    -- without creating anything -- when the file does not exist, or when `known_migrations` is given
+    and the database's applied mgcp migrations are not exactly those (pending, unknown, or a legacy
+    file without the migrations table): the caller then goes through persistence.migrate, which
+    upgrades or refuses. Other errors (a corrupt file, a lock) raise sqlite3 errors.
+    """
+    if not os.path.isfile(path):
+        return None
+    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")  # as persistence.migrate.connect: safe in WAL mode
+        if known_migrations is not None:
+            try:
+                applied = {r[0] for r in conn.execute(
+                    "SELECT name FROM _sqlite_migrations WHERE migration_set = 'mgcp'")}
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                applied = None
+            if applied != set(known_migrations):
+                conn.close()
+                return None
+    except BaseException:
+        conn.close()
+        raise
+    return conn

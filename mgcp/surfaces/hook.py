@@ -1,0 +1,147 @@
+"""The SessionStart hook's logic (hooks/rem-cycle-trigger.py is its executable skin).
+
+Reads Claude Code's SessionStart JSON on stdin (`session_id`, `cwd`, `source` = startup | resume |
+clear | compact), registers the session for the project at `cwd` (a session id never seen for the
+project advances its session number; a resumed or compacted one does not), and, when REM operations
+are due or findings await review, prints one JSON object whose
+`hookSpecificOutput.additionalContext` is a short reminder. Otherwise it prints nothing.
+
+Contract:
+- It never runs the cycle; it only registers the session and reminds.
+- It never fails the session: any error (bad input, a missing, locked, corrupt, foreign or newer
+  database, a bad config) means exit status 0, nothing on stdout, and one line in the hook log
+  (`config.hook_log_path()`).
+- It is fast: it runs before every session. The steady state imports only the stdlib, mgcp.config,
+  mgcp.schedule and the stdlib-only persistence.sessions -- never pydantic, typer, networkx,
+  aiosqlite or mcp; sqlite-utils only when the database must be created or upgraded, yaml only when a
+  config file exists. A locked database fails open after a short busy timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from mgcp import config
+from mgcp.persistence import migrate, sessions
+from mgcp.schedule import plan
+
+BUSY_TIMEOUT_S = 2.0
+MAX_REMINDER = 600
+
+
+class HookInputError(ValueError):
+    """The SessionStart payload is not what Claude Code sends."""
+
+
+def main() -> int:
+    """Run the hook on stdin/stdout. Always returns 0 (Claude Code must never see the hook fail)."""
+    payload = None
+    try:
+        payload = parse_input(sys.stdin.read())
+        reminder = run(payload["session_id"], payload["cwd"], payload.get("source"))
+        if reminder:
+            sys.stdout.write(json.dumps({"hookSpecificOutput": {
+                "hookEventName": "SessionStart", "additionalContext": reminder}}) + "\n")
+            sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 -- failing open is the contract, whatever happened
+        if isinstance(exc, KeyboardInterrupt):
+            return 0
+        _log(exc, payload)
+    return 0
+
+
+def parse_input(text: str) -> dict:
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        raise HookInputError("stdin is not JSON") from None
+    if not isinstance(payload, dict):
+        raise HookInputError("stdin is not a JSON object")
+    for key in ("session_id", "cwd"):
+        if not isinstance(payload.get(key), str) or not payload[key].strip():
+            raise HookInputError(f"'{key}' is missing or empty")
+    source = payload.get("source")
+    if source is not None and not isinstance(source, str):
+        raise HookInputError("'source' is not a string")
+    return payload
+
+
+def run(session_id: str, cwd: str, source: str | None) -> str | None:
+    """Register the session and return the reminder to show, or None when there is nothing to say."""
+    conn = _open(str(config.db_path()))
+    try:
+        path = sessions.normalize_path(cwd)
+        now = utcnow()
+        project_id, session, _ = sessions.register_session(conn, path, session_id, source, now)
+        settings = config.load_config().for_project(path)
+        last_runs = sessions.last_runs(conn, project_id)
+        due = [op for op, _strategy, _params, _last, _due_at, is_due in plan(settings, last_runs, session)
+               if is_due]
+        pending = sessions.pending_findings(conn, project_id)
+    finally:
+        conn.close()
+    return reminder(session, due, pending)
+
+
+def reminder(session: int, due: list[str], pending: int) -> str | None:
+    """The text shown to the agent (at most MAX_REMINDER characters), or None."""
+    if not due and not pending:
+        return None
+    parts = []
+    if due:
+        parts.append(f"REM cycle due at session {session}. Operations ready: {', '.join(due)}.")
+    if pending:
+        noun = "finding awaits" if pending == 1 else "findings await"
+        parts.append(f"{pending} REM {noun} review" + ("." if due else f" (session {session})."))
+    if due:
+        parts.append("Run rem_run to consolidate (or `mgcp rem run` / `mgcp rem review`).")
+    else:
+        parts.append("Run rem_run to review them (or `mgcp rem review`).")
+    text = " ".join(parts)
+    return text if len(text) <= MAX_REMINDER else text[: MAX_REMINDER - 3] + "..."
+
+
+def utcnow() -> str:
+    """ISO-8601 UTC with microseconds, as `datetime.now(timezone.utc).isoformat()` writes it
+    (the format of every other timestamp), without importing datetime on the hook's path."""
+    ns = time.time_ns()
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000))
+    return f"{seconds}.{ns // 1000 % 1_000_000:06d}+00:00"
+
+
+def _open(db: str):
+    """A connection with a short busy timeout, after creating or upgrading the database if needed."""
+    conn = sessions.open_current(db, BUSY_TIMEOUT_S, set(migrate.migration_names()))
+    if conn is not None:
+        return conn
+    # Slow path, once per upgrade: create or upgrade (a foreign, corrupt or newer file is refused
+    # before anything is written to it).
+    report = migrate.open_and_migrate(db)
+    if report.failures:  # the good records are in; the rest is retried at the next start
+        _log(RuntimeError(f"migration failures: {report.failures}"), None, "upgraded the database partly")
+    conn = sessions.open_current(db, BUSY_TIMEOUT_S)
+    if conn is None:
+        raise FileNotFoundError(f"{db} vanished while it was being opened")
+    return conn
+
+
+def _log(exc: BaseException, payload: dict | None, what: str = "failed open") -> None:
+    """Append one line to the hook log. Never raises: logging must not break the fail-open rule."""
+    try:
+        log = config.hook_log_path()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        payload = payload if isinstance(payload, dict) else {}
+        where = " ".join(f"{k}={str(payload.get(k))[:200]!r}" for k in ("session_id", "source", "cwd")
+                         if payload.get(k) is not None)
+        message = f"{type(exc).__name__}: {exc}"
+        # The cause may hide behind a later error (a lock timeout behind a failed rollback): keep both.
+        if exc.__context__ is not None and not exc.__suppress_context__:
+            message += f" (while handling {type(exc.__context__).__name__}: {exc.__context__})"
+        message = " ".join(message.split())[:1000]
+        line = f"{utcnow()} rem-cycle-trigger {what}: {message}"
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(line + (f" ({where})" if where else "") + "\n")
+    except BaseException:  # noqa: BLE001
+        pass
