@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _CLAUSE = re.compile(r"[.,;:!?()\[\]{}\"\n\r\t]+|\s[-–—]+\s")
@@ -56,6 +57,7 @@ def tokenize(text: str | None) -> list[str]:
     return _WORD.findall((text or "").lower())
 
 
+@lru_cache(maxsize=1 << 16)  # a pure function; the cache only saves time on large corpora
 def stem(word: str) -> str:
     """A light, deterministic suffix stripper: plurals, -ing, -ed, -ly. Not Porter; good enough to
     make inflections of one word meet."""

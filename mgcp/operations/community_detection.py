@@ -1,0 +1,315 @@
+"""community_detection: Louvain communities over the lesson graph, compared with the previous run.
+
+The graph (nodes: the active lessons; undirected, weights add up):
+- explicit relationships between active lessons weigh 1.0 (a relationship to a lesson not in the
+  input counts for nothing);
+- text similarity >= `similarity_edge_threshold` adds `similarity_edge_weight`; the pairs come from
+  `similarity.LexicalBackend` with a posting cap (sub-quadratic; a pair sharing only common words
+  may be missed, which is fine for inferred edges);
+- each shared tag carried by at most `max_tag_frequency` lessons adds `shared_tag_weight`.
+
+Louvain (python-louvain) runs with `random_state=seed` over nodes and edges added in sorted order, so
+the same graph always gives the same partition. Communities of two or more members are returned
+with an id (sha256 of the sorted member ids, 12 hex), a title (the most distinctive words of the
+members' triggers and tags) and an extractive summary (the most central members' triggers).
+`graph_hash` covers the edges, the member versions and the settings that shape the partition.
+
+Findings (at most `max_findings`; clusters first, then orphans with suggestions, then without):
+- `unlinked_cluster`: a community of `min_cluster_size`..MAX_LINKABLE members where explicit links
+  connect fewer than half of them. Actions: link_all (recommended), link_subset (multi_select =
+  members), keep ("coincidentally similar", remembered), skip.
+- `orphan`: an active lesson with no explicit relationship in either direction (and not in an
+  unlinked cluster reported in the same run), with up to 3
+  suggested targets (strongest inferred edges). Actions: link_suggested (recommended when there are
+  suggestions), link_subset (multi_select = suggestions), keep, skip.
+Merges, splits, new and dissolved clusters are reported in `changes`, not as findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from mgcp import text
+from mgcp.models import FindingOption, Lesson, RemFinding
+from mgcp.operations import fingerprint, lesson_text, subject_identity, subject_of
+from mgcp.operations.similarity import LexicalBackend
+
+OPERATION = "community_detection"
+EXPLICIT_WEIGHT = 1.0
+MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to link pairwise
+MAX_SUGGESTIONS = 3
+SIMILARITY_POSTINGS_CAP = 200
+
+
+@dataclass
+class CommunityResult:
+    findings: list[RemFinding]
+    communities: list[dict]
+    graph_hash: str
+    modularity: float
+    changes: dict = field(default_factory=lambda: {"new": [], "merged": [], "split": [], "dissolved": []})
+
+
+def community_id(member_ids: list[str]) -> str:
+    return hashlib.sha256(",".join(sorted(member_ids)).encode()).hexdigest()[:12]
+
+
+def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict) -> CommunityResult:
+    import community as community_louvain
+    import networkx as nx
+
+    ordered = sorted(lessons, key=lambda lesson: lesson.id)
+    by_id = {lesson.id: lesson for lesson in ordered}
+    explicit, inferred = _edges(ordered, by_id, settings)
+
+    graph = nx.Graph()
+    graph.add_nodes_from(by_id)
+    weights: dict[tuple[str, str], float] = defaultdict(float)
+    for pair in explicit:
+        weights[pair] += EXPLICIT_WEIGHT
+    for pair, w in inferred.items():
+        weights[pair] += w
+    for (a, b), w in sorted(weights.items()):
+        graph.add_edge(a, b, weight=w)
+
+    if graph.number_of_edges():
+        partition = community_louvain.best_partition(
+            graph, weight="weight", resolution=float(settings.get("resolution", 1.0)),
+            random_state=int(settings.get("seed", 42)))
+        modularity = community_louvain.modularity(partition, graph, weight="weight")
+    else:
+        partition = {node: i for i, node in enumerate(graph)}
+        modularity = 0.0
+
+    groups: dict[int, list[str]] = defaultdict(list)
+    for node, label in partition.items():
+        groups[label].append(node)
+    members_list = sorted((sorted(m) for m in groups.values() if len(m) >= 2),
+                          key=lambda m: (-len(m), m[0]))
+    idf = _idf(ordered)
+    communities = [_describe(members, by_id, graph, idf) for members in members_list]
+    changes = compare(previous, communities)
+    new_ids = set(changes["new"])
+
+    explicit_adj: dict[str, set[str]] = defaultdict(set)
+    for a, b in explicit:
+        explicit_adj[a].add(b)
+        explicit_adj[b].add(a)
+
+    cluster_findings = []
+    for c in communities:
+        size = len(c["member_ids"])
+        if not settings.get("min_cluster_size", 3) <= size <= MAX_LINKABLE:
+            continue
+        linked = _largest_component(c["member_ids"], explicit_adj)
+        if len(linked) * 2 >= size:
+            continue
+        cluster_findings.append(_cluster_finding(c, by_id, linked, explicit_adj, c["community_id"] in new_ids))
+
+    in_clusters = {m for f in cluster_findings for m in f.data["members"]}
+    orphan_findings = []
+    for lesson in ordered:
+        if explicit_adj.get(lesson.id) or lesson.id in in_clusters:
+            continue  # members of an unlinked cluster are asked about once, as the cluster
+        neighbours = sorted(((inferred[tuple(sorted((lesson.id, n)))], n)
+                             for n in graph.neighbors(lesson.id)), key=lambda x: (-x[0], x[1]))
+        suggested = [n for _, n in neighbours[:MAX_SUGGESTIONS]]
+        strength = neighbours[0][0] if neighbours else 0.0
+        orphan_findings.append((not suggested, -strength, lesson.id,
+                                _orphan_finding(lesson, [by_id[s] for s in suggested])))
+    orphan_findings.sort(key=lambda x: x[:3])
+
+    findings = cluster_findings + [f for *_, f in orphan_findings]
+    limit = int(settings.get("max_findings", 50))
+    return CommunityResult(findings=findings[:limit], communities=communities,
+                           graph_hash=_graph_hash(weights, ordered, settings),
+                           modularity=float(modularity), changes=changes)
+
+
+# -- graph ---------------------------------------------------------------------------------------
+
+def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict):
+    explicit: set[tuple[str, str]] = set()
+    for lesson in ordered:
+        for rel in lesson.relationships:
+            if rel.target in by_id and rel.target != lesson.id:
+                explicit.add(tuple(sorted((lesson.id, rel.target))))
+
+    inferred: dict[tuple[str, str], float] = defaultdict(float)
+    backend = LexicalBackend(max_postings=SIMILARITY_POSTINGS_CAP)
+    docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
+    for a, b, _ in backend.pairs(docs, float(settings["similarity_edge_threshold"])):
+        inferred[tuple(sorted((a, b)))] += float(settings["similarity_edge_weight"])
+
+    by_tag: dict[str, list[str]] = defaultdict(list)
+    for lesson in ordered:
+        for tag in sorted(set(t.lower() for t in lesson.tags)):
+            by_tag[tag].append(lesson.id)
+    tag_weight = float(settings["shared_tag_weight"])
+    for tag, ids in sorted(by_tag.items()):
+        if 2 <= len(ids) <= settings["max_tag_frequency"]:
+            for i, a in enumerate(ids):
+                for b in ids[i + 1:]:
+                    inferred[(a, b)] += tag_weight
+    return explicit, dict(inferred)
+
+
+def _graph_hash(weights: dict, ordered: list[Lesson], settings: dict) -> str:
+    h = hashlib.sha256()
+    h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')}\n".encode())
+    for lesson in ordered:
+        h.update(f"{lesson.id}@{lesson.version}\n".encode())
+    for (a, b), w in sorted(weights.items()):
+        h.update(f"{a}|{b}|{w:.6f}\n".encode())
+    return h.hexdigest()
+
+
+def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]:
+    inside, best, seen = set(members), set(), set()
+    for start in members:
+        if start in seen:
+            continue
+        component, stack = {start}, [start]
+        while stack:
+            for n in adj.get(stack.pop(), ()):
+                if n in inside and n not in component:
+                    component.add(n)
+                    stack.append(n)
+        seen |= component
+        if len(component) > len(best):
+            best = component
+    return best
+
+
+# -- titles and summaries ------------------------------------------------------------------------
+
+def _idf(lessons: list[Lesson]) -> dict[str, float]:
+    df: Counter = Counter()
+    for lesson in lessons:
+        df.update(set(text.keywords(lesson.trigger + " " + " ".join(lesson.tags))))
+    n = len(lessons) or 1
+    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+
+
+def _describe(members: list[str], by_id: dict[str, Lesson], graph, idf: dict[str, float]) -> dict:
+    counts: Counter = Counter()
+    surface: dict[str, Counter] = defaultdict(Counter)
+    for lid in members:
+        lesson = by_id[lid]
+        source = lesson.trigger + " " + " ".join(lesson.tags)
+        counts.update(set(text.keywords(source)))
+        for word in text.tokenize(source):
+            surface[text.stem(word)][word] += 1
+    ranked = sorted(counts, key=lambda w: (-counts[w] * idf.get(w, 1.0), w))
+    words = [min(surface[w].items(), key=lambda kv: (-kv[1], kv[0]))[0] if surface[w] else w
+             for w in ranked[:3]]
+    inside = set(members)
+    centrality = {lid: sum(d.get("weight", 0.0) for n, d in graph[lid].items() if n in inside)
+                  for lid in members}
+    central = sorted(members, key=lambda lid: (-centrality[lid], lid))[:3]
+    summary = (f"{len(members)} lessons. Central: "
+               + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central))
+    return {"community_id": community_id(members), "member_ids": members,
+            "title": ", ".join(words) or members[0], "summary": summary}
+
+
+# -- comparison with the previous run ------------------------------------------------------------
+
+def compare(previous: list[dict] | None, current: list[dict]) -> dict:
+    """new / merged / split / dissolved, by member overlap (a share of half or more counts)."""
+    changes: dict[str, list] = {"new": [], "merged": [], "split": [], "dissolved": []}
+    if previous is None:
+        changes["new"] = [c["community_id"] for c in current]
+        return changes
+    prev = [(p["community_id"], set(p["member_ids"])) for p in previous if len(p.get("member_ids", [])) >= 2]
+    cur = [(c["community_id"], set(c["member_ids"])) for c in current]
+
+    def major(part: set, whole: set) -> bool:
+        return len(part) >= 2 and len(part) * 2 >= len(whole)
+
+    for cid, members in cur:
+        sources = [pid for pid, pm in prev if major(members & pm, pm)]
+        if len(sources) >= 2:
+            changes["merged"].append({"into": cid, "from": sorted(sources)})
+        elif not any(major(members & pm, members) or major(members & pm, pm) for _, pm in prev):
+            changes["new"].append(cid)
+    for pid, pm in prev:
+        pieces = [cid for cid, members in cur
+                  if len(members & pm) >= 2 and len(members & pm) * 4 >= len(pm)]
+        if len(pieces) >= 2:
+            changes["split"].append({"from": pid, "into": sorted(pieces)})
+        elif not any(major(members & pm, pm) or major(members & pm, members) for _, members in cur):
+            changes["dissolved"].append(pid)
+    return changes
+
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _cluster_finding(c: dict, by_id: dict[str, Lesson], linked: set[str],
+                     explicit_adj: dict[str, set[str]], is_new: bool) -> RemFinding:
+    members = c["member_ids"]
+    lessons = [by_id[m] for m in members]
+    subject = subject_of(*lessons)
+    internal = sum(1 for m in members for n in explicit_adj.get(m, ()) if n in set(members)) // 2
+    about = f'{len(members)} lessons about "{c["title"]}"'
+    title = ("New cluster of " if is_new else "Cluster of ") + about
+    state = ("These aren't linked to each other yet." if internal == 0 else
+             f"Only {internal} explicit link(s) connect them; {len(members) - len(linked)} of "
+             f"{len(members)} are not reachable through links.")
+    description = "\n".join(
+        [f"Community detection found {'a new' if is_new else 'a'} cluster of {about}:", ""]
+        + [f"- {m.id}: {text.shorten(m.trigger, 100)}" for m in lessons]
+        + ["", state])
+    options = [
+        FindingOption(label="Link them all", action="link_all",
+                      description='Create "related" relationships between every pair not yet linked'),
+        FindingOption(label="Let me pick which ones to link", action="link_subset",
+                      description="Choose the lessons to link to each other", multi_select=list(members)),
+        FindingOption(label="Skip - they're coincidentally similar", action="keep",
+                      description="Remember this answer; not raised again unless one of them changes"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="unlinked_cluster", title=title, description=description,
+        options=options, recommended=1,
+        data={"community_id": c["community_id"], "members": list(members), "topic": c["title"],
+              "linked": sorted(linked), "explicit_links": internal, "new": is_new},
+        subject=subject,
+        fingerprint=fingerprint(OPERATION, "unlinked_cluster", subject_identity(subject)),
+    )
+
+
+def _orphan_finding(lesson: Lesson, suggested: list[Lesson]) -> RemFinding:
+    subject = subject_of(lesson, *suggested)
+    ids = [s.id for s in suggested]
+    lines = [f'Lesson "{lesson.id}" has no relationships to other lessons.',
+             f"Trigger: {text.shorten(lesson.trigger, 120)}", ""]
+    if suggested:
+        lines += ["Similar lessons it could link to:"]
+        lines += [f"- {s.id}: {text.shorten(s.trigger, 100)}" for s in suggested]
+    else:
+        lines += ["No similar lesson was found to suggest."]
+    options = []
+    if suggested:
+        options += [
+            FindingOption(label="Link to the suggested lessons", action="link_suggested",
+                          description=f'Create "related" relationships to {", ".join(ids)}'),
+            FindingOption(label="Let me pick which to link", action="link_subset",
+                          description="Choose among the suggestions", multi_select=ids),
+        ]
+    options += [
+        FindingOption(label="Keep it standalone", action="keep",
+                      description="Remember this answer; not raised again unless it changes"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="orphan",
+        title=f'Orphan lesson "{lesson.id}"' + (f" ({len(ids)} suggested links)" if ids else ""),
+        description="\n".join(lines), options=options, recommended=1 if suggested else len(options),
+        data={"lesson": lesson.id, "suggested": ids},
+        subject=subject,
+        fingerprint=fingerprint(OPERATION, "orphan", subject_identity(subject)),
+    )

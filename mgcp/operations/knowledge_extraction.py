@@ -1,0 +1,256 @@
+"""knowledge_extraction: what a project's context history knows that no lesson says yet.
+
+Input: the project's context snapshots since this operation last ran (ordered by id) and the active
+lessons. Three kinds of findings, at most `max_findings` (themes, then decisions, then todos):
+
+- `theme`: a word or phrase (up to three topical words; stop words and generic words such as "work",
+  "session", "fixed" out) in the notes of >= `theme_min_sessions` distinct session numbers, that no
+  lesson covers (one lesson's trigger/action/tags holding all its stemmed words). A phrase hides its
+  own sub-words and sub-phrases unless those occur in enough other sessions to be a theme alone.
+  Actions: draft_lesson (recommended; data["draft"] is a draft written from the excerpts),
+  project_specific, skip.
+- `uncaptured_decision`: a decision (recent_decisions) whose keywords no single lesson mostly holds
+  (containment below DECISION_CAPTURED). Actions: draft_lesson (recommended), project_specific, skip.
+- `stale_todo`: a todo (by normalized content) pending in snapshots of >= `todo_min_sessions`
+  distinct sessions and still pending in the latest snapshot. Actions: close_todo, drop_todo,
+  keep (recommended: changes nothing), skip.
+
+Fingerprints are sha256 of operation, kind and the normalized theme / decision / todo text (the
+engine prefixes the project id). `subject` is empty: these findings are about history, not lessons.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from mgcp import text
+from mgcp.models import ContextSnapshot, FindingOption, Lesson, RemFinding
+from mgcp.operations import fingerprint
+
+OPERATION = "knowledge_extraction"
+DECISION_CAPTURED = 0.6  # share of a decision's keywords one lesson must hold to capture it
+MAX_EXCERPTS = 3
+CLOSED = {"completed", "done", "closed", "cancelled", "canceled"}
+
+
+def run(history: list[ContextSnapshot], lessons: list[Lesson], settings: dict) -> list[RemFinding]:
+    history = sorted(history, key=lambda s: s.id)
+    if not history:
+        return []
+    index = _LessonIndex(lessons)
+    span = sorted({s.session_number for s in history})
+    findings = (_themes(history, index, span, int(settings["theme_min_sessions"]))
+                + _decisions(history, index)
+                + _todos(history, int(settings["todo_min_sessions"])))
+    return findings[: int(settings.get("max_findings", 50))]
+
+
+class _LessonIndex:
+    """Stemmed words -> the lessons holding them (trigger, action, tags)."""
+
+    def __init__(self, lessons: list[Lesson]):
+        self.postings: dict[str, set[str]] = defaultdict(set)
+        for lesson in lessons:
+            for word in text.content_tokens(" ".join([lesson.trigger, lesson.action, " ".join(lesson.tags)])):
+                self.postings[word].add(lesson.id)
+
+    def covers(self, words: tuple[str, ...]) -> bool:
+        sets = [self.postings.get(w, set()) for w in words]
+        return bool(set.intersection(*sets)) if sets else True
+
+    def best_containment(self, words: list[str]) -> float:
+        if not words:
+            return 1.0
+        hits: dict[str, int] = defaultdict(int)
+        for w in set(words):
+            for lid in self.postings.get(w, ()):
+                hits[lid] += 1
+        return max(hits.values(), default=0) / len(set(words))
+
+
+# -- themes --------------------------------------------------------------------------------------
+
+def recurring_phrases(history: list[ContextSnapshot], min_sessions: int) -> list[dict]:
+    """Phrases in the notes of >= min_sessions distinct sessions, sub-phrases folded into longer
+    ones; sorted by session count (desc), length (desc), phrase. Also used by context_summary."""
+    sessions: dict[tuple[str, ...], set[int]] = defaultdict(set)
+    surface: dict[tuple[str, ...], str] = {}
+    excerpts: dict[tuple[str, ...], list[tuple[int, str]]] = defaultdict(list)
+    for snap in history:
+        for key, form in text.phrases(snap.notes).items():
+            sessions[key].add(snap.session_number)
+            surface.setdefault(key, form)
+    candidates = {k: v for k, v in sessions.items() if len(v) >= min_sessions}
+    # A longer phrase that is only an occasional extension of a recurring phrase (of two or more
+    # words) gives way to it: "connection pooling" in 5 sessions beats "connection pooling config"
+    # in 3. Single words never win this way; they are too vague.
+    candidates = {k: v for k, v in candidates.items()
+                  if not any(len(candidates.get(q, ())) > len(v) for q in _sub_phrases(k, 2))}
+    kept = []
+    for key in sorted(candidates, key=lambda k: (-len(k), k)):
+        own = candidates[key]
+        covered = set()
+        for longer in kept:
+            if _contains(longer, key):
+                covered |= candidates[longer]
+        if len(own - covered) >= min_sessions or not covered:
+            kept.append(key)
+    for snap in history:
+        for sentence in text.sentences(snap.notes):
+            found = text.phrases(sentence)
+            for key in kept:
+                if key in found and len(excerpts[key]) < 8 and all(s != snap.session_number for s, _ in excerpts[key]):
+                    excerpts[key].append((snap.session_number, text.shorten(sentence, 160)))
+    ordered = sorted(kept, key=lambda k: (-len(candidates[k]), -len(k), k))
+    return [{"key": k, "theme": surface[k], "sessions": sorted(candidates[k]), "excerpts": excerpts[k]}
+            for k in ordered]
+
+
+def _sub_phrases(key: tuple[str, ...], min_n: int) -> list[tuple[str, ...]]:
+    return [key[i:i + n] for n in range(min_n, len(key)) for i in range(len(key) - n + 1)]
+
+
+def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    n = len(shorter)
+    return n < len(longer) and any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
+
+
+def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int) -> list[RemFinding]:
+    findings = []
+    for theme in recurring_phrases(history, min_sessions):
+        if index.covers(theme["key"]):
+            continue
+        findings.append(_theme_finding(theme, span))
+    return findings
+
+
+def _theme_finding(theme: dict, span: list[int]) -> RemFinding:
+    name, sessions = theme["theme"], theme["sessions"]
+    excerpts = [{"session": s, "text": t} for s, t in theme["excerpts"][:MAX_EXCERPTS]]
+    draft = {
+        "id": text.slug(name),
+        "trigger": f"When working on {name}",
+        "action": " ".join(e["text"] for e in excerpts),
+        "rationale": f'Came up in the notes of {len(sessions)} sessions ({_sessions(sessions)}) '
+                     f"and no lesson covered it.",
+        "tags": sorted(set(text.tokenize(name))),
+    }
+    description = "\n".join(
+        [f"Across the last {len(span)} sessions ({span[0]}-{span[-1]}), your notes mention "
+         f'"{name}" in {len(sessions)} of them (sessions {_sessions(sessions)}). '
+         "There's no lesson covering this topic.", ""]
+        + [f'- session {e["session"]}: "{e["text"]}"' for e in excerpts]
+        + ["", "Should we create a lesson from these patterns?"])
+    return RemFinding(
+        operation=OPERATION, kind="theme",
+        title=f'Recurring theme "{name}" in {len(sessions)} sessions, no lesson covers it',
+        description=description, options=_draft_options(draft["id"]), recommended=1,
+        data={"theme": name, "sessions": sessions, "excerpts": excerpts, "draft": draft},
+        fingerprint=fingerprint(OPERATION, "theme", " ".join(theme["key"])),
+    )
+
+
+def _draft_options(draft_id: str) -> list[FindingOption]:
+    return [
+        FindingOption(label="Yes, draft a lesson for me to review", action="draft_lesson",
+                      description=f'Create lesson "{draft_id}" from the draft (you can edit it first)',
+                      needs_input="Edits to the draft (JSON with any of id, trigger, action, rationale, "
+                                  "tags), or empty to use it as is"),
+        FindingOption(label="No, this is project-specific context", action="project_specific",
+                      description="Not reusable; remember this answer"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+
+
+def _sessions(sessions: list[int]) -> str:
+    return ", ".join(str(s) for s in sessions)
+
+
+# -- decisions -----------------------------------------------------------------------------------
+
+def _decisions(history, index: _LessonIndex) -> list[RemFinding]:
+    seen: dict[str, dict] = {}
+    for snap in history:
+        for decision in snap.recent_decisions:
+            key = text.normalize(decision)
+            if not key:
+                continue
+            entry = seen.setdefault(key, {"text": decision.strip(), "sessions": set()})
+            entry["sessions"].add(snap.session_number)
+    findings = []
+    for key, entry in seen.items():
+        words = text.keywords(entry["text"])
+        if not words:
+            continue
+        containment = index.best_containment(words)
+        if containment >= DECISION_CAPTURED:
+            continue
+        findings.append(_decision_finding(key, entry["text"], sorted(entry["sessions"]), words, containment))
+    return findings
+
+
+def _decision_finding(key: str, decision: str, sessions: list[int], words: list[str],
+                      containment: float) -> RemFinding:
+    draft = {
+        "id": text.slug(decision),
+        "trigger": "When deciding about " + " ".join(
+            [w for w in text.tokenize(decision) if w not in text.STOP_WORDS | text.CODING_STOP_WORDS][:6]),
+        "action": decision,
+        "rationale": f"Decided in session {sessions[0]}" + (
+            f" (recorded in sessions {_sessions(sessions)})" if len(sessions) > 1 else "") + ".",
+        "tags": words[:4],
+    }
+    description = "\n".join([
+        f'In session {sessions[0]} you decided: "{text.shorten(decision, 200)}"',
+        f"No lesson captures it (the closest lesson holds {containment:.0%} of its keywords).",
+        "", "Should we turn it into a lesson?",
+    ])
+    return RemFinding(
+        operation=OPERATION, kind="uncaptured_decision",
+        title=f'Decision not captured by any lesson: "{text.shorten(decision, 70)}"',
+        description=description, options=_draft_options(draft["id"]), recommended=1,
+        data={"decision": decision, "sessions": sessions, "containment": round(containment, 2),
+              "draft": draft},
+        fingerprint=fingerprint(OPERATION, "uncaptured_decision", key),
+    )
+
+
+# -- todos ---------------------------------------------------------------------------------------
+
+def _todos(history, min_sessions: int) -> list[RemFinding]:
+    pending_in: dict[str, set[int]] = defaultdict(set)
+    for snap in history:
+        for todo in snap.todos:
+            if todo.status not in CLOSED and text.normalize(todo.content):
+                pending_in[text.normalize(todo.content)].add(snap.session_number)
+    latest = {text.normalize(t.content): t for t in history[-1].todos if t.status not in CLOSED}
+    stale = [(key, sorted(sessions)) for key, sessions in pending_in.items()
+             if key in latest and len(sessions) >= min_sessions]
+    stale.sort(key=lambda x: (-len(x[1]), x[0]))
+    return [_todo_finding(key, latest[key], sessions, history[-1].session_number)
+            for key, sessions in stale]
+
+
+def _todo_finding(key: str, todo, sessions: list[int], latest_session: int) -> RemFinding:
+    description = "\n".join([
+        f'The todo "{todo.content}" (priority {todo.priority}) has been pending across '
+        f"{len(sessions)} sessions ({_sessions(sessions)}) and is still pending in session {latest_session}.",
+        "", "Is it done, no longer needed, or still wanted?",
+    ])
+    options = [
+        FindingOption(label="Close it as done", action="close_todo",
+                      description="Mark the todo completed in the project context"),
+        FindingOption(label="Drop it", action="drop_todo",
+                      description="Remove the todo from the project context"),
+        FindingOption(label="Keep it", action="keep",
+                      description="Still wanted; remember this answer"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="stale_todo",
+        title=f'Todo pending for {len(sessions)} sessions: "{text.shorten(todo.content, 70)}"',
+        description=description, options=options, recommended=3,
+        data={"todo": todo.content, "normalized": key, "sessions": sessions,
+              "priority": todo.priority, "latest_session": latest_session},
+        fingerprint=fingerprint(OPERATION, "stale_todo", key),
+    )

@@ -1,0 +1,129 @@
+import hashlib
+
+from mgcp.config import DEFAULTS
+from mgcp.models import Lesson, Relationship
+from mgcp.operations import community_detection
+from mgcp.operations.community_detection import community_id, compare
+
+SETTINGS = DEFAULTS["community_detection"]
+TS = "2026-01-01T00:00:00+00:00"
+
+
+def lesson(id, trigger, action, tags=(), links=(), version=1):
+    return Lesson(id=id, trigger=trigger, action=action, tags=list(tags), version=version,
+                  relationships=[Relationship(target=t) for t in links], created_at=TS, last_refined=TS)
+
+
+def kb(version=1):
+    return [
+        lesson("webhook-retry-logic", "When a webhook delivery fails",
+               "Retry the webhook delivery with exponential backoff and record each webhook attempt.",
+               ["webhooks"], version=version),
+        lesson("webhook-signature-verify", "When a webhook request arrives",
+               "Verify the webhook signature header before trusting the webhook payload.", ["webhooks"]),
+        lesson("webhook-dead-letter-replay", "When webhook deliveries keep failing",
+               "Move failed webhook deliveries to a dead letter queue and replay them later.", ["webhooks"]),
+        lesson("webhook-timeout-handling", "When a webhook handler is slow",
+               "Acknowledge the webhook quickly and process the webhook payload in a background job.",
+               ["webhooks"]),
+        lesson("git-small-commits", "When committing work in git", "Make small focused git commits.",
+               ["git"], links=["git-rebase-before-push"]),
+        lesson("git-rebase-before-push", "Before pushing a git branch", "Rebase the git branch on main.",
+               ["git"], links=["git-no-force-push"]),
+        lesson("git-no-force-push", "When a git push is rejected", "Never force push a shared git branch.",
+               ["git"]),
+        lesson("secret-token-leak", "When a secret token leaks",
+               "Rotate the leaked secret token at once and audit where the token was used.",
+               ["secrets"], links=["secret-storage"]),
+        lesson("secret-storage", "When storing a secret", "Keep every secret in the vault, never in git.",
+               ["secrets"]),
+        lesson("api-key-leak", "When an api key leaks",
+               "Rotate the leaked api key at once and audit where the key was used.", ["secrets"]),
+    ]
+
+
+def by_kind(result, kind):
+    return [f for f in result.findings if f.kind == kind]
+
+
+def test_unlinked_cluster_is_found_with_its_members():
+    [cluster] = by_kind(community_detection.run(kb(), None, SETTINGS), "unlinked_cluster")
+    assert cluster.data["members"] == ["webhook-dead-letter-replay", "webhook-retry-logic",
+                                       "webhook-signature-verify", "webhook-timeout-handling"]
+    assert cluster.title.startswith('New cluster of 4 lessons about "webhook')
+    assert [o.action for o in cluster.options] == ["link_all", "link_subset", "keep", "skip"]
+    assert cluster.options[1].multi_select == cluster.data["members"]
+
+
+def test_orphan_gets_suggested_links_and_cluster_members_are_not_orphans():
+    [orphan] = by_kind(community_detection.run(kb(), None, SETTINGS), "orphan")
+    assert orphan.data["lesson"] == "api-key-leak"
+    assert orphan.data["suggested"][0] == "secret-token-leak"
+    assert orphan.options[orphan.recommended - 1].action == "link_suggested"
+
+
+def test_linked_communities_raise_nothing():
+    result = community_detection.run(kb(), None, SETTINGS)
+    flagged = {m for f in result.findings for m in f.subject}
+    assert not flagged & {"git-small-commits", "git-rebase-before-push", "git-no-force-push"}
+
+
+def test_community_ids_hash_sorted_members():
+    for c in community_detection.run(kb(), None, SETTINGS).communities:
+        assert c["member_ids"] == sorted(c["member_ids"])
+        assert c["community_id"] == hashlib.sha256(",".join(c["member_ids"]).encode()).hexdigest()[:12]
+        assert c["title"] and c["summary"].startswith(f"{len(c['member_ids'])} lessons")
+
+
+def test_unchanged_graph_same_hash_and_no_changes():
+    first = community_detection.run(kb(), None, SETTINGS)
+    second = community_detection.run(list(reversed(kb())), first.communities, SETTINGS)
+    assert second.graph_hash == first.graph_hash
+    assert second.changes == {"new": [], "merged": [], "split": [], "dissolved": []}
+    assert [f.model_dump() for f in second.findings] == [
+        f.model_dump() | {"title": f.title.replace("New cluster", "Cluster"),
+                          "description": f.description.replace("a new cluster", "a cluster"),
+                          "data": f.data | ({"new": False} if "new" in f.data else {})}
+        for f in first.findings]
+
+
+def test_first_run_reports_every_community_as_new():
+    result = community_detection.run(kb(), None, SETTINGS)
+    assert result.changes["new"] == [c["community_id"] for c in result.communities]
+
+
+def test_changed_version_changes_hash_and_fingerprint():
+    a = community_detection.run(kb(), None, SETTINGS)
+    b = community_detection.run(kb(version=2), None, SETTINGS)
+    assert a.graph_hash != b.graph_hash
+    assert by_kind(a, "unlinked_cluster")[0].fingerprint != by_kind(b, "unlinked_cluster")[0].fingerprint
+
+
+def test_graph_without_edges():
+    result = community_detection.run([lesson("a", "alpha", "one"), lesson("b", "beta", "two")], None, SETTINGS)
+    assert result.communities == [] and result.modularity == 0.0
+    assert [o.action for o in result.findings[0].options] == ["keep", "skip"]
+
+
+def community(*members):
+    return {"community_id": community_id(list(members)), "member_ids": sorted(members)}
+
+
+def test_compare_merged():
+    changes = compare([community("a", "b", "c"), community("d", "e", "f")],
+                      [community("a", "b", "c", "d", "e", "f")])
+    assert changes["merged"] == [{"into": community_id(list("abcdef")),
+                                  "from": sorted([community_id(list("abc")), community_id(list("def"))])}]
+
+
+def test_compare_split():
+    changes = compare([community("a", "b", "c", "d", "e", "f")],
+                      [community("a", "b", "c"), community("d", "e", "f")])
+    assert changes["split"] == [{"from": community_id(list("abcdef")),
+                                 "into": sorted([community_id(list("abc")), community_id(list("def"))])}]
+
+
+def test_compare_new_and_dissolved():
+    changes = compare([community("a", "b", "c")], [community("x", "y", "z")])
+    assert changes["new"] == [community_id(list("xyz"))]
+    assert changes["dissolved"] == [community_id(list("abc"))]

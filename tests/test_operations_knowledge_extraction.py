@@ -1,0 +1,106 @@
+from mgcp.config import DEFAULTS
+from mgcp.models import ContextSnapshot, Lesson, Todo
+from mgcp.operations import knowledge_extraction
+
+SETTINGS = DEFAULTS["knowledge_extraction"]
+TS = "2026-01-01T00:00:00+00:00"
+
+NOTES = {
+    1: "Fixed the login page. Worked on connection pooling for the worker database.",
+    2: "Session today: tuned connection pooling limits after timeouts in staging.",
+    3: "Added retries. The connection pooling again: pool size too small under load.",
+    4: "Cleaned up the release notes and fixed tests.",
+    5: "Connection pooling now shares one pool per process. Fixed flaky tests again.",
+}
+
+
+def snap(id, session, notes=None, todos=(), decisions=()):
+    return ContextSnapshot(id=id, project_id="p", session_number=session, timestamp=TS, notes=notes,
+                           todos=list(todos), recent_decisions=list(decisions))
+
+
+def history():
+    return [snap(i, s, n) for i, (s, n) in enumerate(NOTES.items(), 1)]
+
+
+def lesson(id, trigger, action, tags=()):
+    return Lesson(id=id, trigger=trigger, action=action, tags=list(tags), created_at=TS, last_refined=TS)
+
+
+def kinds(findings, kind):
+    return [f for f in findings if f.kind == kind]
+
+
+def test_theme_is_the_phrase_not_its_words():
+    themes = kinds(knowledge_extraction.run(history(), [], SETTINGS), "theme")
+    assert [t.data["theme"] for t in themes] == ["connection pooling"]
+    assert themes[0].data["sessions"] == [1, 2, 3, 5]
+
+
+def test_generic_words_are_not_themes():
+    notes = ["Fixed tests today, good work.", "Session: fixed tests and added docs work.", "Work: fixed tests."]
+    found = knowledge_extraction.run([snap(i, i, n) for i, n in enumerate(notes, 1)], [], SETTINGS)
+    assert kinds(found, "theme") == []
+
+
+def test_repeated_mentions_in_one_session_count_once():
+    found = knowledge_extraction.run([snap(i, 7, "connection pooling") for i in range(1, 5)], [], SETTINGS)
+    assert kinds(found, "theme") == []
+
+
+def test_covered_theme_is_not_reported():
+    covering = lesson("pool-size", "When sizing database connection pools", "Size the pool to the workers.")
+    assert kinds(knowledge_extraction.run(history(), [covering], SETTINGS), "theme") == []
+
+
+def test_theme_finding_offers_a_draft():
+    [theme] = kinds(knowledge_extraction.run(history(), [], SETTINGS), "theme")
+    assert [o.action for o in theme.options] == ["draft_lesson", "project_specific", "skip"]
+    assert theme.recommended == 1
+    assert set(theme.data["draft"]) == {"id", "trigger", "action", "rationale", "tags"}
+    assert theme.data["draft"]["id"] == "connection-pooling"
+    assert '"connection pooling" in 4 of them' in theme.description
+    assert [e["session"] for e in theme.data["excerpts"]] == [1, 2, 3]
+
+
+def test_stale_todo_pending_across_sessions():
+    todo = Todo(content="Write the migration guide")
+    snaps = [snap(i, i, todos=[todo]) for i in range(1, 6)]
+    [finding] = knowledge_extraction.run(snaps, [], SETTINGS)
+    assert finding.kind == "stale_todo" and finding.data["sessions"] == [1, 2, 3, 4, 5]
+    assert [o.action for o in finding.options] == ["close_todo", "drop_todo", "keep", "skip"]
+
+
+def test_todo_done_in_latest_snapshot_is_not_stale():
+    snaps = [snap(i, i, todos=[Todo(content="Write the migration guide")]) for i in range(1, 6)]
+    snaps.append(snap(6, 6, todos=[Todo(content="write the migration guide.", status="completed")]))
+    assert knowledge_extraction.run(snaps, [], SETTINGS) == []
+
+
+def test_todo_pending_in_too_few_sessions_is_not_stale():
+    snaps = [snap(i, 1 + i // 3, todos=[Todo(content="Write the guide")]) for i in range(1, 10)]
+    assert knowledge_extraction.run(snaps, [], SETTINGS) == []  # sessions 1..4 only
+
+
+def test_uncaptured_decision():
+    snaps = [snap(1, 1, decisions=["Use WAL journal mode for the sqlite store"]),
+             snap(2, 2, decisions=["Use WAL journal mode for the sqlite store"])]
+    [finding] = knowledge_extraction.run(snaps, [], SETTINGS)
+    assert finding.kind == "uncaptured_decision" and finding.data["sessions"] == [1, 2]
+    assert finding.data["draft"]["action"] == "Use WAL journal mode for the sqlite store"
+
+
+def test_captured_decision_is_not_reported():
+    captured = lesson("sqlite-wal", "When opening the sqlite store", "Turn on WAL journal mode.")
+    snaps = [snap(1, 1, decisions=["Use WAL journal mode for the sqlite store"])]
+    assert knowledge_extraction.run(snaps, [captured], SETTINGS) == []
+
+
+def test_fingerprint_is_stable_across_runs_and_input_order():
+    a = knowledge_extraction.run(history(), [], SETTINGS)
+    b = knowledge_extraction.run(list(reversed(history())), [], SETTINGS)
+    assert [f.model_dump() for f in a] == [f.model_dump() for f in b]
+
+
+def test_no_history_no_findings():
+    assert knowledge_extraction.run([], [], SETTINGS) == []

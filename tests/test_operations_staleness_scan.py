@@ -1,0 +1,84 @@
+from datetime import datetime, timedelta, timezone
+
+from mgcp.config import DEFAULTS
+from mgcp.models import Lesson
+from mgcp.operations import staleness_scan
+
+NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+SETTINGS = DEFAULTS["staleness_scan"]
+
+
+def lesson(id, trigger="When rotating api keys", *, age=100, refined=None, usage=3, version=1):
+    created = (NOW - timedelta(days=age)).isoformat()
+    last_refined = (NOW - timedelta(days=refined if refined is not None else age)).isoformat()
+    return Lesson(id=id, trigger=trigger, action="Do the careful thing.", created_at=created,
+                  last_refined=last_refined, usage_count=usage, version=version)
+
+
+def kinds(findings):
+    return {f.data["lesson"]: f.kind for f in findings}
+
+
+def test_unused_old_lesson_is_stale():
+    found = staleness_scan.run([lesson("old", usage=0, age=45), lesson("young", usage=0, age=5)], [], NOW, SETTINGS)
+    assert kinds(found) == {"old": "stale_unused"}
+
+
+def test_stale_unused_offers_the_seed_options_archive_first():
+    [finding] = staleness_scan.run([lesson("old", usage=0, age=45)], [], NOW, SETTINGS)
+    assert [o.action for o in finding.options] == ["archive", "delete", "update_trigger", "keep", "skip"]
+    assert finding.recommended == 1
+    assert "45 days" in finding.description
+
+
+def test_popular_unrefined_lesson():
+    found = staleness_scan.run([lesson("pop", usage=25, age=400, refined=200),
+                                lesson("fresh", usage=25, age=400, refined=10)], [], NOW, SETTINGS)
+    assert kinds(found) == {"pop": "popular_unrefined"}
+
+
+def test_unmatched_trigger_needs_queries():
+    assert staleness_scan.run([lesson("keys", trigger="When rotating api keys")], [], NOW, SETTINGS) == []
+
+
+def test_trigger_matching_no_query_is_flagged():
+    found = staleness_scan.run([lesson("keys", trigger="When rotating api keys"),
+                                lesson("pool", trigger="When sizing connection pools")],
+                               ["connection pooling settings"], NOW, SETTINGS)
+    assert kinds(found) == {"keys": "unmatched_trigger"}
+
+
+def test_lesson_younger_than_the_query_window_is_not_judged_by_queries():
+    found = staleness_scan.run([lesson("new", age=3)], ["connection pooling"], NOW, SETTINGS)
+    assert found == []
+
+
+def test_unused_and_unmatched_is_one_finding_saying_both():
+    [finding] = staleness_scan.run([lesson("old", usage=0, age=45)], ["connection pooling"], NOW, SETTINGS)
+    assert finding.kind == "stale_unused"
+    assert finding.data["reasons"] == ["stale_unused", "unmatched_trigger"]
+    assert "never been retrieved" in finding.description and "match none of the 1 queries" in finding.description
+
+
+def test_strongest_first_and_capped():
+    lessons = [lesson(f"l{i}", usage=0, age=40 + i) for i in range(5)]
+    found = staleness_scan.run(lessons, [], NOW, dict(SETTINGS, max_findings=2))
+    assert [f.data["lesson"] for f in found] == ["l4", "l3"]
+
+
+def test_deterministic():
+    lessons = [lesson(f"l{i}", usage=0, age=40) for i in range(4)]
+    first = staleness_scan.run(lessons, ["x"], NOW, SETTINGS)
+    second = staleness_scan.run(list(reversed(lessons)), ["x"], NOW, SETTINGS)
+    assert [f.model_dump() for f in first] == [f.model_dump() for f in second]
+
+
+def test_new_version_changes_the_fingerprint():
+    [a] = staleness_scan.run([lesson("old", usage=0, age=45)], [], NOW, SETTINGS)
+    [b] = staleness_scan.run([lesson("old", usage=0, age=45, version=2)], [], NOW, SETTINGS)
+    assert a.fingerprint != b.fingerprint and b.subject == {"old": 2}
+
+
+def test_engine_fields_left_empty():
+    [finding] = staleness_scan.run([lesson("old", usage=0, age=45)], [], NOW, SETTINGS)
+    assert (finding.id, finding.project_id, finding.run_id) == ("", None, None)

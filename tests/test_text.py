@@ -1,0 +1,43 @@
+from mgcp import text
+
+
+def test_tokenize_lowercases_and_splits_punctuation():
+    assert text.tokenize("Use WAL-mode, then re-try!") == ["use", "wal", "mode", "then", "re", "try"]
+
+
+def test_stem_joins_inflections():
+    assert text.stem("pools") == text.stem("pooling") == text.stem("pooled") == "pool"
+
+
+def test_stem_leaves_short_words():
+    assert text.stem("was") == "was"
+
+
+def test_keywords_drop_stop_and_coding_words():
+    assert text.keywords("When you always use the connection pools") == ["connection", "pool"]
+
+
+def test_content_tokens_keep_negations():
+    assert "never" in text.content_tokens("never commit secrets")
+
+
+def test_phrases_never_cross_stop_words():
+    found = text.phrases("connection pooling for the webhook retries")
+    assert ("connection", "pool") in found
+    assert not any("webhook" in key and "pool" in key for key in found)
+
+
+def test_phrases_keep_the_first_surface_form():
+    assert text.phrases("Connection pooling")[("connection", "pool")] == "connection pooling"
+
+
+def test_normalize_ignores_case_and_punctuation():
+    assert text.normalize("  Fix the  Login bug! ") == text.normalize("fix the login bug")
+
+
+def test_ngrams():
+    assert text.ngrams(["a", "b", "c"], 2) == [("a", "b"), ("b", "c")]
+
+
+def test_join_words():
+    assert text.join_words(["a", "b", "c"]) == "a, b and c"
