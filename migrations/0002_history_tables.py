@@ -1,6 +1,9 @@
 """Add the tables that keep history: lesson versions, context snapshots, sessions, lesson
 lifecycle and the query log.
 
+The history index is on project_id alone, as in the design: SQLite keys it by row id too, so "the
+latest snapshot of a project" is one index probe, with no sort.
+
 Why: before versioning, a refinement overwrote a lesson's action and every context save overwrote
 the project's state. These new tables record every version and every save from now on. Existing
 tables and rows are not touched; the backfills that describe existing data are separate migrations.
@@ -38,7 +41,7 @@ CREATE TABLE IF NOT EXISTS context_history (
     catalogue_delta JSON,
     FOREIGN KEY (project_id) REFERENCES project_contexts(project_id)
 );
-CREATE INDEX IF NOT EXISTS idx_context_history_project ON context_history(project_id, session_number);
+CREATE INDEX IF NOT EXISTS idx_context_history_project ON context_history(project_id);
 CREATE INDEX IF NOT EXISTS idx_context_history_time ON context_history(timestamp);
 
 CREATE TABLE IF NOT EXISTS project_sessions (

@@ -95,13 +95,16 @@ class ContextStore(StoreCore):
     async def ensure_project(self, path: str) -> ProjectContext:
         path = sql.normalize_path(path)
         async with self.transaction():
-            if await self.find_project(path) is None:
+            project = await self.find_project(path)
+            if project is None:
+                project = ProjectContext(project_id=sql.project_id_for(path),
+                                         project_name=os.path.basename(path) or path,
+                                         project_path=path, last_accessed=utcnow())
                 await self._insert("project_contexts", {
-                    "project_id": sql.project_id_for(path),
-                    "project_name": os.path.basename(path) or path, "project_path": path,
-                    "last_accessed": utcnow(), "session_count": 0,
+                    "project_id": project.project_id, "project_name": project.project_name,
+                    "project_path": path, "last_accessed": project.last_accessed, "session_count": 0,
                 })
-        return await self.get_project(path)
+        return project
 
     async def register_session(self, path: str, session_id: str, source: str | None = None,
                                at: str | None = None) -> SessionRegistration:
@@ -172,14 +175,14 @@ class ContextStore(StoreCore):
             await self._update("project_contexts", {"project_id": project.project_id}, {
                 **state, "last_accessed": now,
                 **({"last_session_id": session_id} if session_id else {})})
-            history_id = await self._insert("context_history", {
+            row = {
                 "project_id": project.project_id, "session_number": number, "session_id": session_id,
                 "timestamp": now, "notes": state["notes"], "active_files": state["active_files"],
                 "todos": state["todos"], "recent_decisions": state["recent_decisions"],
                 "catalogue_hash": catalogue_hash(new_catalogue),
                 "catalogue_delta": dumps(catalogue_delta(base, new_catalogue)),
-            })
-        row = await self.fetchone("SELECT * FROM context_history WHERE id = ?", [history_id])
+            }
+            row["id"] = await self._insert("context_history", row)
         return snapshot_from_row(row)
 
     async def _latest_catalogue(self, project: ProjectContext) -> dict:

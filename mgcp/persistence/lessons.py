@@ -149,8 +149,13 @@ class LessonStore(StoreCore):
             if relationships is not None:
                 values["relationships"] = dumps(relationships)
             await self._update("lessons", {"id": lesson_id}, values)
-            await self._reindex_lesson(lesson_id)
-        return await self.get_lesson(lesson_id)
+            await self._reindex_lesson(lesson_id, new)
+        return current.model_copy(update={
+            **{k: v for k, v in new.items() if k != "tags"}, "tags": json.loads(new["tags"]),
+            "version": version, "last_refined": now,
+            **({"examples": examples} if examples is not None else {}),
+            **({"relationships": [Relationship(**r) for r in relationships]} if relationships is not None else {}),
+        })
 
     async def import_lesson(self, lesson: Lesson, versions: list[LessonVersion]) -> None:
         """Write a lesson with its full history exactly as given (timestamps included): for
@@ -233,8 +238,10 @@ class LessonStore(StoreCore):
             [lesson_id])
         return [lesson_from_row(r) for r in rows]
 
-    async def _reindex_lesson(self, lesson_id: str) -> None:
-        row = await self.fetchone("SELECT * FROM lessons WHERE id = ?", [lesson_id])
+    async def _reindex_lesson(self, lesson_id: str, row: dict | None = None) -> None:
+        """Put the lesson's current text into the search index (`row`: the text if known)."""
+        if row is None:
+            row = await self.fetchone("SELECT * FROM lessons WHERE id = ?", [lesson_id])
         doc = await self.fetchone("SELECT id FROM lesson_search_docs WHERE lesson_id = ?", [lesson_id])
         if doc is None:
             cur = await self.conn.execute("INSERT INTO lesson_search_docs (lesson_id) VALUES (?)", [lesson_id])

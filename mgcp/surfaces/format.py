@@ -52,8 +52,8 @@ def snapshot(s: ContextSnapshot) -> str:
 
 
 def finding(f: RemFinding, index: int | None = None, total: int | None = None) -> str:
-    head = f"[{index}/{total}] " if index else ""
-    lines = [f"{head}{f.title}   (finding {f.id}, {f.operation})", ""]
+    head = f"[{index}/{total}]  " if index else ""
+    lines = [f"{head}{f.operation}  -  finding {f.id}", f.title, ""]
     lines += [textwrap.fill(p, 100) if len(p) > 100 and not p.startswith(("-", " ")) else p
               for p in f.description.splitlines()]
     lines.append("")
