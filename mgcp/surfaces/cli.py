@@ -335,13 +335,20 @@ def main() -> None:
     from mgcp.surfaces import cli_rem  # noqa: F401  (registers the rem, init, serve, demo commands)
 
     try:
-        app()
+        code = app(standalone_mode=False)
     except MgcpError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         print("Interrupted.", file=sys.stderr)
         sys.exit(130)
+    except typer.TyperException as exc:  # bad usage: one line, exit code 2, as for bad input
+        message = exc.format_message()
+        if message:  # (no message: a bare `mgcp lesson`, whose help was just printed)
+            where = exc.ctx.command_path if getattr(exc, "ctx", None) else "mgcp"
+            print(f"Error: {message} (see `{where} --help`)", file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
