@@ -7,15 +7,20 @@ import textwrap
 from mgcp.models import ContextSnapshot, Lesson, LessonVersion, RemFinding, RemStatus
 
 
+def field(label: str, value: str) -> str:
+    """`  label: value`, with continuation lines indented under the value."""
+    head = f"  {label + ':':11}"
+    return head + str(value).replace("\n", "\n" + " " * len(head))
+
+
 def lesson(lesson: Lesson) -> str:
     lines = [f"{lesson.id}  (v{lesson.version}, {lesson.status.value}"
              + (f" -> {lesson.superseded_by}" if lesson.superseded_by else "") + ")",
-             f"  trigger:   {lesson.trigger}",
-             f"  action:    {lesson.action}"]
+             field("trigger", lesson.trigger), field("action", lesson.action)]
     if lesson.rationale:
-        lines.append(f"  rationale: {lesson.rationale}")
+        lines.append(field("rationale", lesson.rationale))
     if lesson.tags:
-        lines.append(f"  tags:      {', '.join(lesson.tags)}")
+        lines.append(field("tags", ", ".join(lesson.tags)))
     if lesson.relationships:
         lines.append("  links:     " + ", ".join(f"{r.target} ({r.type})" for r in lesson.relationships))
     lines.append(f"  used {lesson.usage_count} time(s); created {lesson.created_at}; refined {lesson.last_refined}")
@@ -24,12 +29,12 @@ def lesson(lesson: Lesson) -> str:
 
 def version(v: LessonVersion) -> str:
     head = f"v{v.version}  {v.timestamp}" + ("  [reconstructed: text before versioning is partly lost]" if v.reconstructed else "")
-    lines = [head, f"  trigger:   {v.trigger}",
-             f"  action:    {v.action if v.action is not None else '(not recoverable: overwritten before versioning)'}"]
+    lines = [head, field("trigger", v.trigger),
+             field("action", v.action if v.action is not None else "(not recoverable: overwritten before versioning)")]
     if v.rationale is not None:
-        lines.append(f"  rationale: {v.rationale}")
+        lines.append(field("rationale", v.rationale))
     if v.tags:
-        lines.append(f"  tags:      {', '.join(v.tags)}")
+        lines.append(field("tags", ", ".join(v.tags)))
     if v.refinement_reason:
         lines.append(f"  refined because: {v.refinement_reason}" + (f"  (session {v.session_id})" if v.session_id else ""))
     return "\n".join(lines)
