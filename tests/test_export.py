@@ -1,0 +1,38 @@
+import json
+import sqlite3
+
+from clihelp import mgcp
+from legacy import build_legacy
+
+
+def test_dpo_pairs_consecutive_real_versions_only(tmp_path):
+    db = tmp_path / "legacy.db"
+    build_legacy(db)  # has reconstructed versions: they must never be paired
+    args = ["--db", db]
+    mgcp("lesson", "refine", "three-versions", "--action", "Quarantine, find the cause, then fix or delete.",
+         "--reason", "quarantine became a graveyard", *args)
+    mgcp("lesson", "refine", "three-versions", "--rationale", "Only a cause-fixed test earns trust back.",
+         "--reason", "the why was stale", *args)
+    mgcp("lesson", "add", "new-one", "--trigger", "naming a branch", "--action", "Use the ticket id.", *args)
+    mgcp("lesson", "refine", "new-one", "--action", "Use the ticket id and a two-word summary.",
+         "--reason", "ids alone are opaque", *args)
+    out = tmp_path / "pairs.jsonl"
+    code, _, err = mgcp("export", "dpo", "--out", out, *args)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert code == 0 and "wrote 2 record(s)" in err
+    assert {(r["lesson_id"], r["rejected_version"], r["chosen_version"]) for r in records} == {
+        ("three-versions", 3, 4), ("new-one", 1, 2)}
+    assert all(r["chosen"] != r["rejected"] and r["prompt"] for r in records)
+    first = next(r for r in records if r["lesson_id"] == "new-one")
+    assert (first["rejected"], first["chosen"], first["refinement_reason"]) == (
+        "Use the ticket id.", "Use the ticket id and a two-word summary.", "ids alone are opaque")
+    reconstructed = sqlite3.connect(db).execute(
+        "SELECT count(*) FROM lesson_versions WHERE reconstructed = 1").fetchone()[0]
+    assert reconstructed == 3
+
+
+def test_dpo_to_stdout_is_jsonl(db):
+    mgcp("lesson", "add", "a", "--trigger", "t", "--action", "one", "--db", db)
+    mgcp("lesson", "refine", "a", "--action", "two", "--reason", "r", "--db", db)
+    code, out, _ = mgcp("export", "dpo", "--db", db)
+    assert code == 0 and [json.loads(line)["chosen"] for line in out.splitlines()] == ["two"]
