@@ -173,35 +173,35 @@ def _merge_operations(target: dict, given: object, source: str, prefix: str) -> 
                 )
 
 
-def _check_value(source: str, where: str, key: str, value: object, defaults: dict) -> None:
-    def bad(allowed: str) -> ConfigError:
-        return ConfigError(f"{source}: invalid value {value!r} for '{where}'; allowed: {allowed}")
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_value(source: str, where: str, key: str, value: object, defaults: dict) -> None:
+    """Raise ConfigError unless `value` is allowed for `key`: each check returns the allowed values
+    as words when the value is wrong."""
     if key == "strategy":
-        if value not in STRATEGIES:
-            raise bad(", ".join(STRATEGIES))
+        wrong = value not in STRATEGIES and ", ".join(STRATEGIES)
     elif key == "interval":
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise bad(STRATEGY_KEYS["linear"]["interval"])
+        wrong = not (_is_int(value) and value >= 1) and STRATEGY_KEYS["linear"]["interval"]
     elif key == "intervals":
-        ok = (isinstance(value, list) and value
-              and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
+        ok = (isinstance(value, list) and value and all(_is_int(v) and v >= 1 for v in value)
               and all(a < b for a, b in zip(value, value[1:])))
-        if not ok:
-            raise bad(STRATEGY_KEYS["fibonacci"]["intervals"])
+        wrong = not ok and STRATEGY_KEYS["fibonacci"]["intervals"]
     elif key in ("base_interval", "scale"):
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise bad("a number > 0")
-    elif key in defaults:
-        default = defaults[key]
-        if isinstance(default, float):
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1 and key.endswith("threshold"):
-                raise bad("a number between 0 and 1" if key.endswith("threshold") else "a number")
-            if value < 0:
-                raise bad("a number >= 0")
-        elif isinstance(default, int):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise bad("a whole number >= 0")
+        wrong = not (_is_number(value) and value > 0) and "a number > 0"
+    elif key.endswith("threshold"):
+        wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
+    elif isinstance(defaults.get(key), float):
+        wrong = not (_is_number(value) and value >= 0) and "a number >= 0"
+    elif isinstance(defaults.get(key), int):
+        wrong = not (_is_int(value) and value >= 0) and "a whole number >= 0"
     else:
         allowed = sorted(set(defaults) | SCHEDULE_KEYS)
         raise ConfigError(f"{source}: unknown key '{where}'; allowed: {', '.join(allowed)}")
+    if wrong:
+        raise ConfigError(f"{source}: invalid value {value!r} for '{where}'; allowed: {wrong}")
