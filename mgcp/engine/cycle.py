@@ -97,9 +97,17 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
         progress(f"[{index}/{len(chosen)}] {op} ...")
         t_op = time.perf_counter()
         try:
-            findings, summary = await RUNNERS[op](store, project, settings[op], run_id)
-            stored = await _store_findings(store, findings, project.project_id, run_id)
+            # The analysis runs outside any transaction (it may take a while and must not hold the
+            # write lock); what it produced is then written in one transaction.
+            findings, summary, output = await RUNNERS[op](store, project, settings[op], run_id)
             async with store.transaction():
+                if output:
+                    name, write = output
+                    async with store.recording() as changes:
+                        await write()
+                    if changes:
+                        await store.record_action(None, run_id, name, changes, auto=True)
+                stored = await _store_findings(store, findings, project.project_id, run_id)
                 await store.record_operation_run(
                     project.project_id, op, session,
                     schedule.next_due(plan_item.strategy, plan_item.params, session),
@@ -155,6 +163,10 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# Each returns (findings, summary, output): output is None or (action name, an async function that
+# writes the operation's automatic output); the engine runs it in the operation's transaction and
+# records it as an action of the run, so that `rem undo --run` takes it back.
+
 async def _staleness(store, project, settings, run_id):
     from mgcp.operations import staleness_scan
 
@@ -162,14 +174,14 @@ async def _staleness(store, project, settings, run_id):
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.recent_queries(since)
     findings = staleness_scan.run(await store.list_lessons(), queries, now, settings)
-    return findings, {"queries_in_window": len(queries)}
+    return findings, {"queries_in_window": len(queries)}, None
 
 
 async def _duplicates(store, project, settings, run_id):
     from mgcp.operations import duplicate_detection
 
     lessons = await store.list_lessons()
-    return duplicate_detection.run(lessons, settings), {"lessons": len(lessons)}
+    return duplicate_detection.run(lessons, settings), {"lessons": len(lessons)}, None
 
 
 async def _communities(store, project, settings, run_id):
@@ -179,16 +191,16 @@ async def _communities(store, project, settings, run_id):
     result = community_detection.run(await store.list_lessons(),
                                      previous["communities"] if previous else None, settings)
     if previous and previous["graph_hash"] == result.graph_hash:
-        return [], {"communities": len(result.communities), "unchanged": True}
-    async with store.recording() as changes:
+        return [], {"communities": len(result.communities), "unchanged": True}, None
+
+    async def write():
         await store.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
         for community in result.communities:
             await store.write_community_summary(community)
-    if changes:
-        await store.record_action(None, run_id, "write_community_summaries", changes, auto=True)
+
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
-                             **{k: len(v) for k, v in result.changes.items()}}
+                             **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
 async def _extraction(store, project, settings, run_id):
@@ -199,7 +211,7 @@ async def _extraction(store, project, settings, run_id):
     findings = knowledge_extraction.run(history, await store.list_lessons(), settings)
     for finding in findings:
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
-    return findings, {"snapshots": len(history)}
+    return findings, {"snapshots": len(history)}, None
 
 
 async def _summary(store, project, settings, run_id):
@@ -209,13 +221,14 @@ async def _summary(store, project, settings, run_id):
     history = await store.history_since(project.project_id, last["to_session"] if last else -1)
     result = context_summary.run(history, settings)
     if result is None:
-        return [], {"snapshots": 0}
-    async with store.recording() as changes:
+        return [], {"snapshots": 0}, None
+
+    async def write():
         await store.write_summary(project.project_id, result.from_session, result.to_session,
                                   result.narrative, result.data)
-    await store.record_action(None, run_id, "write_context_summary", changes, auto=True)
+
     return [], {"snapshots": len(history), "from_session": result.from_session,
-                "to_session": result.to_session}
+                "to_session": result.to_session}, ("write_context_summary", write)
 
 
 RUNNERS = {
