@@ -101,22 +101,30 @@ def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
     return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
 
 
+_PIECE = re.compile(r"(" + _CLAUSE.pattern + r")|([a-z0-9_]+)")  # a clause break, or a word
+
+
+@lru_cache(maxsize=16)
+def _run_stop(extra_stop: frozenset[str]) -> frozenset[str]:
+    return _ALL_STOP | extra_stop
+
+
 def runs(text: str | None, extra_stop: frozenset[str] = frozenset()) -> list[list[str]]:
     """Runs of consecutive topical words (surface forms): clauses split at punctuation, runs split
     at stop words, generic words (`extra_stop`), numbers and one-letter tokens."""
-    stop = _ALL_STOP | extra_stop
+    stop = _run_stop(extra_stop)
     out: list[list[str]] = []
-    for clause in _CLAUSE.split((text or "").lower()):
-        current: list[str] = []
-        for t in tokenize(clause):
-            if t in stop or len(t) < 3 or t.isdigit() or t[0].isdigit():
-                if current:
-                    out.append(current)
+    current: list[str] = []
+    # One scan: a clause break and a non-topical word both end the current run.
+    for brk, t in _PIECE.findall((text or "").lower()):
+        if brk or t in stop or len(t) < 3 or t[0].isdigit():
+            if current:
+                out.append(current)
                 current = []
-            else:
-                current.append(t)
-        if current:
-            out.append(current)
+        else:
+            current.append(t)
+    if current:
+        out.append(current)
     return out
 
 
@@ -126,10 +134,27 @@ def phrases(text: str | None, max_n: int = 3,
     found: dict[tuple[str, ...], str] = {}
     for run in runs(text, extra_stop):
         stems = [stem(w) for w in run]
+        size = len(run)
         for n in range(1, max_n + 1):
-            for i in range(len(run) - n + 1):
-                found.setdefault(tuple(stems[i:i + n]), " ".join(run[i:i + n]))
+            for i in range(size - n + 1):
+                key = tuple(stems[i:i + n])
+                if key not in found:
+                    found[key] = " ".join(run[i:i + n])
     return found
+
+
+class Memo(dict):
+    """A per-run cache of a pure one-argument text function: `memo[text]` computes once per distinct
+    text. Operations make one per run (so nothing outlives the run), e.g. `norm = Memo(normalize)`;
+    histories repeat the same todos, decisions and notes in snapshot after snapshot."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def __missing__(self, key):
+        value = self[key] = self.fn(key)
+        return value
 
 
 def normalize(text: str | None) -> str:

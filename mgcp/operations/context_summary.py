@@ -38,17 +38,18 @@ def run(history: list[ContextSnapshot], settings: dict) -> SummaryResult | None:
     prev_decisions: set[str] = set()
     prev_open: dict[str, str] = {}
     seen_decisions: set[str] = set()
+    norm = text.Memo(text.normalize)  # the same todos and decisions recur in snapshot after snapshot
     for snap in history:
         for decision in snap.recent_decisions:
-            key = text.normalize(decision)
+            key = norm[decision]
             if key and key not in prev_decisions and key not in seen_decisions:
                 decisions.append({"text": decision.strip(), "session": snap.session_number})
                 seen_decisions.add(key)
-        prev_decisions = {text.normalize(d) for d in snap.recent_decisions}
+        prev_decisions = {norm[d] for d in snap.recent_decisions}
         now_open: dict[str, str] = {}
         now_closed: set[str] = set()
         for todo in snap.todos:
-            key = text.normalize(todo.content)
+            key = norm[todo.content]
             if not key:
                 continue
             if todo.status in CLOSED:
@@ -70,7 +71,8 @@ def run(history: list[ContextSnapshot], settings: dict) -> SummaryResult | None:
         for path in snap.active_files:
             file_sessions[path].add(snap.session_number)
     files = sorted(file_sessions.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:TOP]
-    themes = recurring_phrases(history, min(THEME_MIN_SESSIONS, len(sessions)))[:TOP] if len(sessions) > 1 else []
+    themes = (recurring_phrases(history, min(THEME_MIN_SESSIONS, len(sessions)), with_excerpts=False)[:TOP]
+              if len(sessions) > 1 else [])
 
     data = {
         "sessions": sessions, "snapshots": len(history),

@@ -21,7 +21,8 @@ engine prefixes the project id). `subject` is empty: these findings are about hi
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from itertools import chain, islice
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, Lesson, RemFinding
@@ -39,71 +40,151 @@ def run(history: list[ContextSnapshot], lessons: list[Lesson], settings: dict) -
         return []
     index = _LessonIndex(lessons)
     span = sorted({s.session_number for s in history})
-    findings = (_themes(history, index, span, int(settings["theme_min_sessions"]))
-                + _decisions(history, index)
-                + _todos(history, int(settings["todo_min_sessions"])))
-    return findings[: int(settings.get("max_findings", 50))]
+    # Findings are made lazily, in order: once `max_findings` are made the rest is never computed.
+    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"])),
+                     _decisions(history, index),
+                     _lazy(lambda: _todos(history, int(settings["todo_min_sessions"]))))
+    return list(islice(findings, max(0, int(settings.get("max_findings", 50)))))
+
+
+def _lazy(make):
+    yield from make()
 
 
 class _LessonIndex:
-    """Stemmed words -> the lessons holding them (trigger, action, tags)."""
+    """Stemmed words -> the lessons holding them (trigger, action, tags), as sets of lesson numbers."""
 
     def __init__(self, lessons: list[Lesson]):
-        self.postings: dict[str, set[str]] = defaultdict(set)
-        for lesson in lessons:
-            for word in text.content_tokens(" ".join([lesson.trigger, lesson.action, " ".join(lesson.tags)])):
-                self.postings[word].add(lesson.id)
+        postings: dict[str, set[int]] = defaultdict(set)
+        tag_tokens = text.Memo(text.content_tokens)  # tag lists repeat
+        for number, lesson in enumerate(lessons):
+            for words in (text.content_tokens(lesson.trigger + " " + lesson.action),
+                          tag_tokens[" ".join(lesson.tags)]):
+                for word in words:
+                    postings[word].add(number)
+        self.postings = dict(postings)
 
     def covers(self, words: tuple[str, ...]) -> bool:
-        sets = [self.postings.get(w, set()) for w in words]
-        return bool(set.intersection(*sets)) if sets else True
+        """Does one lesson hold all the words?"""
+        if not words:
+            return True
+        sets = sorted((self.postings.get(w, _EMPTY) for w in set(words)), key=len)
+        if not sets[0]:
+            return False
+        return bool(sets[0].intersection(*sets[1:])) if len(sets) > 1 else True
 
     def best_containment(self, words: list[str]) -> float:
-        if not words:
+        """The largest share of `words` one lesson holds (exact).
+
+        Rarest word first: after the postings of the i rarest words, a lesson in none of them holds
+        at most m - i words, so the search stops as soon as the best count found reaches that. The
+        lessons of word i are counted by intersecting its postings with those of the commoner words
+        (C-level set intersections, never a Python loop over a common word's lessons); a lesson also
+        in a rarer word's postings is undercounted here, but it was counted in full there."""
+        distinct = set(words)
+        m = len(distinct)
+        if not m:
             return 1.0
-        hits: dict[str, int] = defaultdict(int)
-        for w in set(words):
-            for lid in self.postings.get(w, ()):
-                hits[lid] += 1
-        return max(hits.values(), default=0) / len(set(words))
+        sets = sorted((self.postings.get(w, _EMPTY) for w in distinct), key=len)
+        best = 0
+        for i, own in enumerate(sets):
+            if best >= m - i:
+                break
+            if not own:
+                continue
+            hits: Counter = Counter()
+            for other in sets[i + 1:]:
+                hits.update(own & other)
+            best = max(best, 1 + max(hits.values(), default=0))
+        return best / m
+
+
+_EMPTY: frozenset = frozenset()
 
 
 # -- themes --------------------------------------------------------------------------------------
 
-def recurring_phrases(history: list[ContextSnapshot], min_sessions: int) -> list[dict]:
+def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
+                      with_excerpts: bool = True) -> list[dict]:
     """Phrases in the notes of >= min_sessions distinct sessions, sub-phrases folded into longer
-    ones; sorted by session count (desc), length (desc), phrase. Also used by context_summary."""
-    sessions: dict[tuple[str, ...], set[int]] = defaultdict(set)
-    surface: dict[tuple[str, ...], str] = {}
-    excerpts: dict[tuple[str, ...], list[tuple[int, str]]] = defaultdict(list)
+    ones; sorted by session count (desc), length (desc), phrase. Also used by context_summary
+    (which needs no excerpts: `with_excerpts=False` leaves them empty).
+
+    Linear in the notes: each distinct sentence is mined once (saves repeat their notes; a note's
+    phrases are its sentences' phrases, as phrases never cross a sentence end), phrases are
+    numbered so that a sentence keeps only a list of numbers, and a phrase finds the longer kept
+    phrases holding it through an index of their sub-phrases (at most five per three-word phrase)
+    instead of a scan of all of them."""
+    note_sessions: dict[str, set[int]] = {}  # distinct notes, in order of first appearance
     for snap in history:
-        for key, form in text.phrases(snap.notes).items():
-            sessions[key].add(snap.session_number)
-            surface.setdefault(key, form)
-    candidates = {k: v for k, v in sessions.items() if len(v) >= min_sessions}
+        note_sessions.setdefault(snap.notes or "", set()).add(snap.session_number)
+    number: dict[tuple[str, ...], int] = {}
+    keys: list[tuple[str, ...]] = []
+    surface: list[str] = []       # first seen form
+    sessions: list[set[int]] = []
+    in_sentence: dict[str, list[int]] = {}
+    for note, note_sess in note_sessions.items():
+        for sentence in text.sentences(note):
+            found = in_sentence.get(sentence)
+            if found is None:
+                found = in_sentence[sentence] = []
+                for key, form in text.phrases(sentence).items():
+                    n = number.get(key)
+                    if n is None:
+                        n = number[key] = len(keys)
+                        keys.append(key)
+                        surface.append(form)
+                        sessions.append(set())
+                    found.append(n)
+            for n in found:
+                sessions[n] |= note_sess
+    candidates = {keys[n]: v for n, v in enumerate(sessions) if len(v) >= min_sessions}
     # A longer phrase that is only an occasional extension of a recurring phrase (of two or more
     # words) gives way to it: "connection pooling" in 5 sessions beats "connection pooling config"
     # in 3. Single words never win this way; they are too vague.
     candidates = {k: v for k, v in candidates.items()
                   if not any(len(candidates.get(q, ())) > len(v) for q in _sub_phrases(k, 2))}
     kept = []
+    holders: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)  # sub-phrase -> kept longer
     for key in sorted(candidates, key=lambda k: (-len(k), k)):
         own = candidates[key]
-        covered = set()
-        for longer in kept:
-            if _contains(longer, key):
-                covered |= candidates[longer]
-        if len(own - covered) >= min_sessions or not covered:
-            kept.append(key)
-    for snap in history:
-        for sentence in text.sentences(snap.notes):
-            found = text.phrases(sentence)
-            for key in kept:
-                if key in found and len(excerpts[key]) < 8 and all(s != snap.session_number for s, _ in excerpts[key]):
-                    excerpts[key].append((snap.session_number, text.shorten(sentence, 160)))
+        longer = holders.get(key)
+        if longer:
+            covered = set().union(*(candidates[q] for q in longer))
+            if len(own - covered) < min_sessions:
+                continue
+        kept.append(key)
+        for sub in _sub_phrases(key, 1):
+            holders[sub].append(key)
+    del holders
+    excerpts: dict[tuple[str, ...], list[tuple[int, str]]] = {k: [] for k in kept}
+    if with_excerpts and kept:
+        kept_numbers = {number[k]: k for k in kept}
+        excerpt_sessions: dict[tuple[str, ...], set[int]] = {k: set() for k in kept}
+        plan: dict[str, list[tuple[str, list[tuple[str, ...]]]]] = {}  # note -> sentences with kept phrases
+        done: set[tuple[str, int]] = set()
+        short = text.Memo(lambda sentence: text.shorten(sentence, 160))
+        for snap in history:
+            note = snap.notes or ""
+            if (note, snap.session_number) in done:
+                continue  # one excerpt per session: the same note again in a session adds none
+            done.add((note, snap.session_number))
+            items = plan.get(note)
+            if items is None:
+                items = plan[note] = []
+                for sentence in text.sentences(note):
+                    inside = [kept_numbers[n] for n in in_sentence[sentence] if n in kept_numbers]
+                    if inside:
+                        items.append((sentence, inside))
+            for sentence, inside in items:
+                for key in inside:
+                    got = excerpts[key]
+                    if len(got) < 8 and snap.session_number not in excerpt_sessions[key]:
+                        got.append((snap.session_number, short[sentence]))
+                        excerpt_sessions[key].add(snap.session_number)
     ordered = sorted(kept, key=lambda k: (-len(candidates[k]), -len(k), k))
-    return [{"key": k, "theme": surface[k], "sessions": sorted(candidates[k]), "excerpts": excerpts[k]}
-            for k in ordered]
+    return [{"key": k, "theme": surface[number[k]], "sessions": sorted(candidates[k]),
+             "excerpts": excerpts[k]} for k in ordered]
 
 
 def _sub_phrases(key: tuple[str, ...], min_n: int) -> list[tuple[str, ...]]:
@@ -115,13 +196,10 @@ def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
     return n < len(longer) and any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
 
 
-def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int) -> list[RemFinding]:
-    findings = []
+def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int):
     for theme in recurring_phrases(history, min_sessions):
-        if index.covers(theme["key"]):
-            continue
-        findings.append(_theme_finding(theme, span))
-    return findings
+        if not index.covers(theme["key"]):
+            yield _theme_finding(theme, span)
 
 
 def _theme_finding(theme: dict, span: list[int]) -> RemFinding:
@@ -168,16 +246,16 @@ def _sessions(sessions: list[int]) -> str:
 
 # -- decisions -----------------------------------------------------------------------------------
 
-def _decisions(history, index: _LessonIndex) -> list[RemFinding]:
+def _decisions(history, index: _LessonIndex):
     seen: dict[str, dict] = {}
+    norm = text.Memo(text.normalize)  # decisions are carried from snapshot to snapshot
     for snap in history:
         for decision in snap.recent_decisions:
-            key = text.normalize(decision)
+            key = norm[decision]
             if not key:
                 continue
             entry = seen.setdefault(key, {"text": decision.strip(), "sessions": set()})
             entry["sessions"].add(snap.session_number)
-    findings = []
     for key, entry in seen.items():
         words = text.keywords(entry["text"])
         if not words:
@@ -185,8 +263,7 @@ def _decisions(history, index: _LessonIndex) -> list[RemFinding]:
         containment = index.best_containment(words)
         if containment >= DECISION_CAPTURED:
             continue
-        findings.append(_decision_finding(key, entry["text"], sorted(entry["sessions"]), words, containment))
-    return findings
+        yield _decision_finding(key, entry["text"], sorted(entry["sessions"]), words, containment)
 
 
 def _decision_finding(key: str, decision: str, sessions: list[int], words: list[str],
@@ -219,11 +296,14 @@ def _decision_finding(key: str, decision: str, sessions: list[int], words: list[
 
 def _todos(history, min_sessions: int) -> list[RemFinding]:
     pending_in: dict[str, set[int]] = defaultdict(set)
+    norm = text.Memo(text.normalize)  # todos are carried from snapshot to snapshot
     for snap in history:
         for todo in snap.todos:
-            if todo.status not in CLOSED and text.normalize(todo.content):
-                pending_in[text.normalize(todo.content)].add(snap.session_number)
-    latest = {text.normalize(t.content): t for t in history[-1].todos if t.status not in CLOSED}
+            if todo.status not in CLOSED:
+                key = norm[todo.content]
+                if key:
+                    pending_in[key].add(snap.session_number)
+    latest = {norm[t.content]: t for t in history[-1].todos if t.status not in CLOSED}
     stale = [(key, sorted(sessions)) for key, sessions in pending_in.items()
              if key in latest and len(sessions) >= min_sessions]
     stale.sort(key=lambda x: (-len(x[1]), x[0]))
