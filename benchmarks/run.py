@@ -1,0 +1,732 @@
+#!/usr/bin/env python3
+"""The mgcp benchmark: one entry point, one table (and a JSON file).
+
+    python benchmarks/run.py --sizes small                 # 1k lessons / 10k history rows, < 1 min
+    python benchmarks/run.py --sizes small,medium,large    # + 10k/100k and 100k/1M
+    python benchmarks/run.py --sizes medium --only rem,dup --repeat 5 --out /tmp/r.json
+
+Every figure is the median of several runs (`--repeat`). Heavy steps (building the data, the REM
+cycle, duplicate/theme quality, migration, latency loops) run in a child process - this same file
+with `--worker NAME` - which reports its own peak RSS (`resource.getrusage(RUSAGE_SELF).ru_maxrss`)
+and, for the REM cycle, the RSS it had before loading any data. Process start-up figures (hook,
+floor, CLI) are wall times of subprocesses run with the same interpreter. See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import importlib.util
+import json
+import math
+import os
+import platform
+import random
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+import synth  # noqa: E402
+
+SIZES = {"small": (1_000, 10_000), "medium": (10_000, 100_000), "large": (100_000, 1_000_000)}
+FIGURES = ["build", "migrate", "query", "refine", "save", "cli", "hook", "rem", "dup", "theme", "bootstrap"]
+OPERATIONS = ["staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
+              "context_summary"]
+HOOK = REPO / "hooks" / "rem-cycle-trigger.py"
+BOOTSTRAP = REPO / ".." / "shared" / "corpus" / "mgcp-bootstrap"
+if not BOOTSTRAP.is_dir():
+    BOOTSTRAP = Path("/work/shared/corpus/mgcp-bootstrap")
+MIB = 1024  # ru_maxrss is KiB on Linux
+
+
+def peak_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / MIB, 1)
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(q / 100 * len(s)) - 1))]
+
+
+def op_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(f"mgcp.operations.{name}") is not None
+    except Exception:
+        return False
+
+
+# =================================================================================================
+# workers (run in a child process: `run.py --worker NAME --db PATH ...`)
+
+def w_build(a) -> dict:
+    t0 = time.perf_counter()
+    labels = synth.build_db(a.db, a.lessons, a.history, a.seed)
+    return {"seconds": time.perf_counter() - t0, "main_sessions": labels["main_sessions"],
+            "bytes": os.path.getsize(a.db), "peak_mib": peak_mib()}
+
+
+def w_legacy_build(a) -> dict:
+    t0 = time.perf_counter()
+    info = synth.build_legacy_db(a.db, a.lessons, a.seed)
+    Path(a.db + ".expect.json").write_text(json.dumps(info))
+    return {"seconds": time.perf_counter() - t0, **info, "peak_mib": peak_mib()}
+
+
+def w_migrate(a) -> dict:
+    """Migrate a copy of the legacy database, then re-run the migration on the result."""
+    t0 = time.perf_counter()
+    from mgcp.persistence.migrate import open_and_migrate, status
+
+    first = open_and_migrate(a.db)
+    t1 = time.perf_counter()
+    again = open_and_migrate(a.db)
+    t2 = time.perf_counter()
+    conn = sqlite3.connect(a.db)
+    versions = conn.execute("SELECT count(*) FROM lesson_versions").fetchone()[0]
+    history = conn.execute("SELECT count(*) FROM context_history").fetchone()[0]
+    conn.close()
+    st = status(a.db)
+    return {"seconds": t1 - t0, "rerun_seconds": t2 - t1, "applied": first.applied,
+            "failures": first.failures, "rerun_applied": again.applied, "pending": st["pending"],
+            "lesson_versions": versions, "context_history": history, "peak_mib": peak_mib()}
+
+
+REM_TABLES = ["rem_actions", "rem_findings", "rem_runs", "rem_state", "community_runs",
+              "context_summaries", "community_summaries"]
+
+
+def w_rem(a) -> dict:
+    """The full cycle via run_cycle, all five operations named, on a fresh REM state."""
+    conn = sqlite3.connect(a.db)
+    for table in REM_TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    conn.commit()
+    conn.close()
+    from mgcp.config import DEFAULTS, RemConfig
+    from mgcp.engine.cycle import run_cycle
+    from mgcp.persistence import Store
+
+    base = peak_mib()
+
+    async def main():
+        async with Store.open(a.db) as store:
+            t0 = time.perf_counter()
+            report = await run_cycle(store, RemConfig(copy.deepcopy(DEFAULTS)), a.project,
+                                     operations=a.what or list(OPERATIONS))
+            return report, time.perf_counter() - t0
+
+    report, wall = asyncio.run(main())
+    ops = {r.operation: {"ms": r.duration_ms, "findings": r.findings, "error": r.error}
+           for r in report.operations}
+    return {"seconds": wall, "cycle_ms": report.duration_ms, "operations": ops,
+            "findings": len(report.findings), "base_mib": base, "peak_mib": peak_mib()}
+
+
+def w_quality(a) -> dict:
+    """Duplicate precision/recall and theme recall against the planted labels (all findings:
+    max_findings lifted so the cap does not hide anything)."""
+    from mgcp.config import DEFAULTS
+    from mgcp.operations import duplicate_detection, lesson_text
+    from mgcp.persistence import Store
+    from mgcp import text
+
+    labels = json.loads(Path(a.labels).read_text())
+    out: dict = {}
+
+    async def load():
+        async with Store.open(a.db) as store:
+            lessons = await store.list_lessons()
+            project = await store.get_project(a.project)
+            history = await store.history_since(project.project_id, -1)
+            return lessons, history
+
+    lessons, history = asyncio.run(load())
+    if "dup" in a.what:
+        settings = {**copy.deepcopy(DEFAULTS["duplicate_detection"]), "max_findings": 10**9}
+        t0 = time.perf_counter()
+        findings = duplicate_detection.run(lessons, settings)
+        secs = time.perf_counter() - t0
+        found = {frozenset((f.data["canonical"], f.data["other"])) for f in findings
+                 if f.kind in ("duplicate_merge", "duplicate_review")}
+        planted = {frozenset(p) for p in labels["duplicate_pairs"]}
+        mates = {frozenset(p) for p in labels["topic_mate_pairs"]}
+        tp = len(found & planted)
+        # how hard the planted pairs are: their similarity in this corpus
+        from mgcp.operations.similarity import LexicalBackend, _dot
+        backend = LexicalBackend()
+        vecs = backend.vectors({l.id: lesson_text(l) for l in lessons})
+        sims = sorted(_dot(vecs[a_], vecs[b_]) for a_, b_ in labels["duplicate_pairs"])
+        mate_sims = sorted(_dot(vecs[a_], vecs[b_]) for a_, b_ in labels["topic_mate_pairs"])
+        out["dup"] = {
+            "seconds": secs, "findings": len(found), "planted": len(planted), "true_positives": tp,
+            "precision": tp / len(found) if found else 0.0, "recall": tp / len(planted),
+            "topic_mates_flagged": len(found & mates),
+            "planted_similarity": {"min": sims[0], "p10": pct(sims, 10), "median": statistics.median(sims)},
+            "topic_mate_similarity": {"median": statistics.median(mate_sims), "max": mate_sims[-1]},
+            "planted_below_0_80": sum(s < 0.80 for s in sims),
+        }
+    if "theme" in a.what:
+        if not op_available("knowledge_extraction"):
+            out["theme"] = {"na": "mgcp.operations.knowledge_extraction not present"}
+        else:
+            from mgcp.operations import knowledge_extraction
+            settings = {**copy.deepcopy(DEFAULTS["knowledge_extraction"]), "max_findings": 10**9}
+            t0 = time.perf_counter()
+            findings = knowledge_extraction.run(history, lessons, settings)
+            secs = time.perf_counter() - t0
+            themes = [str(f.data.get("theme", "")) for f in findings if f.kind == "theme"]
+            theme_stems = [set(text.content_tokens(t)) for t in themes]
+            hit = 0
+            for planted in labels["themes"]:
+                words = set(text.content_tokens(planted["theme"]))
+                if any(words & ts for ts in theme_stems):
+                    hit += 1
+            oneoff = set(text.content_tokens(" ".join(labels["one_off_words"])))
+            oneoff_reported = sum(1 for ts in theme_stems if ts & oneoff)
+            todo_blob = [json.dumps(f.data) + f.title for f in findings if "todo" in f.kind]
+            todo_hit = sum(1 for t in labels["stale_todos"] if any(t["todo"] in b for b in todo_blob))
+            out["theme"] = {"seconds": secs, "snapshots": len(history), "theme_findings": len(themes),
+                            "planted": len(labels["themes"]), "found": hit,
+                            "recall": hit / len(labels["themes"]),
+                            "one_off_reported_as_theme": oneoff_reported,
+                            "stale_todos_planted": len(labels["stale_todos"]),
+                            "stale_todos_found": todo_hit,
+                            "findings_by_kind": _kinds(findings)}
+    out["peak_mib"] = peak_mib()
+    return out
+
+
+def _kinds(findings) -> dict:
+    kinds: dict[str, int] = {}
+    for f in findings:
+        kinds[f.kind] = kinds.get(f.kind, 0) + 1
+    return kinds
+
+
+def w_latency(a) -> dict:
+    """In-process latency of query_lessons, refine_lesson and save_context: `runs` runs of `n`
+    calls each (after a warm-up); per run p50 and p99."""
+    from mgcp.persistence import Store
+
+    rng = random.Random(a.seed)
+    labels = json.loads(Path(a.labels).read_text())
+    words = labels["topic_words"]
+
+    async def main():
+        result = {}
+        async with Store.open(a.db) as store:
+            ids = [r[0] for r in await store.fetchall("SELECT id FROM lessons ORDER BY id")]
+            for what in a.what:
+                runs = []
+                for run in range(a.runs + 1):  # run 0 is the warm-up
+                    times = []
+                    for i in range(a.n if run else 10):
+                        if what == "query":
+                            q = " ".join(rng.sample(words, 3))
+                            t0 = time.perf_counter()
+                            await store.query_lessons(q, project_id=None)
+                        elif what == "refine":
+                            lid = rng.choice(ids)
+                            lesson = await store.get_lesson(lid)
+                            t0 = time.perf_counter()
+                            await store.refine_lesson(lid, f"benchmark refinement {run}.{i}",
+                                                      action=lesson.action + f" Bench {run}.{i}.")
+                        else:
+                            t0 = time.perf_counter()
+                            await store.save_context(
+                                a.project, notes=f"Benchmark save {run}.{i}: {' '.join(rng.sample(words, 6))}",
+                                active_files=[f"src/bench_{i % 7}.py"],
+                                decisions=[f"bench decision {run}.{i}"] if i % 5 == 0 else None)
+                        times.append((time.perf_counter() - t0) * 1000)
+                    if run:
+                        runs.append({"p50": statistics.median(times), "p99": pct(times, 99), "n": len(times)})
+                result[what] = {"p50_ms": statistics.median(r["p50"] for r in runs),
+                                "p99_ms": statistics.median(r["p99"] for r in runs), "runs": runs}
+        return result
+
+    out = asyncio.run(main())
+    out["peak_mib"] = peak_mib()
+    return out
+
+
+def w_bootstrap(a) -> dict:
+    """Duplicate and community detection on the mgcp-bootstrap corpus (YAML lessons + relationships)."""
+    import yaml
+    from mgcp.config import DEFAULTS
+    from mgcp.models import Lesson, Relationship
+
+    root = Path(a.db)
+    raw, rels = [], []
+    for f in sorted(root.rglob("*.yaml")):
+        doc = yaml.safe_load(f.read_text()) or {}
+        if isinstance(doc, dict):
+            raw += [x for x in doc.get("lessons") or [] if isinstance(x, dict) and "id" in x]
+            rels += [x for x in doc.get("relationships") or [] if isinstance(x, dict)]
+    now = datetime.now(timezone.utc).isoformat()
+    by_id: dict[str, dict] = {}
+    for x in raw:
+        by_id.setdefault(x["id"], x)
+    links: dict[str, list[Relationship]] = {i: [] for i in by_id}
+    for r in rels:
+        s, t = r.get("source"), r.get("target")
+        if s in by_id and t in by_id and s != t:
+            ctx = r.get("context")
+            ctx = ctx if isinstance(ctx, list) else [str(ctx)] if ctx else []
+            for x, y in ((s, t), (t, s)):
+                if not any(rel.target == y for rel in links[x]):
+                    links[x].append(Relationship(target=y, type=r.get("type", "related"), context=ctx))
+    lessons = [Lesson(id=i, trigger=str(x.get("trigger", "")), action=str(x.get("action", "")),
+                      rationale=x.get("rationale"), tags=[str(t) for t in x.get("tags") or []],
+                      created_at=now, last_refined=now, relationships=links[i])
+               for i, x in by_id.items()]
+    out = {"lessons": len(lessons), "relationships": sum(len(v) for v in links.values()) // 2}
+    for op in ("duplicate_detection", "community_detection"):
+        if not op_available(op):
+            out[op] = {"na": f"mgcp.operations.{op} not present"}
+            continue
+        module = importlib.import_module(f"mgcp.operations.{op}")
+        settings = {**copy.deepcopy(DEFAULTS[op]), "max_findings": 10**9}
+        times = []
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            result = module.run(lessons, settings) if op == "duplicate_detection" else module.run(lessons, None, settings)
+            times.append(time.perf_counter() - t0)
+        findings = result if op == "duplicate_detection" else result.findings
+        info = {"seconds": statistics.median(times), "findings": len(findings), "by_kind": _kinds(findings)}
+        if op == "community_detection":
+            info["communities"] = len(result.communities)
+            info["modularity"] = round(result.modularity, 4)
+        else:
+            info["pairs"] = [[f.data["canonical"], f.data["other"], f.data["similarity"]] for f in findings][:20]
+        out[op] = info
+    out["peak_mib"] = peak_mib()
+    return out
+
+
+WORKERS = {"build": w_build, "legacy_build": w_legacy_build, "migrate": w_migrate, "rem": w_rem,
+           "quality": w_quality, "latency": w_latency, "bootstrap": w_bootstrap}
+
+
+def worker_main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--worker", required=True)
+    p.add_argument("--db")
+    p.add_argument("--labels")
+    p.add_argument("--project", default=synth.MAIN_PROJECT)
+    p.add_argument("--lessons", type=int, default=0)
+    p.add_argument("--history", type=int, default=0)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--what", default="")
+    a = p.parse_args(argv)
+    a.what = [w for w in a.what.split(",") if w]
+    result = WORKERS[a.worker](a)
+    sys.stdout.write("RESULT " + json.dumps(result, default=str) + "\n")
+
+
+def run_worker(name: str, env: dict | None = None, **kw) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name]
+    for k, v in kw.items():
+        cmd += [f"--{k}", str(v)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"worker {name} failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
+
+
+# =================================================================================================
+# the parent: figures and the table
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.rows: list[dict] = []
+        self.details: dict = {}
+        self.cache = Path(args.workdir)
+        self.cache.mkdir(parents=True, exist_ok=True)
+        self.env = dict(os.environ)
+        self.datadir = Path(tempfile.mkdtemp(prefix="mgcp-bench-"))
+        self.env["MGCP_DATA_DIR"] = str(self.datadir)
+        self.env.pop("MGCP_DB", None)
+        self.env.pop("MGCP_REM_CONFIG", None)
+
+    def log(self, msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    def add(self, figure, size, value, unit="", target=None, met=None, applies=True, peak=None,
+            note="", target_value=None, better="lower"):
+        self.rows.append({"figure": figure, "size": size, "value": value, "unit": unit,
+                          "target": target, "met": met, "applies": applies, "peak_mib": peak,
+                          "note": note, "target_value": target_value, "better": better})
+
+    def want(self, name: str) -> bool:
+        return not self.args.only or name in self.args.only
+
+    # -- databases ---------------------------------------------------------------------------------
+
+    def pristine(self, size: str) -> tuple[Path, dict]:
+        lessons, history = SIZES[size]
+        path = self.cache / f"{size}-{lessons}-{history}-s{self.args.seed}-v{synth.SYNTH_VERSION}.db"
+        labels = Path(str(path) + ".labels.json")
+        if self.args.fresh or not path.exists() or not labels.exists():
+            self.log(f"building {size} database ({lessons} lessons, {history} history rows) ...")
+            r = run_worker("build", db=path, lessons=lessons, history=history, seed=self.args.seed)
+            self.add("synthetic build (bulk insert)", size, round(r["seconds"], 1), "s", peak=r["peak_mib"],
+                     note=f"{r['bytes'] / 2**20:.0f} MiB file")
+        return path, json.loads(labels.read_text())
+
+    def working_copy(self, src: Path, name: str) -> Path:
+        dst = self.cache / name
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(dst) + suffix).unlink(missing_ok=True)
+        shutil.copyfile(src, dst)
+        return dst
+
+    # -- figures -----------------------------------------------------------------------------------
+
+    def run_size(self, size: str) -> None:
+        needs_db = any(self.want(f) for f in ["query", "refine", "save", "cli", "hook", "rem", "dup", "theme"])
+        if self.want("migrate"):
+            self.guard(f"migrate/{size}", self.fig_migrate, size)
+        if not needs_db:
+            return
+        pristine, labels = self.pristine(size)
+        work = self.working_copy(pristine, f"work-{size}.db")
+        what = [w for w in ("dup", "theme") if self.want(w)]
+        if what:
+            self.guard(f"quality/{size}", self.fig_quality, size, work, pristine, what)
+        if self.want("rem"):
+            self.guard(f"rem/{size}", self.fig_rem, size, work)
+        lat = [w for w in ("query", "refine", "save") if self.want(w)]
+        if lat:
+            self.guard(f"latency/{size}", self.fig_latency, size, work, pristine, lat)
+        if self.want("cli"):
+            self.guard(f"cli/{size}", self.fig_cli, size, work)
+        if self.want("hook"):
+            self.guard(f"hook/{size}", self.fig_hook, size, work)
+
+    def guard(self, name, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # one broken figure must not lose the others
+            self.log(f"{name} FAILED: {exc}")
+            self.add(name, args[0] if args else "-", "error", note=str(exc).splitlines()[-1][:200] if str(exc) else "")
+            self.details.setdefault("errors", {})[name] = str(exc)
+
+    def fig_migrate(self, size: str) -> None:
+        lessons = SIZES[size][0]
+        legacy = self.cache / f"legacy-{lessons}-s{self.args.seed}-v{synth.SYNTH_VERSION}.db"
+        expect_file = Path(str(legacy) + ".expect.json")
+        if self.args.fresh or not legacy.exists() or not expect_file.exists():
+            self.log(f"building legacy database ({lessons} lessons) ...")
+            run_worker("legacy_build", db=legacy, lessons=lessons, seed=self.args.seed)
+        expect = json.loads(expect_file.read_text())
+        firsts, reruns, peaks, last = [], [], [], None
+        for i in range(self.args.repeat):
+            self.log(f"migrate {size} run {i + 1}/{self.args.repeat}")
+            work = self.working_copy(legacy, f"legacy-work-{size}.db")
+            last = run_worker("migrate", db=work)
+            firsts.append(last["seconds"])
+            reruns.append(last["rerun_seconds"])
+            peaks.append(last["peak_mib"])
+        ok = (last["lesson_versions"] == expect["expected_versions"] and not last["pending"]
+              and last["context_history"] == expect["projects"])
+        check = ("backfill verified" if ok else
+                 f"CHECK FAILED: {last['lesson_versions']} version rows (expected {expect['expected_versions']}), "
+                 f"pending {last['pending']}, failures {last['failures']}")
+        applies = lessons == 100_000
+        v = statistics.median(firsts)
+        self.add(f"migrate+backfill legacy DB ({lessons // 1000}k lessons)", size, round(v, 2), "s",
+                 "< 30 s (at 100k)", v < 30, applies, statistics.median(peaks), check, 30)
+        v = statistics.median(reruns)
+        self.add("migrate re-run (nothing to do)", size, round(v, 3), "s", "< 2 s (at 100k)", v < 2, applies,
+                 None, "", 2)
+        self.details[f"migrate/{size}"] = {"runs": firsts, "reruns": reruns, "last": last, "expect": expect}
+
+    def fig_quality(self, size, work, pristine, what) -> None:
+        self.log(f"quality {size}: {','.join(what)}")
+        r = run_worker("quality", db=work, labels=str(pristine) + ".labels.json", what=",".join(what))
+        self.details[f"quality/{size}"] = r
+        if "dup" in r:
+            d = r["dup"]
+            note = (f"{d['true_positives']}/{d['planted']} planted found, {d['findings']} findings, "
+                    f"{d['topic_mates_flagged']} topic-mates flagged; planted sim min {d['planted_similarity']['min']:.2f}"
+                    f" p10 {d['planted_similarity']['p10']:.2f}, {d['planted_below_0_80']} planted < 0.80")
+            self.add("duplicate precision (0.80 band)", size, round(d["precision"], 3), "", ">= 0.95",
+                     d["precision"] >= 0.95, True, r["peak_mib"], note, 0.95, "higher")
+            self.add("duplicate recall (0.80 band)", size, round(d["recall"], 3), "", ">= 0.90",
+                     d["recall"] >= 0.90, True, None, "", 0.90, "higher")
+        if "theme" in r:
+            t = r["theme"]
+            if "na" in t:
+                self.add("theme recall (knowledge_extraction)", size, "n/a", note=t["na"])
+            else:
+                self.add("theme recall (knowledge_extraction)", size, round(t["recall"], 3), "", None, None,
+                         True, None, f"{t['found']}/{t['planted']} themes; {t['theme_findings']} theme findings; "
+                         f"{t['one_off_reported_as_theme']} one-off words reported; stale todos "
+                         f"{t['stale_todos_found']}/{t['stale_todos_planted']}; {t['seconds']:.1f} s over "
+                         f"{t['snapshots']} snapshots", better="higher")
+
+    def fig_rem(self, size, work) -> None:
+        runs = []
+        for i in range(self.args.repeat):
+            self.log(f"rem {size} run {i + 1}/{self.args.repeat}")
+            runs.append(run_worker("rem", db=work, what=",".join(self.args.rem_ops)))
+        self.details[f"rem/{size}"] = runs
+        total = statistics.median(r["cycle_ms"] for r in runs) / 1000
+        peak = statistics.median(r["peak_mib"] for r in runs)
+        base = statistics.median(r["base_mib"] for r in runs)
+        errors = {op: r["operations"][op]["error"] for r in runs for op in r["operations"] if r["operations"][op]["error"]}
+        note = f"{statistics.median(r['findings'] for r in runs):.0f} findings stored; RSS before data {base:.0f} MiB"
+        if errors:
+            note += f"; {len(errors)} op(s) failed/missing"
+        target = {"medium": ("< 10 s", 10), "large": ("< 120 s", 120)}.get(size, ("< 10 s (at medium)", 10))
+        full = self.args.rem_ops == OPERATIONS
+        self.add("REM full cycle (5 ops)" if full else f"REM partial cycle ({len(self.args.rem_ops)} ops)",
+                 size, round(total, 2), "s", target[0] if full else None, total < target[1] if full else None,
+                 size in ("medium", "large"), peak, note, target[1])
+        if size == "large" or True:
+            limit = 2048
+            self.add("REM full cycle peak RSS" if full else "REM partial cycle peak RSS", size, round(peak, 0),
+                     "MiB", "< 2048 MiB (at large)", peak < limit, size == "large" and full, None,
+                     "ru_maxrss of the child process", limit)
+        for op in self.args.rem_ops:
+            vals = [r["operations"].get(op) for r in runs]
+            if any(v is None for v in vals):
+                self.add(f"  REM {op}", size, "n/a", note="not run")
+                continue
+            err = next((v["error"] for v in vals if v["error"]), None)
+            if err:
+                missing = "ModuleNotFoundError" in err or "ImportError" in err
+                self.add(f"  REM {op}", size, "n/a", note=("not implemented yet: " if missing else "error: ") + err[:160])
+                continue
+            ms = statistics.median(v["ms"] for v in vals)
+            self.add(f"  REM {op}", size, round(ms / 1000, 3), "s", None, None, True, None,
+                     f"{statistics.median(v['findings'] for v in vals):.0f} findings")
+
+    def fig_latency(self, size, work, pristine, what) -> None:
+        self.log(f"latency {size}: {','.join(what)}")
+        r = run_worker("latency", db=work, labels=str(pristine) + ".labels.json", what=",".join(what),
+                       runs=self.args.repeat, n=self.args.calls, seed=self.args.seed)
+        self.details[f"latency/{size}"] = r
+        names = {"query": "lesson query (in-process)", "refine": "refine_lesson (in-process)",
+                 "save": "save_context (in-process)"}
+        for w in what:
+            x = r[w]
+            if w == "query":
+                self.add(names[w] + " p50", size, round(x["p50_ms"], 2), "ms", None, None, True, r["peak_mib"])
+                self.add(names[w] + " p99", size, round(x["p99_ms"], 2), "ms")
+            else:
+                self.add(names[w] + " p50", size, round(x["p50_ms"], 2), "ms", "< 2 ms (at large)",
+                         x["p50_ms"] < 2, size == "large", None, "", 2)
+                self.add(names[w] + " p99", size, round(x["p99_ms"], 2), "ms")
+
+    def _wall(self, cmd, stdin: str | None = None) -> tuple[float, subprocess.CompletedProcess]:
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=self.env)
+        return (time.perf_counter() - t0) * 1000, proc
+
+    def fig_cli(self, size, work) -> None:
+        mgcp = Path(sys.executable).parent / "mgcp"
+        cmd = [str(mgcp)] if mgcp.exists() else [sys.executable, "-m", "mgcp.surfaces.cli"]
+        conn = sqlite3.connect(work)
+        lid = conn.execute("SELECT id FROM lessons ORDER BY id LIMIT 1 OFFSET 17").fetchone()[0]
+        conn.close()
+        self.log(f"cli {size}")
+        self._wall(cmd + ["lesson", "show", lid, "--db", str(work)])  # warm the page cache
+        floor_cmd = [sys.executable, "-c",
+                     f"import sqlite3, json; sqlite3.connect({str(work)!r}).execute('select 1')"]
+        times, floors = [], []
+        for _ in range(self.args.repeat * 4):
+            ms, proc = self._wall(cmd + ["lesson", "show", lid, "--db", str(work)])
+            if proc.returncode != 0:
+                raise RuntimeError(f"mgcp lesson show failed: {proc.stderr.strip()[-300:]}")
+            times.append(ms)
+            floors.append(self._wall(floor_cmd)[0])
+        v = statistics.median(times)
+        self.add("CLI start-up: mgcp lesson show", size, round(v, 1), "ms", "< 250 ms", v < 250, True, None,
+                 f"{len(times)} runs, min {min(times):.0f} ms; python+sqlite3 floor {statistics.median(floors):.0f} ms "
+                 "in the same runs", 250)
+
+    def fig_hook(self, size, work) -> None:
+        if not HOOK.exists():
+            self.add("hook wall time", size, "n/a", note=f"{HOOK} missing")
+            return
+        env_db = dict(self.env, MGCP_DB=str(work))
+        floor_cmd = [sys.executable, "-c",
+                     f"import sqlite3, json; sqlite3.connect({str(work)!r}).execute('select 1')"]
+        hook_cmd = [sys.executable, str(HOOK)]
+        self.log(f"hook {size}")
+        hooks, floors, outputs, registered = [], [], [], 0
+        n = self.args.repeat * 5
+        for i in range(n + 1):
+            sid = str(uuid.uuid4())
+            payload = json.dumps({"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl",
+                                  "cwd": synth.MAIN_PROJECT, "hook_event_name": "SessionStart",
+                                  "source": "startup"})
+            order = ["hook", "floor"] if i % 2 else ["floor", "hook"]
+            for which in order:
+                if which == "floor":
+                    t0 = time.perf_counter()
+                    subprocess.run(floor_cmd, capture_output=True, env=env_db)
+                    ms = (time.perf_counter() - t0) * 1000
+                    if i:
+                        floors.append(ms)
+                else:
+                    t0 = time.perf_counter()
+                    proc = subprocess.run(hook_cmd, input=payload, capture_output=True, text=True, env=env_db)
+                    ms = (time.perf_counter() - t0) * 1000
+                    if i:
+                        hooks.append(ms)
+                        outputs.append((proc.returncode, proc.stdout.strip()[:300], proc.stderr.strip()[-300:]))
+            conn = sqlite3.connect(work)
+            registered += conn.execute("SELECT count(*) FROM project_sessions WHERE session_id = ?", [sid]).fetchone()[0]
+            conn.close()
+        h, f = statistics.median(hooks), statistics.median(floors)
+        ratio = h / f
+        note = f"hook {h:.0f} ms vs floor {f:.0f} ms; sessions registered {registered}/{n + 1}"
+        if outputs and outputs[-1][0] != 0:
+            note += f"; exit {outputs[-1][0]}"
+        if outputs and not outputs[-1][1]:
+            note += "; printed nothing"
+        self.add("hook wall / python+sqlite3 floor", size, round(ratio, 2), "x", "< 2x (at large)", ratio < 2,
+                 size == "large", None, note, 2)
+        self.add("hook wall time", size, round(h, 1), "ms", None, None, True, None,
+                 f"floor {f:.1f} ms, {n} alternating pairs")
+        self.details[f"hook/{size}"] = {"hook_ms": hooks, "floor_ms": floors, "last_output": outputs[-1] if outputs else None,
+                                        "registered": registered}
+
+    def fig_bootstrap(self) -> None:
+        if not BOOTSTRAP.is_dir():
+            self.add("bootstrap corpus", "-", "n/a", note=f"{BOOTSTRAP} not present; skipped")
+            return
+        self.log("bootstrap corpus")
+        r = run_worker("bootstrap", db=BOOTSTRAP.resolve(), runs=self.args.repeat)
+        self.details["bootstrap"] = r
+        for op in ("duplicate_detection", "community_detection"):
+            x = r[op]
+            if "na" in x:
+                self.add(f"bootstrap {op}", f"{r['lessons']} lessons", "n/a", note=x["na"])
+                continue
+            extra = (f"; {x['communities']} communities, modularity {x['modularity']}"
+                     if op == "community_detection" else "")
+            self.add(f"bootstrap {op}", f"{r['lessons']} lessons", round(x["seconds"], 3), "s", None, None, True,
+                     r["peak_mib"], f"{x['findings']} findings {x['by_kind']}{extra}")
+
+    def memory_scaling(self) -> None:
+        m, l = self.details.get("rem/medium"), self.details.get("rem/large")
+        if not (m and l) or self.args.rem_ops != OPERATIONS:
+            return
+        dm = statistics.median(r["peak_mib"] - r["base_mib"] for r in m)
+        dl = statistics.median(r["peak_mib"] - r["base_mib"] for r in l)
+        slope = math.log(max(dl, 1) / max(dm, 1)) / math.log(10)
+        self.add("REM memory growth exponent (medium->large)", "m->l", round(slope, 2), "", "< 1.5 (2 = square)",
+                 slope < 1.5, True, None, f"peak above baseline {dm:.0f} -> {dl:.0f} MiB for 10x lessons", 1.5)
+
+    # -- output ------------------------------------------------------------------------------------
+
+    def table(self) -> str:
+        def fmt(row):
+            v = row["value"]
+            value = f"{v} {row['unit']}".strip() if not isinstance(v, str) else v
+            met = "-" if row["met"] is None else ("yes" if row["met"] else "NO")
+            if row["met"] is not None and not row["applies"]:
+                met = f"({met.lower()})"
+            peak = f"{row['peak_mib']:.0f}" if row["peak_mib"] else ""
+            return [row["figure"], row["size"], value, row["target"] or "-", met, peak, row["note"]]
+
+        header = ["figure", "size", "value", "target", "met?", "peak MiB", "note"]
+        body = [fmt(r) for r in self.rows]
+        widths = [max(len(str(x[i])) for x in [header] + body) for i in range(6)]
+        lines = [" | ".join(str(x[i]).ljust(widths[i]) for i in range(6)) + " | " + x[6] for x in [header] + body]
+        lines.insert(1, "-+-".join("-" * w for w in widths) + "-+-" + "-" * 4)
+        missed = [r for r in self.rows if r["met"] is False and r["applies"]]
+        lines.append("")
+        if missed:
+            lines.append("Targets missed:")
+            for r in missed:
+                tv, v = r["target_value"], r["value"]
+                if r["better"] == "lower":
+                    by = f"{v / tv:.2f}x the limit ({v - tv:+.3g} {r['unit']})"
+                else:
+                    by = f"short by {tv - v:.3g} ({v} vs {tv})"
+                lines.append(f"  - {r['figure']} [{r['size']}]: {v} {r['unit']} vs {r['target']}: {by}")
+        else:
+            lines.append("Targets missed: none (of those that apply at the sizes run)")
+        info = [r for r in self.rows if r["met"] is False and not r["applies"]]
+        if info:
+            lines.append("Below a size where the target applies, would miss: " +
+                         "; ".join(f"{r['figure']} [{r['size']}] {r['value']} {r['unit']}" for r in info))
+        lines.append("(met? in parentheses: the target is set for another size; shown for information)")
+        return "\n".join(lines)
+
+
+def main() -> None:
+    if "--worker" in sys.argv:
+        return worker_main(sys.argv[1:])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="small", help="comma list of small, medium, large (default: small)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is reported (default 3)")
+    p.add_argument("--only", default="", help=f"comma list of figures: {', '.join(FIGURES[1:])}")
+    p.add_argument("--out", default=None, help="JSON output (default benchmarks/results/<timestamp>.json)")
+    p.add_argument("--workdir", default=str(HERE / "results" / "cache"),
+                   help="where databases are built and cached (default benchmarks/results/cache)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--calls", type=int, default=100, help="calls per latency run (default 100)")
+    p.add_argument("--fresh", action="store_true", help="rebuild cached databases")
+    p.add_argument("--rem-ops", default=",".join(OPERATIONS),
+                   help="operations the REM figure runs (default: all five; a subset is reported as partial)")
+    args = p.parse_args()
+    args.only = [x for x in args.only.split(",") if x]
+    args.rem_ops = [x for x in args.rem_ops.split(",") if x]
+    if args.rem_ops != OPERATIONS and any(x not in OPERATIONS for x in args.rem_ops):
+        p.error(f"unknown REM operation in {args.rem_ops}")
+    unknown = [x for x in args.only if x not in FIGURES]
+    sizes = [s for s in args.sizes.split(",") if s]
+    if unknown or any(s not in SIZES for s in sizes) or args.repeat < 1:
+        p.error(f"unknown figure or size: {unknown or sizes}")
+    bench = Bench(args)
+    t0 = time.perf_counter()
+    try:
+        for size in sizes:
+            bench.run_size(size)
+        if bench.want("bootstrap"):
+            bench.guard("bootstrap", lambda *_: bench.fig_bootstrap(), "-")
+        bench.memory_scaling()
+    finally:
+        shutil.rmtree(bench.datadir, ignore_errors=True)
+    table = bench.table()
+    print(table)
+    out = Path(args.out) if args.out else HERE / "results" / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+    except OSError:
+        rev = ""
+    out.write_text(json.dumps({
+        "meta": {"when": datetime.now(timezone.utc).isoformat(), "git": rev, "python": sys.version.split()[0],
+                 "platform": platform.platform(), "cpus": os.cpu_count(), "args": vars(args),
+                 "seconds": round(time.perf_counter() - t0, 1),
+                 "memory": "peak_mib = ru_maxrss (RUSAGE_SELF) of the child process running the step"},
+        "figures": bench.rows, "details": bench.details}, indent=2, default=str))
+    print(f"\nwritten: {out}  ({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
