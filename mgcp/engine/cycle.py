@@ -92,6 +92,7 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
                             project_path=project.project_path, session_number=session,
                             started_at=started, auto=auto)
     errors = []
+    lessons = _Lessons(store)
     for index, plan_item in enumerate(chosen, 1):
         op = plan_item.operation
         progress(f"[{index}/{len(chosen)}] {op} ...")
@@ -99,7 +100,7 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
         try:
             # The analysis runs outside any transaction (it may take a while and must not hold the
             # write lock); what it produced is then written in one transaction.
-            findings, summary, output = await RUNNERS[op](store, project, settings[op], run_id)
+            findings, summary, output = await RUNNERS[op](store, project, settings[op], run_id, lessons)
             async with store.transaction():
                 if output:
                     name, write = output
@@ -163,32 +164,45 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+class _Lessons:
+    """The active lessons, read once per cycle: no operation changes a lesson (findings are applied
+    later, by review or --auto), so every operation of the cycle sees the same snapshot."""
+
+    def __init__(self, store: Store):
+        self.store, self.loaded = store, None
+
+    async def __call__(self) -> list:
+        if self.loaded is None:
+            self.loaded = await self.store.list_lessons()
+        return self.loaded
+
+
 # Each returns (findings, summary, output): output is None or (action name, an async function that
 # writes the operation's automatic output); the engine runs it in the operation's transaction and
 # records it as an action of the run, so that `rem undo --run` takes it back.
 
-async def _staleness(store, project, settings, run_id):
+async def _staleness(store, project, settings, run_id, lessons):
     from mgcp.operations import staleness_scan
 
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.recent_queries(since)
-    findings = staleness_scan.run(await store.list_lessons(), queries, now, settings)
+    findings = staleness_scan.run(await lessons(), queries, now, settings)
     return findings, {"queries_in_window": len(queries)}, None
 
 
-async def _duplicates(store, project, settings, run_id):
+async def _duplicates(store, project, settings, run_id, lessons):
     from mgcp.operations import duplicate_detection
 
-    lessons = await store.list_lessons()
-    return duplicate_detection.run(lessons, settings), {"lessons": len(lessons)}, None
+    active = await lessons()
+    return duplicate_detection.run(active, settings), {"lessons": len(active)}, None
 
 
-async def _communities(store, project, settings, run_id):
+async def _communities(store, project, settings, run_id, lessons):
     from mgcp.operations import community_detection
 
     previous = await store.last_community_run()
-    result = community_detection.run(await store.list_lessons(),
+    result = community_detection.run(await lessons(),
                                      previous["communities"] if previous else None, settings)
     if previous and previous["graph_hash"] == result.graph_hash:
         return [], {"communities": len(result.communities), "unchanged": True}, None
@@ -203,18 +217,18 @@ async def _communities(store, project, settings, run_id):
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
-async def _extraction(store, project, settings, run_id):
+async def _extraction(store, project, settings, run_id, lessons):
     from mgcp.operations import knowledge_extraction
 
     state = (await store.rem_state(project.project_id)).get("knowledge_extraction", {})
     history = await store.history_since(project.project_id, int(state.get("last_run_session") or 0) - 1)
-    findings = knowledge_extraction.run(history, await store.list_lessons(), settings)
+    findings = knowledge_extraction.run(history, await lessons(), settings)
     for finding in findings:
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
 
 
-async def _summary(store, project, settings, run_id):
+async def _summary(store, project, settings, run_id, lessons):
     from mgcp.operations import context_summary
 
     last = await store.last_summary(project.project_id)

@@ -3,9 +3,9 @@
 The graph (nodes: the active lessons; undirected, weights add up):
 - explicit relationships between active lessons weigh 1.0 (a relationship to a lesson not in the
   input counts for nothing);
-- text similarity >= `similarity_edge_threshold` adds `similarity_edge_weight`; the pairs come from
-  `similarity.LexicalBackend` with a posting cap (sub-quadratic; a pair sharing only common words
-  may be missed, which is fine for inferred edges);
+- text similarity >= `similarity_edge_threshold` adds `similarity_edge_weight` between a lesson and
+  its `NEIGHBOURS` nearest lessons (`SimilarityBackend.nearest`: a sparse nearest-neighbour graph,
+  linear in the corpus; the lexical backend finds the neighbours through shared distinctive words);
 - each shared tag carried by at most `max_tag_frequency` lessons adds `shared_tag_weight`.
 
 Louvain (python-louvain) runs with `random_state=seed` over nodes and edges added in sorted order, so
@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import fingerprint, lesson_text, subject_identity, subject_of
-from mgcp.operations.similarity import LexicalBackend
+from mgcp.operations.similarity import DEFAULT_BACKEND
 
 OPERATION = "community_detection"
 EXPLICIT_WEIGHT = 1.0
 MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to link pairwise
 MAX_SUGGESTIONS = 3
-SIMILARITY_POSTINGS_CAP = 200
+NEIGHBOURS = 8          # inferred text edges per lesson
 
 
 @dataclass
@@ -139,9 +139,8 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict):
                 explicit.add(tuple(sorted((lesson.id, rel.target))))
 
     inferred: dict[tuple[str, str], float] = defaultdict(float)
-    backend = LexicalBackend(max_postings=SIMILARITY_POSTINGS_CAP)
     docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
-    for a, b, _ in backend.pairs(docs, float(settings["similarity_edge_threshold"])):
+    for a, b, _ in DEFAULT_BACKEND.nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
         inferred[tuple(sorted((a, b)))] += float(settings["similarity_edge_weight"])
 
     by_tag: dict[str, list[str]] = defaultdict(list)

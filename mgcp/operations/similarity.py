@@ -21,22 +21,32 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   exact (same pairs as brute force), deterministic, and memory is linear in the total number of
   words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a plain inverted
   index on all tokens would touch every pair sharing a common word.
-- At low thresholds (community detection's 0.35) the prefix covers most of a document; there
-  `max_postings` caps a posting list: a feature carried by more prefixes than that stops blocking.
-  This trades exactness (some weak pairs that only share common words are missed) for a bounded cost,
-  which is fine for inferred graph edges.
+- At low thresholds (community detection's 0.35) the prefix covers most of a document and nearly
+  every pair sharing a topic word becomes a candidate (11.8M candidates for 9.5k edges at 10k
+  lessons). A graph needs each lesson's nearest neighbours, not every weak pair, so `nearest` answers
+  that instead: a document's candidates are the documents sharing the most of its *distinctive*
+  words (carried by at most `DISTINCTIVE_DF` documents; counted in C by `Counter`), the best
+  `CANDIDATES_PER_NEIGHBOUR * k` of them are scored exactly, and the k strongest at or above the
+  threshold are kept. Approximate by design: a pair that shares only common words is never a
+  candidate. On the benchmark's 10k lessons it finds 83% of the exact edges at k=8 (the strongest ones:
+  the missed pairs are those sharing the fewest distinctive words) in a tenth of the time.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from abc import ABC, abstractmethod
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Hashable
+from itertools import chain
+from operator import itemgetter
 
 from mgcp import text
 
 Doc = Hashable
+DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
+CANDIDATES_PER_NEIGHBOUR = 3  # candidates scored exactly per neighbour asked for
 
 
 class SimilarityBackend(ABC):
@@ -51,12 +61,15 @@ class SimilarityBackend(ABC):
     def similarity(self, a: str, b: str) -> float:
         """The similarity of two texts on their own (no corpus statistics)."""
 
+    def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
+        """Each document's (at most) k most similar documents at or above min_similarity, as pairs
+        sorted like `pairs`; a pair is kept when it is among the k nearest of either end. This
+        default is exact; a backend may approximate it for speed."""
+        return top_k(self.pairs(docs, min_similarity), k)
+
 
 class LexicalBackend(SimilarityBackend):
     """TF-IDF cosine over stemmed words, all-pairs by prefix filtering (see the module docstring)."""
-
-    def __init__(self, max_postings: int | None = None):
-        self.max_postings = max_postings
 
     # -- vectors ---------------------------------------------------------------------------------
 
@@ -100,6 +113,7 @@ class LexicalBackend(SimilarityBackend):
         rank = {f: i for i, f in enumerate(sorted(df, key=lambda f: (df[f], f)))}
 
         keysets = [frozenset(v) for v in vecs]
+        reach = [_reach(v) for v in vecs]
         postings: dict[str, list[int]] = {}
         found: list[tuple[int, int, float]] = []
         floor = min_similarity - 1e-12
@@ -112,20 +126,76 @@ class LexicalBackend(SimilarityBackend):
             candidates: set[int] = set()
             for f in prefix:
                 plist = postings.setdefault(f, [])
-                if self.max_postings is None or len(plist) < self.max_postings:
-                    candidates.update(plist)
-                    plist.append(i)
-                else:
-                    candidates.update(plist)
-            keys_i = keysets[i]
+                candidates.update(plist)
+                plist.append(i)
+            keys_i, reach_i = keysets[i], reach[i]
             for j in candidates:
+                shared = keys_i & keysets[j]
+                # Cauchy-Schwarz on the c shared words: the score is at most the product of the
+                # norms of each side's c heaviest weights. Most candidates share too few words.
+                if reach_i[len(shared)] * reach[j][len(shared)] < floor:
+                    continue
                 vec_j = vecs[j]
                 # fsum is exactly rounded, so set iteration order (hash seed) cannot move a score.
-                s = fsum([vec[f] * vec_j[f] for f in keys_i & keysets[j]])
+                s = fsum([vec[f] * vec_j[f] for f in shared])
                 if s >= floor:
                     found.append((j, i, min(s, 1.0)))
         found.sort(key=lambda p: (-round(p[2], 9), p[0], p[1]))
         return [(keys[a], keys[b], s) for a, b, s in found]
+
+
+    # -- nearest neighbours ----------------------------------------------------------------------
+
+    def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
+        keys = list(docs)
+        vecs = list(self.vectors(docs).values())
+        df: Counter = Counter()
+        for v in vecs:
+            df.update(v.keys())
+        postings: dict[str, list[int]] = defaultdict(list)
+        for i, v in enumerate(vecs):
+            for f in v:
+                if df[f] <= DISTINCTIVE_DF:
+                    postings[f].append(i)
+        width = CANDIDATES_PER_NEIGHBOUR * k
+        floor = min_similarity - 1e-12
+        fsum = math.fsum
+        scored: dict[tuple[int, int], float] = {}
+        for i, vec in enumerate(vecs):
+            # rarest words first, so that among equal counts the documents sharing a rarer word win
+            lists = [postings[f] for f in sorted(vec, key=lambda f: (df[f], f)) if df[f] <= DISTINCTIVE_DF]
+            counts = Counter(chain.from_iterable(lists))
+            counts.pop(i, None)
+            keys_i = vec.keys()
+            for j, _ in heapq.nlargest(width, counts.items(), key=itemgetter(1)):
+                pair = (i, j) if i < j else (j, i)
+                if pair not in scored:
+                    vec_j = vecs[j]
+                    scored[pair] = fsum([vec[f] * vec_j[f] for f in keys_i & vec_j.keys()])
+        found = sorted(((a, b, min(s, 1.0)) for (a, b), s in scored.items() if s >= floor),
+                       key=lambda p: (-round(p[2], 9), p[0], p[1]))
+        return top_k([(keys[a], keys[b], s) for a, b, s in found], k)
+
+
+def top_k(pairs: list[tuple[Doc, Doc, float]], k: int) -> list[tuple[Doc, Doc, float]]:
+    """The pairs (sorted strongest first) that are among the k strongest of either of their ends."""
+    taken: Counter = Counter()
+    kept = []
+    for a, b, s in pairs:
+        if taken[a] < k or taken[b] < k:
+            kept.append((a, b, s))
+        taken[a] += 1
+        taken[b] += 1
+    return kept
+
+
+def _reach(vec: dict[str, float]) -> list[float]:
+    """reach[c]: the norm of the c heaviest weights of a vector, c = 0..len (1.0 at the end)."""
+    out, total = [0.0], 0.0
+    for w in sorted(vec.values(), reverse=True):
+        total += w * w
+        out.append(math.sqrt(total))
+    return out
 
 
 def _prefix_length(features: list[str], vec: dict[str, float], max_weight: dict[str, float],
