@@ -62,6 +62,14 @@ def test_orphan_gets_suggested_links_and_cluster_members_are_not_orphans():
     assert orphan.options[orphan.recommended - 1].action == "link_suggested"
 
 
+def test_orphan_with_nothing_to_link_to_recommends_keeping_it():
+    lessons = kb() + [lesson("css-grid-gap", "When spacing grid items in css", "Use the gap property.")]
+    [orphan] = [f for f in by_kind(community_detection.run(lessons, None, SETTINGS), "orphan")
+                if f.data["lesson"] == "css-grid-gap"]
+    assert orphan.data["suggested"] == []
+    assert orphan.options[orphan.recommended - 1].action == "keep"
+
+
 def test_linked_communities_raise_nothing():
     result = community_detection.run(kb(), None, SETTINGS)
     flagged = {m for f in result.findings for m in f.subject}
@@ -127,3 +135,17 @@ def test_compare_new_and_dissolved():
     changes = compare([community("a", "b", "c")], [community("x", "y", "z")])
     assert changes["new"] == [community_id(list("xyz"))]
     assert changes["dissolved"] == [community_id(list("abc"))]
+
+
+def test_cluster_title_is_a_shared_phrase_when_the_members_have_one():
+    members = [lesson(f"w{i}", trigger, "Handle it.", ["webhooks", "error-handling"])
+               for i, trigger in enumerate(["When a webhook delivery fails", "When a webhook times out",
+                                            "When webhook retries run out"])]
+    by_id = {m.id: m for m in members}
+    idf = community_detection._idf(members)
+    assert community_detection._title(list(by_id), by_id, idf) == "webhook error handling"
+    # a phrase only some members use is too narrow: the shared words are listed instead
+    assert community_detection._title(["webhook-retry-logic", "webhook-signature-verify",
+                                       "webhook-dead-letter-replay", "webhook-timeout-handling"],
+                                      {m.id: m for m in kb()}, community_detection._idf(kb())
+                                      ).startswith("webhook, ")

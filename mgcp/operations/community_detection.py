@@ -21,7 +21,7 @@ Findings (at most `max_findings`; clusters first, then orphans with suggestions,
 - `orphan`: an active lesson with no explicit relationship in either direction (and not in an
   unlinked cluster reported in the same run), with up to 3
   suggested targets (strongest inferred edges). Actions: link_suggested (recommended when there are
-  suggestions), link_subset (multi_select = suggestions), keep, skip.
+  suggestions), link_subset (multi_select = suggestions), keep (recommended when there are none), skip.
 Merges, splits, new and dissolved clusters are reported in `changes`, not as findings.
 """
 
@@ -194,17 +194,7 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
 
 
 def _describe(members: list[str], by_id: dict[str, Lesson], graph, idf: dict[str, float]) -> dict:
-    counts: Counter = Counter()
-    surface: dict[str, Counter] = defaultdict(Counter)
-    for lid in members:
-        lesson = by_id[lid]
-        source = lesson.trigger + " " + " ".join(lesson.tags)
-        counts.update(set(text.keywords(source)))
-        for word in text.tokenize(source):
-            surface[text.stem(word)][word] += 1
-    ranked = sorted(counts, key=lambda w: (-counts[w] * idf.get(w, 1.0), w))
-    words = [min(surface[w].items(), key=lambda kv: (-kv[1], kv[0]))[0] if surface[w] else w
-             for w in ranked[:3]]
+    title = _title(members, by_id, idf)
     inside = set(members)
     centrality = {lid: sum(d.get("weight", 0.0) for n, d in graph[lid].items() if n in inside)
                   for lid in members}
@@ -212,7 +202,50 @@ def _describe(members: list[str], by_id: dict[str, Lesson], graph, idf: dict[str
     summary = (f"{len(members)} lessons. Central: "
                + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central))
     return {"community_id": community_id(members), "member_ids": members,
-            "title": ", ".join(words) or members[0], "summary": summary}
+            "title": title or members[0], "summary": summary}
+
+
+def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> str:
+    """The members' common topic, as a phrase when they share one ("webhook error handling"), else
+    their three most distinctive words ("payments, stripe, booking").
+
+    Phrases (one to three topical words in a row) come from each member's trigger and tags. A phrase
+    qualifies when at least half the members (two or more) use it, and three quarters as many as
+    use the most common word (a phrase narrower than the cluster is no title for it); the best is the one most
+    members use, then the most distinctive (sum of its words' idf, so longer phrases win ties)."""
+    used: Counter = Counter()
+    surface: dict[tuple[str, ...], Counter] = defaultdict(Counter)
+    for lid in members:
+        lesson = by_id[lid]
+        found: dict[tuple[str, ...], str] = {}
+        for source in [lesson.trigger, *lesson.tags]:
+            for key, written in text.phrases(source).items():
+                found.setdefault(key, written)
+        used.update(found.keys())
+        for key, written in found.items():
+            surface[key][written] += 1
+    quorum = max(2, (len(members) + 1) // 2)
+
+    def form(key):
+        return min(surface[key].items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+    def weight(key):
+        return sum(idf.get(w, 1.0) for w in key)
+
+    def best(keys):
+        return min(keys, key=lambda k: (-used[k], -weight(k), k))
+
+    words = [k for k in used if len(k) == 1]
+    widest = max((used[k] for k in words), default=0)
+    phrases = [k for k, n in used.items() if n >= max(quorum, math.ceil(0.75 * widest)) and len(k) > 1]
+    if phrases:
+        phrase = best(phrases)
+        # led by a word at least as widely used, often from another field ("webhooks" tag +
+        # "error handling" tag -> "webhook error handling")
+        lead = [k for k in words if used[k] >= used[phrase] and k[0] not in phrase]
+        return " ".join(([form(best(lead))] if lead else []) + [form(phrase)])
+    words.sort(key=lambda k: (-used[k] * weight(k), k))
+    return ", ".join(form(k) for k in words[:3])
 
 
 # -- comparison with the previous run ------------------------------------------------------------
@@ -307,7 +340,8 @@ def _orphan_finding(lesson: Lesson, suggested: list[Lesson]) -> RemFinding:
     return RemFinding(
         operation=OPERATION, kind="orphan",
         title=f'Orphan lesson "{lesson.id}"' + (f" ({len(ids)} suggested links)" if ids else ""),
-        description="\n".join(lines), options=options, recommended=1 if suggested else len(options),
+        description="\n".join(lines), options=options,
+        recommended=1 if suggested else len(options) - 1,  # nothing to link to: keep it standalone
         data={"lesson": lesson.id, "suggested": ids},
         subject=subject,
         fingerprint=fingerprint(OPERATION, "orphan", subject_identity(subject)),
