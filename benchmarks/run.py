@@ -45,10 +45,19 @@ FIGURES = ["build", "migrate", "query", "refine", "save", "cli", "hook", "rem", 
 OPERATIONS = ["staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
               "context_summary"]
 HOOK = REPO / "hooks" / "rem-cycle-trigger.py"
-BOOTSTRAP = REPO / ".." / "shared" / "corpus" / "mgcp-bootstrap"
-if not BOOTSTRAP.is_dir():
-    BOOTSTRAP = Path("/work/shared/corpus/mgcp-bootstrap")
+# The real lesson corpus beside the project (skipped when absent); MGCP_BOOTSTRAP points elsewhere.
+BOOTSTRAP = Path(os.environ.get("MGCP_BOOTSTRAP") or REPO.parent / "shared" / "corpus" / "mgcp-bootstrap")
 MIB = 1024  # ru_maxrss is KiB on Linux
+
+
+def schema_key() -> str:
+    """A digest of the migrations: cached databases are rebuilt when the schema changes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "migrations").glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:8]
 
 
 def peak_mib() -> float:
@@ -381,7 +390,7 @@ class Bench:
 
     def pristine(self, size: str) -> tuple[Path, dict]:
         lessons, history = SIZES[size]
-        path = self.cache / f"{size}-{lessons}-{history}-s{self.args.seed}-v{synth.SYNTH_VERSION}.db"
+        path = self.cache / f"{size}-{lessons}-{history}-s{self.args.seed}-v{synth.SYNTH_VERSION}-{schema_key()}.db"
         labels = Path(str(path) + ".labels.json")
         if self.args.fresh or not path.exists() or not labels.exists():
             self.log(f"building {size} database ({lessons} lessons, {history} history rows) ...")
@@ -430,7 +439,7 @@ class Bench:
 
     def fig_migrate(self, size: str) -> None:
         lessons = SIZES[size][0]
-        legacy = self.cache / f"legacy-{lessons}-s{self.args.seed}-v{synth.SYNTH_VERSION}.db"
+        legacy = self.cache / f"legacy-{lessons}-s{self.args.seed}-v{synth.SYNTH_VERSION}-{schema_key()}.db"
         expect_file = Path(str(legacy) + ".expect.json")
         if self.args.fresh or not legacy.exists() or not expect_file.exists():
             self.log(f"building legacy database ({lessons} lessons) ...")
