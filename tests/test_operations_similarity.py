@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
+from mgcp.operations.similarity import LexicalBackend, SimilarityBackend, top_k
 
 WORDS = ("cache retry webhook token schema index migration queue worker lock timeout branch "
          "commit deploy secret config logging metric trace parser render widget column cursor").split()
@@ -48,3 +48,26 @@ def test_pairs_are_sorted_strongest_first():
 
 def test_empty_documents_pair_with_nothing():
     assert LexicalBackend().pairs({"a": "", "b": "the of and", "c": ""}, 0.1) == []
+
+
+def test_nearest_is_exact_when_every_candidate_is_scored():
+    docs = random_docs(60)
+    backend = LexicalBackend()
+    # 60 documents, all words distinctive, 3 x 20 candidates: every other document is scored
+    assert backend.nearest(docs, 0.3, 20) == top_k(backend.pairs(docs, 0.3), 20)
+
+
+def test_nearest_returns_true_pairs_each_among_the_k_best_of_one_end():
+    docs = random_docs(80)
+    backend = LexicalBackend()
+    found = backend.nearest(docs, 0.3, 2)
+    exact = {(a, b): s for a, b, s in backend.pairs(docs, 0.3)}
+    assert found and all(exact[(a, b)] == s for a, b, s in found)
+    for a, b, s in found:
+        assert min(sum(1 for x, y, t in found if end in (x, y) and t > s) for end in (a, b)) < 2
+
+
+def test_top_k_keeps_a_pair_that_is_among_the_k_best_of_either_end():
+    pairs = [("a", "b", 0.9), ("b", "c", 0.8), ("a", "c", 0.7)]
+    assert top_k(pairs, 1) == [("a", "b", 0.9), ("b", "c", 0.8)]
+    assert top_k(pairs, 2) == pairs
