@@ -149,3 +149,48 @@ def test_cluster_title_is_a_shared_phrase_when_the_members_have_one():
                                        "webhook-dead-letter-replay", "webhook-timeout-handling"],
                                       {m.id: m for m in kb()}, community_detection._idf(kb())
                                       ).startswith("webhook, ")
+
+
+def test_an_unchanged_graph_is_not_partitioned_again():
+    first = community_detection.run(kb(), None, SETTINGS)
+    again = community_detection.run(kb(), first.communities, SETTINGS, first.graph_hash, first.modularity)
+    assert again.unchanged and again.findings == [] and again.communities == first.communities
+    changed = community_detection.run(kb(version=2), first.communities, SETTINGS, first.graph_hash)
+    assert not changed.unchanged
+
+
+PARTITION_SCRIPT = """
+import json, random
+from mgcp.config import DEFAULTS
+from mgcp.models import Lesson, Relationship
+from mgcp.operations import community_detection
+rng = random.Random(7)
+# four parts with nothing in common; in each, three sub-topics that share the part's words
+parts = [[f"{p}word{i}" for i in range(12)] for p in "abcd"]
+subs = [[f"{p}{q}sub{i}" for i in range(10)] for p in "abcd" for q in "xyz"]
+lessons = []
+for n in range(240):
+    words = rng.sample(subs[n % 12], 3) + rng.sample(parts[n % 12 // 3], 3)
+    links = [Relationship(target=f"l{n - 12:03d}")] if n % 5 == 0 and n >= 12 else []
+    lessons.append(Lesson(id=f"l{n:03d}", trigger="when " + " ".join(words[:3]),
+                          action="do " + " ".join(words[3:]), relationships=links,
+                          created_at="2026-01-01T00:00:00+00:00", last_refined="2026-01-01T00:00:00+00:00"))
+result = community_detection.run(lessons, None, DEFAULTS["community_detection"])
+print(json.dumps([c["member_ids"] for c in result.communities]))
+"""
+
+
+def test_the_partition_does_not_depend_on_the_hash_seed():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", PARTITION_SCRIPT], env=env, capture_output=True,
+                             text=True, check=True).stdout
+        outputs.append(json.loads(out))
+    assert len(outputs[0]) > 3
+    assert outputs[0] == outputs[1] == outputs[2]

@@ -201,10 +201,10 @@ async def _duplicates(store, project, settings, run_id, lessons):
 async def _communities(store, project, settings, run_id, lessons):
     from mgcp.operations import community_detection
 
-    previous = await store.last_community_run()
-    result = community_detection.run(await lessons(),
-                                     previous["communities"] if previous else None, settings)
-    if previous and previous["graph_hash"] == result.graph_hash:
+    previous = await store.last_community_run() or {}
+    result = community_detection.run(await lessons(), previous.get("communities"), settings,
+                                     previous.get("graph_hash"), previous.get("modularity") or 0.0)
+    if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 
     async def write():

@@ -57,13 +57,17 @@ class CommunityResult:
     graph_hash: str
     modularity: float
     changes: dict = field(default_factory=lambda: {"new": [], "merged": [], "split": [], "dissolved": []})
+    unchanged: bool = False
 
 
 def community_id(member_ids: list[str]) -> str:
     return hashlib.sha256(",".join(sorted(member_ids)).encode()).hexdigest()[:12]
 
 
-def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict) -> CommunityResult:
+def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
+        previous_hash: str | None = None, previous_modularity: float = 0.0) -> CommunityResult:
+    """`previous`, `previous_hash`, `previous_modularity`: the last stored run, if any. When the
+    graph hashes the same, Louvain is not run again and the result says `unchanged`."""
     import community as community_louvain
     import networkx as nx
 
@@ -71,17 +75,21 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict) -> C
     by_id = {lesson.id: lesson for lesson in ordered}
     explicit, inferred = _edges(ordered, by_id, settings)
 
-    graph = nx.Graph()
-    graph.add_nodes_from(by_id)
     weights: dict[tuple[str, str], float] = defaultdict(float)
     for pair in explicit:
         weights[pair] += EXPLICIT_WEIGHT
     for pair, w in inferred.items():
         weights[pair] += w
-    for (a, b), w in sorted(weights.items()):
-        graph.add_edge(a, b, weight=w)
+    edges = [(a, b, w) for (a, b), w in sorted(weights.items())]
+    graph_hash = _graph_hash(edges, ordered, settings)
+    if graph_hash == previous_hash:
+        return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
+                               modularity=previous_modularity, unchanged=True)
+    graph = nx.Graph()
+    graph.add_nodes_from(by_id)
+    graph.add_weighted_edges_from(edges)
 
-    partition = _partition(graph, float(settings.get("resolution", 1.0)), int(settings.get("seed", 42)))
+    partition = _partition(graph, edges, float(settings.get("resolution", 1.0)), int(settings.get("seed", 42)))
     modularity = (community_louvain.modularity(partition, graph, weight="weight")
                   if graph.number_of_edges() else 0.0)
 
@@ -125,29 +133,37 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict) -> C
 
     findings = cluster_findings + [f for *_, f in orphan_findings]
     limit = int(settings.get("max_findings", 50))
-    return CommunityResult(findings=findings[:limit], communities=communities,
-                           graph_hash=_graph_hash(weights, ordered, settings),
+    return CommunityResult(findings=findings[:limit], communities=communities, graph_hash=graph_hash,
                            modularity=float(modularity), changes=changes)
 
 
 # -- graph ---------------------------------------------------------------------------------------
 
-def _partition(graph, resolution: float, seed: int) -> dict[str, int]:
-    """Louvain on each connected part of the graph on its own (see the module docstring)."""
+def _partition(graph, edges: list[tuple[str, str, float]], resolution: float, seed: int) -> dict[str, int]:
+    """Louvain on each connected part of the graph on its own (see the module docstring). Each part
+    is built from sorted nodes and sorted edges, so that no set order (which varies with the hash
+    seed from one process to the next) can reach Louvain."""
     import community as community_louvain
     import networkx as nx
 
-    total = graph.size(weight="weight")
+    parts = sorted((sorted(part) for part in nx.connected_components(graph)), key=lambda p: p[0])
+    part_of = {node: i for i, part in enumerate(parts) for node in part}
+    part_edges: list[list] = [[] for _ in parts]
+    for edge in edges:
+        part_edges[part_of[edge[0]]].append(edge)
+    total = sum(w for _, _, w in edges)
     partition: dict[str, int] = {}
     offset = 0
-    for part in sorted(nx.connected_components(graph), key=min):
+    for part, inside in zip(parts, part_edges):
         if len(part) <= 2:
             labels = dict.fromkeys(part, 0)  # a lone lesson, or a linked pair
         else:
-            sub = nx.Graph(graph.subgraph(part))
+            sub = nx.Graph()
+            sub.add_nodes_from(part)
+            sub.add_weighted_edges_from(inside)
             # The rest of the graph, as one node with a self-loop of its weight: the null model
             # then sees the whole graph's weight, so every move gains what it would in the whole.
-            sub.add_edge(_REST, _REST, weight=total - sub.size(weight="weight"))
+            sub.add_edge(_REST, _REST, weight=total - sum(w for _, _, w in inside))
             labels = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
                                                       random_state=seed)
             del labels[_REST]
@@ -184,12 +200,12 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict):
     return explicit, dict(inferred)
 
 
-def _graph_hash(weights: dict, ordered: list[Lesson], settings: dict) -> str:
+def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], settings: dict) -> str:
     h = hashlib.sha256()
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')}\n".encode())
     for lesson in ordered:
         h.update(f"{lesson.id}@{lesson.version}\n".encode())
-    for (a, b), w in sorted(weights.items()):
+    for a, b, w in edges:
         h.update(f"{a}|{b}|{w:.6f}\n".encode())
     return h.hexdigest()
 
