@@ -37,6 +37,7 @@ import hashlib
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
@@ -47,7 +48,8 @@ OPERATION = "community_detection"
 EXPLICIT_WEIGHT = 1.0
 MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to link pairwise
 MAX_SUGGESTIONS = 3
-NEIGHBOURS = 8          # inferred text edges per lesson
+NEIGHBOURS = 5          # inferred text edges per lesson
+TITLE_SAMPLE = 40       # members a community's title is drawn from
 
 
 @dataclass
@@ -68,9 +70,6 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         previous_hash: str | None = None, previous_modularity: float = 0.0) -> CommunityResult:
     """`previous`, `previous_hash`, `previous_modularity`: the last stored run, if any. When the
     graph hashes the same, Louvain is not run again and the result says `unchanged`."""
-    import community as community_louvain
-    import networkx as nx
-
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
     explicit, inferred = _edges(ordered, by_id, settings)
@@ -85,21 +84,19 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
-    graph = nx.Graph()
-    graph.add_nodes_from(by_id)
-    graph.add_weighted_edges_from(edges)
+    adjacency: dict[str, dict[str, float]] = {lid: {} for lid in by_id}
+    for a, b, w in edges:
+        adjacency[a][b] = adjacency[b][a] = w
 
-    partition = _partition(graph, edges, float(settings.get("resolution", 1.0)), int(settings.get("seed", 42)))
-    modularity = (community_louvain.modularity(partition, graph, weight="weight")
-                  if graph.number_of_edges() else 0.0)
-
+    partition = _partition(adjacency, edges, float(settings.get("resolution", 1.0)),
+                           int(settings.get("seed", 42)))
     groups: dict[int, list[str]] = defaultdict(list)
     for node, label in partition.items():
         groups[label].append(node)
     members_list = sorted((sorted(m) for m in groups.values() if len(m) >= 2),
                           key=lambda m: (-len(m), m[0]))
     idf = _idf(ordered)
-    communities = [_describe(members, by_id, graph, idf) for members in members_list]
+    communities = [_describe(members, by_id, adjacency, idf) for members in members_list]
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
@@ -123,8 +120,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for lesson in ordered:
         if explicit_adj.get(lesson.id) or lesson.id in in_clusters:
             continue  # members of an unlinked cluster are asked about once, as the cluster
-        neighbours = sorted(((inferred[tuple(sorted((lesson.id, n)))], n)
-                             for n in graph.neighbors(lesson.id)), key=lambda x: (-x[0], x[1]))
+        neighbours = sorted(((w, n) for n, w in adjacency[lesson.id].items()), key=lambda x: (-x[0], x[1]))
         suggested = [n for _, n in neighbours[:MAX_SUGGESTIONS]]
         strength = neighbours[0][0] if neighbours else 0.0
         orphan_findings.append((not suggested, -strength, lesson.id,
@@ -134,19 +130,20 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     findings = cluster_findings + [f for *_, f in orphan_findings]
     limit = int(settings.get("max_findings", 50))
     return CommunityResult(findings=findings[:limit], communities=communities, graph_hash=graph_hash,
-                           modularity=float(modularity), changes=changes)
+                           modularity=_modularity(partition, adjacency, edges), changes=changes)
 
 
 # -- graph ---------------------------------------------------------------------------------------
 
-def _partition(graph, edges: list[tuple[str, str, float]], resolution: float, seed: int) -> dict[str, int]:
+def _partition(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, str, float]],
+               resolution: float, seed: int) -> dict[str, int]:
     """Louvain on each connected part of the graph on its own (see the module docstring). Each part
     is built from sorted nodes and sorted edges, so that no set order (which varies with the hash
     seed from one process to the next) can reach Louvain."""
     import community as community_louvain
     import networkx as nx
 
-    parts = sorted((sorted(part) for part in nx.connected_components(graph)), key=lambda p: p[0])
+    parts = _parts(adjacency)
     part_of = {node: i for i, part in enumerate(parts) for node in part}
     part_edges: list[list] = [[] for _ in parts]
     for edge in edges:
@@ -170,6 +167,42 @@ def _partition(graph, edges: list[tuple[str, str, float]], resolution: float, se
         partition.update((node, offset + label) for node, label in labels.items())
         offset += max(labels.values()) + 1
     return partition
+
+
+def _parts(adjacency: dict[str, dict[str, float]]) -> list[list[str]]:
+    """The connected parts, each sorted, ordered by their first node."""
+    seen: set[str] = set()
+    parts = []
+    for start in sorted(adjacency):
+        if start in seen:
+            continue
+        seen.add(start)
+        part, stack = [start], [start]
+        while stack:
+            for n in adjacency[stack.pop()]:
+                if n not in seen:
+                    seen.add(n)
+                    part.append(n)
+                    stack.append(n)
+        parts.append(sorted(part))
+    return parts
+
+
+def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]],
+                edges: list[tuple[str, str, float]]) -> float:
+    """Newman's modularity of the partition: sum over communities of (inner weight / m) minus
+    (total degree / 2m) squared."""
+    m = sum(w for _, _, w in edges)
+    if not m:
+        return 0.0
+    inner: dict[int, float] = defaultdict(float)
+    degree: dict[int, float] = defaultdict(float)
+    for a, b, w in edges:
+        if partition[a] == partition[b]:
+            inner[partition[a]] += w
+    for node, neighbours in adjacency.items():
+        degree[partition[node]] += sum(neighbours.values())
+    return math.fsum(inner[c] / m - (d / (2 * m)) ** 2 for c, d in degree.items())
 
 
 _REST = ""  # never a lesson id
@@ -237,16 +270,22 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
-def _describe(members: list[str], by_id: dict[str, Lesson], graph, idf: dict[str, float]) -> dict:
-    title = _title(members, by_id, idf)
+def _describe(members: list[str], by_id: dict[str, Lesson], adjacency: dict[str, dict[str, float]],
+              idf: dict[str, float]) -> dict:
     inside = set(members)
-    centrality = {lid: sum(d.get("weight", 0.0) for n, d in graph[lid].items() if n in inside)
-                  for lid in members}
-    central = sorted(members, key=lambda lid: (-centrality[lid], lid))[:3]
+    centrality = {lid: math.fsum(w for n, w in adjacency[lid].items() if n in inside) for lid in members}
+    central = sorted(members, key=lambda lid: (-centrality[lid], lid))
+    # a large community is titled by its most central members (TITLE_SAMPLE of them)
+    title = _title(sorted(central[:TITLE_SAMPLE]), by_id, idf)
     summary = (f"{len(members)} lessons. Central: "
-               + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central))
+               + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central[:3]))
     return {"community_id": community_id(members), "member_ids": members,
             "title": title or members[0], "summary": summary}
+
+
+@lru_cache(maxsize=4096)  # tags repeat across a community's members; read-only results
+def _phrases(source: str) -> dict[tuple[str, ...], str]:
+    return text.phrases(source)
 
 
 def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> str:
@@ -263,7 +302,7 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
         lesson = by_id[lid]
         found: dict[tuple[str, ...], str] = {}
         for source in [lesson.trigger, *lesson.tags]:
-            for key, written in text.phrases(source).items():
+            for key, written in _phrases(source).items():
                 found.setdefault(key, written)
         used.update(found.keys())
         for key, written in found.items():
