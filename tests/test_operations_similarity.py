@@ -3,6 +3,7 @@ import random
 
 import pytest
 
+from mgcp.operations import similarity
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend, top_k
 
 WORDS = ("cache retry webhook token schema index migration queue worker lock timeout branch "
@@ -31,8 +32,10 @@ def test_unrelated_texts_score_zero():
     assert LexicalBackend().similarity("rotate api keys", "paginate database queries") == 0.0
 
 
-@pytest.mark.parametrize("threshold", [0.3, 0.6, 0.9])
-def test_pairs_equal_brute_force(threshold):
+@pytest.mark.parametrize("counting_cost", [0, 10, 10**9])  # prefix candidates only, mixed, counting only
+@pytest.mark.parametrize("threshold", [0.3, 0.6, 0.8, 0.9])
+def test_pairs_equal_brute_force(threshold, counting_cost, monkeypatch):
+    monkeypatch.setattr(similarity, "COUNTING_COST", counting_cost)
     docs = random_docs(60)
     backend = LexicalBackend()
     vecs = backend.vectors(docs)

@@ -16,10 +16,16 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   is in both prefixes (their rarest common feature must be in x's prefix, or the suffix bound is
   violated, and likewise for y). So only documents that meet in a prefix posting list are candidates,
   and each candidate is verified with an exact sparse dot product.
-- At the duplicate thresholds (0.8) a prefix holds only a document's few rarest words, so posting
-  lists are short and the candidate count grows roughly linearly with the corpus. The result is
-  exact (same pairs as brute force), deterministic, and memory is linear in the total number of
-  words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a plain inverted
+- At the duplicate thresholds (0.8) a prefix holds only a document's few rarest words, but those are
+  often topic words: at 10k lessons a lesson still meets ~150 earlier ones in its prefix lists, of
+  which almost none come near the threshold (278 of 1.5M share enough words). So each document also
+  takes a second route when it is cheaper: count, in C (`Counter`), how many of its rarest words
+  every earlier document shares, and check only those sharing at least the number a match needs
+  (`_counting_prefix` gives the bound). The route is chosen per document by comparing posting
+  entries to count with candidates to check (`COUNTING_COST`); both routes are exact. At 10k
+  lessons this takes 2.6 s instead of 4.2 s; at 100k, 41 s instead of about 60 s.
+- The result is exact (same pairs as brute force), deterministic, and memory is linear in the
+  total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a plain inverted
   index on all tokens would touch every pair sharing a common word.
 - At low thresholds (community detection's 0.35) the prefix covers most of a document and nearly
   every pair sharing a topic word becomes a candidate (11.8M candidates for 9.5k edges at 10k
@@ -47,6 +53,8 @@ from mgcp import text
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
 CANDIDATES_PER_NEIGHBOUR = 3  # candidates scored exactly per neighbour asked for
+COUNTING_SUFFIX = 0.75        # see _counting_prefix
+COUNTING_COST = 10            # posting entries counted in C per candidate checked in Python
 
 
 class SimilarityBackend(ABC):
@@ -114,7 +122,8 @@ class LexicalBackend(SimilarityBackend):
 
         keysets = [frozenset(v) for v in vecs]
         reach = [_reach(v) for v in vecs]
-        postings: dict[str, list[int]] = {}
+        prefixed: dict[str, list[int]] = defaultdict(list)   # feature -> documents with it in their prefix
+        everyone: dict[str, list[int]] = defaultdict(list)   # feature -> every document with it
         found: list[tuple[int, int, float]] = []
         floor = min_similarity - 1e-12
         fsum = math.fsum
@@ -123,21 +132,28 @@ class LexicalBackend(SimilarityBackend):
                 continue
             features = sorted(vec, key=rank.__getitem__)
             prefix = features[: _prefix_length(features, vec, max_weight, t)]
-            candidates: set[int] = set()
-            for f in prefix:
-                plist = postings.setdefault(f, [])
-                candidates.update(plist)
-                plist.append(i)
-            keys_i, reach_i = keysets[i], reach[i]
-            for j in candidates:
-                shared = keys_i & keysets[j]
+            counted, need = _counting_prefix(features, vec, t)
+            lists = [everyone[f] for f in counted]
+            if sum(map(len, lists)) <= COUNTING_COST * sum(len(prefixed[f]) for f in prefix):
+                counts = Counter(chain.from_iterable(lists))
+                candidates = [j for j, c in counts.items() if c >= need]
+            else:
+                pool: set[int] = set()
+                for f in prefix:
+                    pool.update(prefixed[f])
+                keys_i, reach_i = keysets[i], reach[i]
                 # Cauchy-Schwarz on the c shared words: the score is at most the product of the
                 # norms of each side's c heaviest weights. Most candidates share too few words.
-                if reach_i[len(shared)] * reach[j][len(shared)] < floor:
-                    continue
+                candidates = [j for j in pool
+                              if reach_i[(c := len(keys_i & keysets[j]))] * reach[j][c] >= floor]
+            for f in prefix:
+                prefixed[f].append(i)
+            for f in features:
+                everyone[f].append(i)
+            for j in candidates:
                 vec_j = vecs[j]
                 # fsum is exactly rounded, so set iteration order (hash seed) cannot move a score.
-                s = fsum([vec[f] * vec_j[f] for f in shared])
+                s = fsum([vec[f] * vec_j[f] for f in keysets[i] & keysets[j]])
                 if s >= floor:
                     found.append((j, i, min(s, 1.0)))
         found.sort(key=lambda p: (-round(p[2], 9), p[0], p[1]))
@@ -195,6 +211,27 @@ def _reach(vec: dict[str, float]) -> list[float]:
         total += w * w
         out.append(math.sqrt(total))
     return out
+
+
+def _counting_prefix(features: list[str], vec: dict[str, float], t: float) -> tuple[list[str], int]:
+    """The leading (rarest) features whose count decides, and how many of them a candidate must share.
+
+    Split x into the counted features C (the rarest, until the rest's norm is below
+    COUNTING_SUFFIX * t) and the rest R. For any unit y sharing c features of C:
+    x.y <= reach_C[c] * ||y_C|| + ||x_R|| * ||y_R|| <= sqrt(reach_C[c]^2 + ||x_R||^2),
+    where reach_C[c] is the norm of C's c heaviest weights. So y can reach t only if it shares at
+    least `need` features of C, the smallest c where that bound reaches t."""
+    rest, k = 1.0, 0
+    while k < len(features) and rest >= (COUNTING_SUFFIX * t) ** 2:
+        rest -= vec[features[k]] ** 2
+        k += 1
+    total, need = max(rest, 0.0), 0
+    for w in sorted((vec[f] for f in features[:k]), reverse=True):
+        if total >= t * t - 1e-9:
+            break
+        total += w * w
+        need += 1
+    return features[:k], max(need, 1)
 
 
 def _prefix_length(features: list[str], vec: dict[str, float], max_weight: dict[str, float],
