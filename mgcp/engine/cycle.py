@@ -22,6 +22,7 @@ from mgcp.config import OPERATIONS, RemConfig, normalize_path
 from mgcp.errors import InvalidInputError
 from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
                          RemStatus)
+from mgcp.operations.similarity import shared_vectors
 from mgcp.persistence import Store
 from mgcp.persistence.core import utcnow
 from mgcp.persistence.sessions import project_id_for
@@ -92,36 +93,37 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
                             project_path=project.project_path, session_number=session,
                             started_at=started, auto=auto)
     errors = []
-    lessons = _Lessons(store)
-    for index, plan_item in enumerate(chosen, 1):
-        op = plan_item.operation
-        progress(f"[{index}/{len(chosen)}] {op} ...")
-        t_op = time.perf_counter()
-        try:
-            # The analysis runs outside any transaction (it may take a while and must not hold the
-            # write lock); what it produced is then written in one transaction.
-            findings, summary, output = await RUNNERS[op](store, project, settings[op], run_id, lessons)
-            async with store.transaction():
-                if output:
-                    name, write = output
-                    async with store.recording() as changes:
-                        await write()
-                    if changes:
-                        await store.record_action(None, run_id, name, changes, auto=True)
-                stored = await _store_findings(store, findings, project.project_id, run_id)
-                await store.record_operation_run(
-                    project.project_id, op, session,
-                    schedule.next_due(plan_item.strategy, plan_item.params, session),
-                    {"findings": len(stored), **summary})
-            report.findings.extend(stored)
-            result = OperationResult(operation=op, findings=len(stored), summary=summary)
-        except Exception as exc:  # one failing operation must not lose the others' work
-            errors.append(f"{op}: {exc}")
-            result = OperationResult(operation=op, error=f"{type(exc).__name__}: {exc}")
-        result.duration_ms = round((time.perf_counter() - t_op) * 1000, 1)
-        progress(f"[{index}/{len(chosen)}] {op}: {result.findings} finding(s) in {result.duration_ms:.0f} ms"
-                 + (f" - FAILED: {result.error}" if result.error else ""))
-        report.operations.append(result)
+    inputs = _Inputs(store, project.project_id)
+    with shared_vectors():  # duplicates and communities vectorise the same lessons
+        for index, plan_item in enumerate(chosen, 1):
+            op = plan_item.operation
+            progress(f"[{index}/{len(chosen)}] {op} ...")
+            t_op = time.perf_counter()
+            try:
+                # The analysis runs outside any transaction (it may take a while and must not hold the
+                # write lock); what it produced is then written in one transaction.
+                findings, summary, output = await RUNNERS[op](store, project, settings[op], run_id, inputs)
+                async with store.transaction():
+                    if output:
+                        name, write = output
+                        async with store.recording() as changes:
+                            await write()
+                        if changes:
+                            await store.record_action(None, run_id, name, changes, auto=True)
+                    stored = await _store_findings(store, findings, project.project_id, run_id)
+                    await store.record_operation_run(
+                        project.project_id, op, session,
+                        schedule.next_due(plan_item.strategy, plan_item.params, session),
+                        {"findings": len(stored), **summary})
+                report.findings.extend(stored)
+                result = OperationResult(operation=op, findings=len(stored), summary=summary)
+            except Exception as exc:  # one failing operation must not lose the others' work
+                errors.append(f"{op}: {exc}")
+                result = OperationResult(operation=op, error=f"{type(exc).__name__}: {exc}")
+            result.duration_ms = round((time.perf_counter() - t_op) * 1000, 1)
+            progress(f"[{index}/{len(chosen)}] {op}: {result.findings} finding(s) in {result.duration_ms:.0f} ms"
+                     + (f" - FAILED: {result.error}" if result.error else ""))
+            report.operations.append(result)
     report.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
     async with store.transaction():
         await store.finish_run(run_id, report.duration_ms, len(report.findings), errors,
@@ -164,45 +166,56 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class _Lessons:
-    """The active lessons, read once per cycle: no operation changes a lesson (findings are applied
-    later, by review or --auto), so every operation of the cycle sees the same snapshot."""
+class _Inputs:
+    """What the operations read, loaded once per cycle: the active lessons, and the project's
+    history from the earliest session any operation asked for. No operation changes either (findings
+    are applied later, by review or --auto), so every operation of the cycle sees the same data."""
 
-    def __init__(self, store: Store):
-        self.store, self.loaded = store, None
+    def __init__(self, store: Store, project_id: str):
+        self.store, self.project_id = store, project_id
+        self.active: list | None = None
+        self.after: int | None = None
+        self.snapshots: list = []
 
-    async def __call__(self) -> list:
-        if self.loaded is None:
-            self.loaded = await self.store.list_lessons()
-        return self.loaded
+    async def lessons(self) -> list:
+        if self.active is None:
+            self.active = await self.store.list_lessons()
+        return self.active
+
+    async def history(self, after_session: int) -> list:
+        """Snapshots of sessions after `after_session`, oldest first."""
+        if self.after is None or after_session < self.after:
+            self.snapshots = await self.store.history_since(self.project_id, after_session)
+            self.after = after_session
+        return [s for s in self.snapshots if s.session_number > after_session]
 
 
 # Each returns (findings, summary, output): output is None or (action name, an async function that
 # writes the operation's automatic output); the engine runs it in the operation's transaction and
 # records it as an action of the run, so that `rem undo --run` takes it back.
 
-async def _staleness(store, project, settings, run_id, lessons):
+async def _staleness(store, project, settings, run_id, inputs):
     from mgcp.operations import staleness_scan
 
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.recent_queries(since)
-    findings = staleness_scan.run(await lessons(), queries, now, settings)
+    findings = staleness_scan.run(await inputs.lessons(), queries, now, settings)
     return findings, {"queries_in_window": len(queries)}, None
 
 
-async def _duplicates(store, project, settings, run_id, lessons):
+async def _duplicates(store, project, settings, run_id, inputs):
     from mgcp.operations import duplicate_detection
 
-    active = await lessons()
+    active = await inputs.lessons()
     return duplicate_detection.run(active, settings), {"lessons": len(active)}, None
 
 
-async def _communities(store, project, settings, run_id, lessons):
+async def _communities(store, project, settings, run_id, inputs):
     from mgcp.operations import community_detection
 
     previous = await store.last_community_run() or {}
-    result = community_detection.run(await lessons(), previous.get("communities"), settings,
+    result = community_detection.run(await inputs.lessons(), previous.get("communities"), settings,
                                      previous.get("graph_hash"), previous.get("modularity") or 0.0)
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
@@ -217,22 +230,22 @@ async def _communities(store, project, settings, run_id, lessons):
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
-async def _extraction(store, project, settings, run_id, lessons):
+async def _extraction(store, project, settings, run_id, inputs):
     from mgcp.operations import knowledge_extraction
 
     state = (await store.rem_state(project.project_id)).get("knowledge_extraction", {})
-    history = await store.history_since(project.project_id, int(state.get("last_run_session") or 0) - 1)
-    findings = knowledge_extraction.run(history, await lessons(), settings)
+    history = await inputs.history(int(state.get("last_run_session") or 0) - 1)
+    findings = knowledge_extraction.run(history, await inputs.lessons(), settings)
     for finding in findings:
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
 
 
-async def _summary(store, project, settings, run_id, lessons):
+async def _summary(store, project, settings, run_id, inputs):
     from mgcp.operations import context_summary
 
     last = await store.last_summary(project.project_id)
-    history = await store.history_since(project.project_id, last["to_session"] if last else -1)
+    history = await inputs.history(last["to_session"] if last else -1)
     result = context_summary.run(history, settings)
     if result is None:
         return [], {"snapshots": 0}, None

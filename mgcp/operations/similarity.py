@@ -44,7 +44,8 @@ import heapq
 import math
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from operator import itemgetter
 
@@ -55,6 +56,21 @@ DISTINCTIVE_DF = 200          # a word in more documents than this does not prop
 CANDIDATES_PER_NEIGHBOUR = 3  # candidates scored exactly per neighbour asked for
 COUNTING_SUFFIX = 0.75        # see _counting_prefix
 COUNTING_COST = 10            # posting entries counted in C per candidate checked in Python
+
+
+_shared: dict | None = None  # corpus -> vectors, inside `shared_vectors()` only
+
+
+@contextmanager
+def shared_vectors() -> Iterator[None]:
+    """Within the block, a corpus is vectorised once: the duplicate and community operations of one
+    REM cycle read the same lessons. The vectors are dropped when the block ends."""
+    global _shared
+    _shared = {}
+    try:
+        yield
+    finally:
+        _shared = None
 
 
 class SimilarityBackend(ABC):
@@ -87,6 +103,14 @@ class LexicalBackend(SimilarityBackend):
 
     def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         """TF-IDF vectors (L2-normalised) of a corpus; empty documents get an empty vector."""
+        if _shared is None:
+            return self._vectors(docs)
+        key = tuple(docs.items())
+        if key not in _shared:
+            _shared[key] = self._vectors(docs)
+        return _shared[key]
+
+    def _vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         counts = {key: self.counts(doc) for key, doc in docs.items()}
         df: Counter = Counter()
         for c in counts.values():
