@@ -24,14 +24,18 @@ FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
 WORD = re.compile(r"[A-Za-z0-9]+")
 
 
+def _json_list(text: str | None) -> list:
+    return json.loads(text) if text and text != "[]" else []  # most lists are empty: skip the parser
+
+
 def lesson_from_row(row) -> Lesson:
     d = dict(row)
     return Lesson(
         id=d["id"], trigger=d["trigger"], action=d["action"], rationale=d["rationale"],
-        examples=json.loads(d["examples"] or "[]"), version=d["version"],
+        examples=_json_list(d["examples"]), version=d["version"],
         created_at=d["created_at"], last_refined=d["last_refined"], last_used=d["last_used"],
-        usage_count=d["usage_count"], tags=json.loads(d["tags"] or "[]"), parent_id=d["parent_id"],
-        relationships=[Relationship(**r) for r in json.loads(d["relationships"] or "[]") if isinstance(r, dict) and "target" in r],
+        usage_count=d["usage_count"], tags=_json_list(d["tags"]), parent_id=d["parent_id"],
+        relationships=[Relationship(**r) for r in _json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
         status=d["status"], superseded_by=d["superseded_by"], project_id=d["lc_project_id"],
     )
 
