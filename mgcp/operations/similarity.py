@@ -22,8 +22,9 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   takes a second route when it is cheaper: count, in C (`Counter`), how many of its rarest words
   every earlier document shares, and check only those sharing at least the number a match needs
   (`_counting_prefix` gives the bound). The route is chosen per document by comparing posting
-  entries to count with candidates to check (`COUNTING_COST`); both routes are exact. At 10k
-  lessons this takes 2.6 s instead of 4.2 s; at 100k, 41 s instead of about 60 s.
+  entries to count with candidates to check (`COUNTING_COST`, tuned on the benchmark: 10 is
+  best at 10k lessons, 2-4 at 100k); both routes are exact. At 10k lessons this takes about 3 s
+  instead of 4.2 s; at 100k, 42 s instead of about 60 s.
 - The result is exact (same pairs as brute force), deterministic, and memory is linear in the
   total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a plain inverted
   index on all tokens would touch every pair sharing a common word.
@@ -56,7 +57,7 @@ Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
 CANDIDATES_PER_NEIGHBOUR = 2  # candidates scored exactly per neighbour asked for
 COUNTING_SUFFIX = 0.75        # see _counting_prefix
-COUNTING_COST = 10            # posting entries counted in C per candidate checked in Python
+COUNTING_COST = 5             # posting entries counted in C per candidate checked in Python
 
 
 _shared: dict | None = None  # corpus -> vectors, inside `shared_vectors()` only
