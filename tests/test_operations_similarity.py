@@ -74,3 +74,16 @@ def test_top_k_keeps_a_pair_that_is_among_the_k_best_of_either_end():
     pairs = [("a", "b", 0.9), ("b", "c", 0.8), ("a", "c", 0.7)]
     assert top_k(pairs, 1) == [("a", "b", 0.9), ("b", "c", 0.8)]
     assert top_k(pairs, 2) == pairs
+
+
+def test_most_shared_picks_what_a_stable_heap_would():
+    import heapq
+    from collections import Counter
+    from operator import itemgetter
+
+    rng = random.Random(3)
+    for _ in range(500):
+        counts = Counter(rng.choice(range(60)) for _ in range(rng.randint(0, 300)))
+        width = rng.randint(1, 30)
+        expected = {j for j, _ in heapq.nlargest(width, counts.items(), key=itemgetter(1))}
+        assert set(similarity._most_shared(counts, width)) == expected

@@ -22,7 +22,7 @@ from mgcp.config import OPERATIONS, RemConfig, normalize_path
 from mgcp.errors import InvalidInputError
 from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
                          RemStatus)
-from mgcp.operations.similarity import shared_vectors
+from mgcp.operations.shared import cycle_cache
 from mgcp.persistence import Store
 from mgcp.persistence.core import utcnow
 from mgcp.persistence.sessions import project_id_for
@@ -94,7 +94,7 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
                             started_at=started, auto=auto)
     errors = []
     inputs = _Inputs(store, project.project_id)
-    with shared_vectors():  # duplicates and communities vectorise the same lessons
+    with cycle_cache():  # operations share vectorised lessons and mined notes
         for index, plan_item in enumerate(chosen, 1):
             op = plan_item.operation
             progress(f"[{index}/{len(chosen)}] {op} ...")

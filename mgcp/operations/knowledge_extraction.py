@@ -26,6 +26,7 @@ from itertools import chain, islice
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, Lesson, RemFinding
+from mgcp.operations.shared import shared
 from mgcp.operations import fingerprint
 
 OPERATION = "knowledge_extraction"
@@ -115,29 +116,9 @@ def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
     numbered so that a sentence keeps only a list of numbers, and a phrase finds the longer kept
     phrases holding it through an index of their sub-phrases (at most five per three-word phrase)
     instead of a scan of all of them."""
-    note_sessions: dict[str, set[int]] = {}  # distinct notes, in order of first appearance
-    for snap in history:
-        note_sessions.setdefault(snap.notes or "", set()).add(snap.session_number)
-    number: dict[tuple[str, ...], int] = {}
-    keys: list[tuple[str, ...]] = []
-    surface: list[str] = []       # first seen form
-    sessions: list[set[int]] = []
-    in_sentence: dict[str, list[int]] = {}
-    for note, note_sess in note_sessions.items():
-        for sentence in text.sentences(note):
-            found = in_sentence.get(sentence)
-            if found is None:
-                found = in_sentence[sentence] = []
-                for key, form in text.phrases(sentence).items():
-                    n = number.get(key)
-                    if n is None:
-                        n = number[key] = len(keys)
-                        keys.append(key)
-                        surface.append(form)
-                        sessions.append(set())
-                    found.append(n)
-            for n in found:
-                sessions[n] |= note_sess
+    # context_summary mines the same history in the same cycle
+    number, keys, surface, sessions, in_sentence = shared(
+        ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
     candidates = {keys[n]: v for n, v in enumerate(sessions) if len(v) >= min_sessions}
     # A longer phrase that is only an occasional extension of a recurring phrase (of two or more
     # words) gives way to it: "connection pooling" in 5 sessions beats "connection pooling config"
@@ -185,6 +166,35 @@ def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
     ordered = sorted(kept, key=lambda k: (-len(candidates[k]), -len(k), k))
     return [{"key": k, "theme": surface[number[k]], "sessions": sorted(candidates[k]),
              "excerpts": excerpts[k]} for k in ordered]
+
+
+def _mine(history: list[ContextSnapshot]):
+    """Every phrase of the notes, numbered, with the sessions whose notes hold it, and each distinct
+    sentence's phrase numbers."""
+    note_sessions: dict[str, set[int]] = {}  # distinct notes, in order of first appearance
+    for snap in history:
+        note_sessions.setdefault(snap.notes or "", set()).add(snap.session_number)
+    number: dict[tuple[str, ...], int] = {}
+    keys: list[tuple[str, ...]] = []
+    surface: list[str] = []       # first seen form
+    sessions: list[set[int]] = []
+    in_sentence: dict[str, list[int]] = {}
+    for note, note_sess in note_sessions.items():
+        for sentence in text.sentences(note):
+            found = in_sentence.get(sentence)
+            if found is None:
+                found = in_sentence[sentence] = []
+                for key, form in text.phrases(sentence).items():
+                    n = number.get(key)
+                    if n is None:
+                        n = number[key] = len(keys)
+                        keys.append(key)
+                        surface.append(form)
+                        sessions.append(set())
+                    found.append(n)
+            for n in found:
+                sessions[n] |= note_sess
+    return number, keys, surface, sessions, in_sentence
 
 
 def _sub_phrases(key: tuple[str, ...], min_n: int) -> list[tuple[str, ...]]:

@@ -42,37 +42,20 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
 
 from __future__ import annotations
 
-import heapq
 import math
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Hashable
 from itertools import chain
-from operator import itemgetter
 
 from mgcp import text
+from mgcp.operations.shared import shared
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
 CANDIDATES_PER_NEIGHBOUR = 2  # candidates scored exactly per neighbour asked for
 COUNTING_SUFFIX = 0.75        # see _counting_prefix
-COUNTING_COST = 5             # posting entries counted in C per candidate checked in Python
-
-
-_shared: dict | None = None  # corpus -> vectors, inside `shared_vectors()` only
-
-
-@contextmanager
-def shared_vectors() -> Iterator[None]:
-    """Within the block, a corpus is vectorised once: the duplicate and community operations of one
-    REM cycle read the same lessons. The vectors are dropped when the block ends."""
-    global _shared
-    _shared = {}
-    try:
-        yield
-    finally:
-        _shared = None
+COUNTING_COST = 10            # posting entries counted in C per candidate checked in Python
 
 
 class SimilarityBackend(ABC):
@@ -105,12 +88,8 @@ class LexicalBackend(SimilarityBackend):
 
     def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         """TF-IDF vectors (L2-normalised) of a corpus; empty documents get an empty vector."""
-        if _shared is None:
-            return self._vectors(docs)
-        key = tuple(docs.items())
-        if key not in _shared:
-            _shared[key] = self._vectors(docs)
-        return _shared[key]
+        # the duplicate and community operations of one cycle vectorise the same lessons
+        return shared(("tf-idf", tuple(docs.items())), lambda: self._vectors(docs))
 
     def _vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         counts = {key: self.counts(doc) for key, doc in docs.items()}
@@ -208,7 +187,7 @@ class LexicalBackend(SimilarityBackend):
             counts = Counter(chain.from_iterable(lists))
             counts.pop(i, None)
             keys_i = vec.keys()
-            for j, _ in heapq.nlargest(width, counts.items(), key=itemgetter(1)):
+            for j in _most_shared(counts, width):
                 pair = (i, j) if i < j else (j, i)
                 if pair not in scored:
                     vec_j = vecs[j]
@@ -216,6 +195,17 @@ class LexicalBackend(SimilarityBackend):
         found = sorted(((a, b, min(s, 1.0)) for (a, b), s in scored.items() if s >= floor),
                        key=lambda p: (-round(p[2], 9), p[0], p[1]))
         return top_k([(keys[a], keys[b], s) for a, b, s in found], k)
+
+
+def _most_shared(counts: Counter, width: int) -> list:
+    """The `width` keys with the highest counts, ties going to the first counted: the set
+    `heapq.nlargest` would pick, found by a C-level sort of the counts and two filters instead of a
+    heap loop in Python."""
+    if len(counts) <= width:
+        return list(counts)
+    cut = sorted(counts.values(), reverse=True)[width - 1]
+    above = [j for j, c in counts.items() if c > cut]
+    return above + [j for j, c in counts.items() if c == cut][: width - len(above)]
 
 
 def top_k(pairs: list[tuple[Doc, Doc, float]], k: int) -> list[tuple[Doc, Doc, float]]:
