@@ -135,6 +135,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 # -- graph ---------------------------------------------------------------------------------------
 
+_REST = ""  # the rest of the graph in a part's Louvain run; never a lesson id
+
+
 def _partition(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, str, float]],
                resolution: float, seed: int) -> dict[str, int]:
     """Louvain on each connected part of the graph on its own (see the module docstring). Each part
@@ -203,9 +206,6 @@ def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]
     for node, neighbours in adjacency.items():
         degree[partition[node]] += sum(neighbours.values())
     return math.fsum(inner[c] / m - (d / (2 * m)) ** 2 for c, d in degree.items())
-
-
-_REST = ""  # never a lesson id
 
 
 def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict):
@@ -294,8 +294,9 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
 
     Phrases (one to three topical words in a row) come from each member's trigger and tags. A phrase
     qualifies when at least half the members (two or more) use it, and three quarters as many as
-    use the most common word (a phrase narrower than the cluster is no title for it); the best is the one most
-    members use, then the most distinctive (sum of its words' idf, so longer phrases win ties)."""
+    use the most common word (a phrase narrower than the cluster is no title for it); the best is
+    the one most members use, then the most distinctive (sum of its words' idf, so longer phrases
+    win ties)."""
     used: Counter = Counter()
     surface: dict[tuple[str, ...], Counter] = defaultdict(Counter)
     for lid in members:

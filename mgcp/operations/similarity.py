@@ -23,11 +23,11 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   every earlier document shares, and check only those sharing at least the number a match needs
   (`_counting_prefix` gives the bound). The route is chosen per document by comparing posting
   entries to count with candidates to check (`COUNTING_COST`, tuned on the benchmark: 10 is
-  best at 10k lessons, 2-4 at 100k); both routes are exact. At 10k lessons this takes about 3 s
-  instead of 4.2 s; at 100k, 42 s instead of about 60 s.
+  best at 10k lessons, 2-4 at 100k); both routes are exact. At 10k lessons this takes about 2.7 s
+  instead of 4.2 s; at 100k, about 46 s instead of 60 s.
 - The result is exact (same pairs as brute force), deterministic, and memory is linear in the
-  total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a plain inverted
-  index on all tokens would touch every pair sharing a common word.
+  total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a
+  plain inverted index on all tokens would touch every pair sharing a common word.
 - At low thresholds (community detection's 0.35) the prefix covers most of a document and nearly
   every pair sharing a topic word becomes a candidate (11.8M candidates for 9.5k edges at 10k
   lessons). A graph needs each lesson's nearest neighbours, not every weak pair, so `nearest` answers
