@@ -98,29 +98,11 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
         for index, plan_item in enumerate(chosen, 1):
             op = plan_item.operation
             progress(f"[{index}/{len(chosen)}] {op} ...")
-            t_op = time.perf_counter()
-            try:
-                # The analysis runs outside any transaction (it may take a while and must not hold the
-                # write lock); what it produced is then written in one transaction.
-                findings, summary, output = await RUNNERS[op](store, project, settings[op], run_id, inputs)
-                async with store.transaction():
-                    if output:
-                        name, write = output
-                        async with store.recording() as changes:
-                            await write()
-                        if changes:
-                            await store.record_action(None, run_id, name, changes, auto=True)
-                    stored = await _store_findings(store, findings, project.project_id, run_id)
-                    await store.record_operation_run(
-                        project.project_id, op, session,
-                        schedule.next_due(plan_item.strategy, plan_item.params, session),
-                        {"findings": len(stored), **summary})
-                report.findings.extend(stored)
-                result = OperationResult(operation=op, findings=len(stored), summary=summary)
-            except Exception as exc:  # one failing operation must not lose the others' work
-                errors.append(f"{op}: {exc}")
-                result = OperationResult(operation=op, error=f"{type(exc).__name__}: {exc}")
-            result.duration_ms = round((time.perf_counter() - t_op) * 1000, 1)
+            result, stored = await _run_operation(store, project, plan_item, settings[op], session,
+                                                  run_id, inputs)
+            if result.error:
+                errors.append(f"{op}: {result.error}")
+            report.findings.extend(stored)
             progress(f"[{index}/{len(chosen)}] {op}: {result.findings} finding(s) in {result.duration_ms:.0f} ms"
                      + (f" - FAILED: {result.error}" if result.error else ""))
             report.operations.append(result)
@@ -129,6 +111,33 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
         await store.finish_run(run_id, report.duration_ms, len(report.findings), errors,
                                [r.model_dump() for r in report.operations])
     return report
+
+
+async def _run_operation(store: Store, project: ProjectContext, plan_item: OperationSchedule,
+                         settings: dict, session: int, run_id: int,
+                         inputs: _Inputs) -> tuple[OperationResult, list[RemFinding]]:
+    """One operation: the analysis outside any transaction (it may take a while and must not hold
+    the write lock), then what it produced, its findings and its schedule cursor in one transaction.
+    A failure is reported in the result; it must not lose the other operations' work."""
+    op, t0, stored = plan_item.operation, time.perf_counter(), []
+    try:
+        findings, summary, output = await RUNNERS[op](store, project, settings, run_id, inputs)
+        async with store.transaction():
+            if output:
+                name, write = output
+                async with store.recording() as changes:
+                    await write()
+                if changes:
+                    await store.record_action(None, run_id, name, changes, auto=True)
+            stored = await _store_findings(store, findings, project.project_id, run_id)
+            await store.record_operation_run(
+                project.project_id, op, session, schedule.next_due(plan_item.strategy, plan_item.params, session),
+                {"findings": len(stored), **summary})
+        result = OperationResult(operation=op, findings=len(stored), summary=summary)
+    except Exception as exc:
+        stored, result = [], OperationResult(operation=op, error=f"{type(exc).__name__}: {exc}")
+    result.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
+    return result, stored
 
 
 async def _store_findings(store: Store, findings: list[RemFinding], project_id: str, run_id: int) -> list[RemFinding]:
