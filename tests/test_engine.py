@@ -77,3 +77,23 @@ def test_per_project_override_changes_only_that_project(db, run):
         return await engine.status(s, config, A), await engine.status(s, config, B)
     a, b = run(db, work)
     assert "staleness_scan" in due(a) and "staleness_scan" not in due(b)
+
+
+def test_a_failing_operation_is_reported_and_the_others_still_run(db, run, monkeypatch):
+    from mgcp.engine import cycle
+
+    async def broken(*args):
+        raise ValueError("the analysis blew up")
+
+    monkeypatch.setitem(cycle.RUNNERS, "duplicate_detection", broken)
+
+    async def work(s):
+        await s.register_session(A, "s1")
+        report = await engine.run_cycle(s, CONFIG, A, operations=["duplicate_detection", "staleness_scan"])
+        state = await s.rem_state((await s.get_project(A)).project_id)
+        return report, state
+    report, state = run(db, work)
+    by_op = {o.operation: o for o in report.operations}
+    assert by_op["duplicate_detection"].error == "ValueError: the analysis blew up"
+    assert by_op["staleness_scan"].error is None
+    assert "staleness_scan" in state and "duplicate_detection" not in state  # its cursor did not move
