@@ -35,7 +35,7 @@ def test_unrelated_texts_score_zero():
 @pytest.mark.parametrize("counting_cost", [0, 10, 10**9])  # prefix candidates only, mixed, counting only
 @pytest.mark.parametrize("threshold", [0.3, 0.6, 0.8, 0.9])
 def test_pairs_equal_brute_force(threshold, counting_cost, monkeypatch):
-    monkeypatch.setattr(similarity, "_counting_cost", lambda n: counting_cost)
+    monkeypatch.setattr(similarity, "COUNTING_COST", counting_cost)
     docs = random_docs(60)
     backend = LexicalBackend()
     vecs = backend.vectors(docs)

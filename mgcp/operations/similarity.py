@@ -22,10 +22,9 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   takes a second route when it is cheaper: count, in C (`Counter`), how many of its rarest words
   every earlier document shares, and check only those sharing at least the number a match needs
   (`_counting_prefix` gives the bound). The route is chosen per document by comparing posting
-  entries to count with candidates to check (`_counting_cost`: measured on the benchmark, an entry
-  costs a tenth of a check at 10k lessons and a quarter at 100k, as the postings outgrow the
-  caches); both routes are exact. At 10k lessons this takes about 2.7 s instead of 4.2 s; at 100k,
-  about 42 s instead of 60 s.
+  entries to count with candidates to check (`COUNTING_COST`, tuned on the benchmark: 10 is
+  best at 10k lessons, 2-4 at 100k); both routes are exact. At 10k lessons this takes about 2.7 s
+  instead of 4.2 s; at 100k, about 46 s instead of 60 s.
 - The result is exact (same pairs as brute force), deterministic, and memory is linear in the
   total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a
   plain inverted index on all tokens would touch every pair sharing a common word.
@@ -56,6 +55,7 @@ Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
 CANDIDATES_PER_NEIGHBOUR = 2  # candidates scored exactly per neighbour asked for
 COUNTING_SUFFIX = 0.75        # see _counting_prefix
+COUNTING_COST = 10            # posting entries counted in C per candidate checked in Python
 
 
 class SimilarityBackend(ABC):
@@ -127,7 +127,6 @@ class LexicalBackend(SimilarityBackend):
 
         keysets = [frozenset(v) for v in vecs]
         reach = [_reach(v) for v in vecs]
-        counting_cost = _counting_cost(len(vecs))
         prefixed: dict[str, list[int]] = defaultdict(list)   # feature -> documents with it in their prefix
         everyone: dict[str, list[int]] = defaultdict(list)   # feature -> every document with it
         found: list[tuple[int, int, float]] = []
@@ -140,7 +139,7 @@ class LexicalBackend(SimilarityBackend):
             prefix = features[: _prefix_length(features, vec, max_weight, t)]
             counted, need = _counting_prefix(features, vec, t)
             lists = [everyone[f] for f in counted]
-            if sum(map(len, lists)) <= counting_cost * sum(len(prefixed[f]) for f in prefix):
+            if sum(map(len, lists)) <= COUNTING_COST * sum(len(prefixed[f]) for f in prefix):
                 counts = Counter(chain.from_iterable(lists))
                 candidates = [j for j, c in counts.items() if c >= need]
             else:
@@ -228,12 +227,6 @@ def _reach(vec: dict[str, float]) -> list[float]:
         total += w * w
         out.append(math.sqrt(total))
     return out
-
-
-def _counting_cost(n: int) -> float:
-    """Posting entries worth counting in C per candidate not checked in Python, for n documents:
-    10 up to 10k documents, 4 from 100k (the benchmark's optima), log-linear in between."""
-    return min(10.0, max(4.0, 10.0 - 6.0 * math.log10(max(n, 1) / 10_000)))
 
 
 def _counting_prefix(features: list[str], vec: dict[str, float], t: float) -> tuple[list[str], int]:
