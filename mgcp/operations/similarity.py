@@ -22,9 +22,9 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   takes a second route when it is cheaper: count, in C (`Counter`), how many of its rarest words
   every earlier document shares, and check only those sharing at least the number a match needs
   (`_counting_prefix` gives the bound). The route is chosen per document by comparing posting
-  entries to count with candidates to check (`COUNTING_COST`, tuned on the benchmark: 10 is
-  best at 10k lessons, 2-4 at 100k); both routes are exact. At 10k lessons this takes about 2.7 s
-  instead of 4.2 s; at 100k, about 46 s instead of 60 s.
+  entries to count with candidates to check (`COUNTING_COST`; on the benchmark 10 beats 4 by a
+  second at 10k lessons and ties with it at 100k); both routes are exact. At 10k lessons this takes
+  about 2.7 s instead of 4.2 s; at 100k, 44 s instead of about 54 s (vectors not included).
 - The result is exact (same pairs as brute force), deterministic, and memory is linear in the
   total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a
   plain inverted index on all tokens would touch every pair sharing a common word.
