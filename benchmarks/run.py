@@ -126,7 +126,7 @@ def w_rem(a) -> dict:
     conn.close()
     from mgcp.config import DEFAULTS, RemConfig
     from mgcp.engine.cycle import run_cycle
-    from mgcp.persistence import Store
+    from mgcp.persistence.store import Store
 
     base = peak_mib()
 
@@ -149,7 +149,7 @@ def w_quality(a) -> dict:
     max_findings lifted so the cap does not hide anything)."""
     from mgcp.config import DEFAULTS
     from mgcp.operations import duplicate_detection, lesson_text
-    from mgcp.persistence import Store
+    from mgcp.persistence.store import Store
     from mgcp import text
 
     labels = json.loads(Path(a.labels).read_text())
@@ -157,9 +157,9 @@ def w_quality(a) -> dict:
 
     async def load():
         async with Store.open(a.db) as store:
-            lessons = await store.list_lessons()
-            project = await store.get_project(a.project)
-            history = await store.history_since(project.project_id, -1)
+            lessons = await store.lessons.list()
+            project = await store.context.get_project(a.project)
+            history = await store.context.history_since(project.project_id, -1)
             return lessons, history
 
     lessons, history = asyncio.run(load())
@@ -228,7 +228,7 @@ def _kinds(findings) -> dict:
 def w_latency(a) -> dict:
     """In-process latency of query_lessons, refine_lesson and save_context: `runs` runs of `n`
     calls each (after a warm-up); per run p50 and p99."""
-    from mgcp.persistence import Store
+    from mgcp.persistence.store import Store
 
     rng = random.Random(a.seed)
     labels = json.loads(Path(a.labels).read_text())
@@ -246,16 +246,16 @@ def w_latency(a) -> dict:
                         if what == "query":
                             q = " ".join(rng.sample(words, 3))
                             t0 = time.perf_counter()
-                            await store.query_lessons(q, project_id=None)
+                            await store.lessons.query(q, project_id=None)
                         elif what == "refine":
                             lid = rng.choice(ids)
-                            lesson = await store.get_lesson(lid)
+                            lesson = await store.lessons.get(lid)
                             t0 = time.perf_counter()
-                            await store.refine_lesson(lid, f"benchmark refinement {run}.{i}",
+                            await store.lessons.refine(lid, f"benchmark refinement {run}.{i}",
                                                       action=lesson.action + f" Bench {run}.{i}.")
                         else:
                             t0 = time.perf_counter()
-                            await store.save_context(
+                            await store.context.save(
                                 a.project, notes=f"Benchmark save {run}.{i}: {' '.join(rng.sample(words, 6))}",
                                 active_files=[f"src/bench_{i % 7}.py"],
                                 decisions=[f"bench decision {run}.{i}"] if i % 5 == 0 else None)

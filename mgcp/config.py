@@ -23,6 +23,9 @@ OPERATIONS = (
     "knowledge_extraction",
     "context_summary",
 )
+# Operations over the lessons, which every project shares: their findings are reviewed from any
+# project. The others work on one project's history and their findings stay in that project.
+SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection")
 
 DEFAULTS: dict[str, dict] = {
     "staleness_scan": {
@@ -57,9 +60,16 @@ STRATEGY_KEYS = {
 SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
 
 
-def normalize_path(path: str) -> str:
-    """A project's key: an absolute, normalized path; it need not exist (projects move, history stays)."""
+def plain_path(path: str) -> str:
+    """An absolute, normalized path, symlinks left as they are."""
     return os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
+
+
+def normalize_path(path: str) -> str:
+    """A project's key: absolute and normalized, with symlinks resolved when the path exists (a
+    link to a project is the same project); a path need not exist (projects move, history stays)."""
+    plain = plain_path(path)
+    return os.path.realpath(plain) if os.path.exists(plain) else plain
 
 
 def data_dir() -> Path:

@@ -29,4 +29,13 @@ class DatabaseError(MgcpError):
 
 
 class ConflictError(MgcpError):
-    """An action would overwrite later changes (a stale finding, an undo after later edits)."""
+    """An action would overwrite later changes (a stale finding, an undo after later edits).
+    `details` lists what would be overwritten, one line each, when known."""
+
+    def __init__(self, message: str, details: list[str] | None = None):
+        super().__init__(message)
+        self.details = details or []
+
+
+class SettledError(ConflictError):
+    """The finding was answered already (perhaps by another process at the same moment)."""

@@ -25,9 +25,21 @@ class LessonStatus(str, Enum):
     superseded = "superseded"  # merged into another lesson (see superseded_by)
 
 
+class RelationshipType(str, Enum):
+    related = "related"
+    prerequisite = "prerequisite"
+    sequence_next = "sequence_next"
+    alternative = "alternative"
+    complements = "complements"
+    specializes = "specializes"
+    generalizes = "generalizes"
+    contradicts = "contradicts"
+    child_of = "child_of"
+
+
 class Relationship(BaseModel):
     target: str
-    type: str = "related"
+    type: str = "related"  # a RelationshipType value (legacy rows may hold others: kept as written)
     weight: float = 0.5
     context: list[str] = Field(default_factory=list)
     bidirectional: bool = True
@@ -66,11 +78,30 @@ class LessonVersion(BaseModel):
 
 
 class Todo(BaseModel):
+    """A todo as every MGCP version wrote it: older ones wrote integer priorities, left the status
+    out, or added keys of their own (kept as they are, so a re-save never loses them)."""
+
+    model_config = ConfigDict(defer_build=True, extra="allow")
+
     content: str
     status: str = "pending"
-    priority: str = "medium"
+    priority: str | int = "medium"
     created_at: str | None = None
     notes: str | None = None
+
+    @classmethod
+    def from_stored(cls, value: Any) -> "Todo":
+        """A stored todo of any shape: an object, or a plain string (the oldest shape)."""
+        if not isinstance(value, dict):
+            return cls(content=str(value))
+        fields = {k: v for k, v in value.items() if v is not None or k not in ("status", "priority")}
+        fields["content"] = str(value.get("content") or value.get("text") or value.get("title") or "")
+        for key in ("status", "created_at", "notes"):
+            if key in fields and fields[key] is not None and not isinstance(fields[key], str):
+                fields[key] = str(fields[key])
+        if "priority" in fields and not isinstance(fields["priority"], (str, int)) or isinstance(fields.get("priority"), bool):
+            fields["priority"] = str(fields["priority"])
+        return cls(**fields)
 
 
 class ProjectContext(BaseModel):
@@ -103,6 +134,16 @@ class ContextSnapshot(BaseModel):
     catalogue_delta: dict[str, Any] | None = None
 
 
+class ContextAt(BaseModel):
+    """The project's context at the end of a session, the catalogue rebuilt from the history's
+    deltas and verified against the recorded hash."""
+
+    session: int  # the session asked for
+    snapshot: ContextSnapshot  # the last save at or before the end of that session
+    catalogue: dict[str, Any]
+    verified: bool = True
+
+
 class SessionRegistration(BaseModel):
     project_id: str
     session_id: str
@@ -115,7 +156,6 @@ class FindingStatus(str, Enum):
     applied = "applied"
     rejected = "rejected"  # a "keep" / "skip - coincidental" answer: not raised again unless the subject changes
     stale = "stale"        # the subject changed since it was raised
-    undone = "undone"
 
 
 class FindingOption(BaseModel):
@@ -164,7 +204,6 @@ class RemCycleReport(BaseModel):
     operations: list[OperationResult] = Field(default_factory=list)
     findings: list[RemFinding] = Field(default_factory=list)
     auto: bool = False
-    applied: list[str] = Field(default_factory=list)  # finding ids applied by --auto
 
 
 class OperationSchedule(BaseModel):
@@ -183,3 +222,41 @@ class RemStatus(BaseModel):
     session_number: int
     operations: list[OperationSchedule]
     pending_findings: int
+
+
+class RemReport(BaseModel):
+    """What `rem report` shows: the project's last run, and every finding waiting for review."""
+
+    project_id: str
+    project_path: str
+    last_run: RemCycleReport | None = None
+    pending: list[RemFinding] = Field(default_factory=list)
+
+
+class AutoResult(BaseModel):
+    """What --auto did with one finding: applied (with why the policy allowed it), or left."""
+
+    id: str
+    kind: str
+    title: str
+    option: str
+    why: str | None = None
+    result: str | None = None
+
+
+class RemRun(BaseModel):
+    """One `rem run`: the cycle's report and, with --auto, what was applied and what was left."""
+
+    report: RemCycleReport
+    auto: bool = False
+    dry_run: bool = False
+    applied: list[AutoResult] = Field(default_factory=list)
+    left_pending: list[AutoResult] = Field(default_factory=list)
+
+
+class ReviewStep(BaseModel):
+    """The finding a project reviews next, and how many wait after it and in all."""
+
+    finding: RemFinding | None = None
+    remaining: int = 0  # pending findings after this one in the queue
+    pending: int = 0    # pending findings of the project in all (skipped ones included)

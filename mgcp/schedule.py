@@ -5,7 +5,7 @@ pulling in pydantic. An operation that last ran at session `last` (0 = never) is
 exactly when `s >= next_due(strategy, params, last)`. Missed runs never pile up: whatever `last` is,
 the next due session is the first one strictly after it.
 
-Strategies (PRODUCT.md section 4):
+Strategies:
 - linear       {"interval": n}                      next_due = last + n
 - fibonacci    {"intervals": [5, 8, 13, ...]}       the first term > last; the list is extended by
                                                     the Fibonacci rule (each term the sum of the two before)
@@ -60,11 +60,6 @@ def next_due(strategy: str, params: dict, last: int) -> int:
             candidate += 1
         return candidate
     raise ValueError(f"unknown schedule strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-
-
-def is_due(strategy: str, params: dict, last: int, session: int) -> bool:
-    """True when the operation is due at `session`."""
-    return session >= next_due(strategy, params, last)
 
 
 SCHEDULE_PARAMS = ("interval", "intervals", "base_interval", "scale")

@@ -7,10 +7,11 @@ from contextlib import redirect_stderr, redirect_stdout
 from mgcp.surfaces.cli import main
 
 
-def mgcp(*args, stdin: str = "") -> tuple[int, str, str]:
+def mgcp(*args, stdin="") -> tuple[int, str, str]:
+    """`stdin`: the text to read, or a file-like object (e.g. one that answers what it is shown)."""
     out, err = io.StringIO(), io.StringIO()
     old_argv, old_stdin = sys.argv, sys.stdin
-    sys.argv, sys.stdin = ["mgcp", *map(str, args)], io.StringIO(stdin)
+    sys.argv, sys.stdin = ["mgcp", *map(str, args)], io.StringIO(stdin) if isinstance(stdin, str) else stdin
     code = 0
     try:
         with redirect_stdout(out), redirect_stderr(err):

@@ -35,7 +35,7 @@ def db(tmp_path) -> Path:
 @pytest.fixture
 def run():
     """Run a coroutine function against a Store opened on a path: run(path, lambda s: ...)."""
-    from mgcp.persistence import Store
+    from mgcp.persistence.store import Store
 
     def _run(path, work):
         async def main():

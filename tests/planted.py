@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import yaml
 
-from mgcp.persistence import Store
+from mgcp.persistence.store import Store
 from mgcp.surfaces.demo import DATA, load
 
 PROJECT = "/demo/harbor"

@@ -6,21 +6,21 @@ import sys
 
 WRITER = """
 import asyncio, sys
-from mgcp.persistence import Store
+from mgcp.persistence.store import Store
 from mgcp.models import Todo
 
 async def main(path, name):
     async with Store.open(path) as s:
         for i in range(40):
-            await s.refine_lesson("shared", f"{name} round {i}", action=f"{name} action {i}")
-            await s.save_context("/p/shared", f"{name}-session-{i}", notes=f"{name} note {i}",
+            await s.lessons.refine("shared", f"{name} round {i}", action=f"{name} action {i}")
+            await s.context.save("/p/shared", f"{name}-session-{i}", notes=f"{name} note {i}",
                                  todos=[Todo(content=f"{name} todo {i}")])
 asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
 def test_two_writers_interleave_without_loss(db, run):
-    run(db, lambda s: s.add_lesson("shared", "when two agents write at once", "Start here."))
+    run(db, lambda s: s.lessons.add("shared", "when two agents write at once", "Start here."))
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), name]) for name in ("a", "b")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     conn = sqlite3.connect(db)
@@ -36,7 +36,7 @@ def test_two_writers_interleave_without_loss(db, run):
 def test_a_writer_killed_mid_write_leaves_the_database_consistent(db, run):
     import time
 
-    run(db, lambda s: s.add_lesson("shared", "when a process dies mid-write", "Start here."))
+    run(db, lambda s: s.lessons.add("shared", "when a process dies mid-write", "Start here."))
     proc = subprocess.Popen([sys.executable, "-c", WRITER.replace("range(40)", "range(10_000)"), str(db), "k"])
     conn = sqlite3.connect(db)
     deadline = time.time() + 60

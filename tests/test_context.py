@@ -6,29 +6,29 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mgcp.errors import InvalidInputError
 from mgcp.models import Todo
-from mgcp.persistence import Store
+from mgcp.persistence.store import Store
 from mgcp.persistence.migrate import open_and_migrate
 
 P = "/work/projects/alpha"
 
 
 def test_first_save_adds_everything(db, run):
-    snap = run(db, lambda s: s.save_context(P, "s1", notes="start", catalogue={"a": 1}))
+    snap = run(db, lambda s: s.context.save(P, "s1", notes="start", catalogue={"a": 1}))
     assert snap.session_number == 1
     assert snap.catalogue_delta == {"added": {"a": 1}, "removed": {}, "changed": {}}
 
 
 def test_save_that_changes_nothing_writes_no_row(db, run):
-    run(db, lambda s: s.save_context(P, "s1", notes="same"))
-    assert run(db, lambda s: s.save_context(P, "s1", notes="same")) is None
+    run(db, lambda s: s.context.save(P, "s1", notes="same"))
+    assert run(db, lambda s: s.context.save(P, "s1", notes="same")) is None
     assert sqlite3.connect(db).execute("SELECT count(*) FROM context_history").fetchone()[0] == 1
 
 
 def test_todos_replace_and_decisions_append(db, run):
     async def work(s):
-        await s.save_context(P, "s1", todos=[Todo(content="a"), Todo(content="b")], decisions=["use WAL"])
-        await s.save_context(P, "s2", todos=[Todo(content="b", status="completed")], decisions=["pin deps"])
-        return await s.get_project(P)
+        await s.context.save(P, "s1", todos=[Todo(content="a"), Todo(content="b")], decisions=["use WAL"])
+        await s.context.save(P, "s2", todos=[Todo(content="b", status="completed")], decisions=["pin deps"])
+        return await s.context.get_project(P)
     project = run(db, work)
     assert [(t.content, t.status) for t in project.todos] == [("b", "completed")]
     assert project.recent_decisions == ["use WAL", "pin deps"]
@@ -36,10 +36,10 @@ def test_todos_replace_and_decisions_append(db, run):
 
 def test_sessions_count_distinct_ids(db, run):
     async def work(s):
-        a = await s.register_session(P, "id-1", "startup")
-        b = await s.register_session(P, "id-1", "resume")
-        c = await s.register_session(P, "id-2", "clear")
-        d = await s.save_context(P, None, notes="no id: current session")
+        a = await s.context.register_session(P, "id-1", "startup")
+        b = await s.context.register_session(P, "id-1", "resume")
+        c = await s.context.register_session(P, "id-2", "clear")
+        d = await s.context.save(P, None, notes="no id: current session")
         return a, b, c, d
     a, b, c, d = run(db, work)
     assert (a.session_number, a.is_new, b.session_number, b.is_new, c.session_number) == (1, True, 1, False, 2)
@@ -48,18 +48,18 @@ def test_sessions_count_distinct_ids(db, run):
 
 def test_secret_in_note_is_refused_and_nothing_written(db, run):
     with pytest.raises(InvalidInputError, match="API key"):
-        run(db, lambda s: s.save_context(P, "s1", notes="use sk-proj-" + "x" * 40))
+        run(db, lambda s: s.context.save(P, "s1", notes="use sk-proj-" + "x" * 40))
     assert sqlite3.connect(db).execute("SELECT count(*) FROM project_contexts").fetchone()[0] == 0
 
 
 def test_context_at_detects_tampered_history(db, run):
-    run(db, lambda s: s.save_context(P, "s1", catalogue={"a": 1}))
+    run(db, lambda s: s.context.save(P, "s1", catalogue={"a": 1}))
     conn = sqlite3.connect(db)
     conn.execute("""UPDATE context_history SET catalogue_delta = '{"added": {"a": 2}}'""")
     conn.commit()
     from mgcp.errors import DatabaseError
     with pytest.raises(DatabaseError, match="does not verify"):
-        run(db, lambda s: s.context_at(P, 1))
+        run(db, lambda s: s.context.at(P, 1))
 
 
 json_values = st.recursive(
@@ -79,8 +79,8 @@ def test_any_sequence_of_catalogue_saves_replays_exactly(tmp_path_factory, saves
         async with Store.open(path) as s:
             expected = {}
             for i, catalogue in enumerate(saves, 1):
-                await s.save_context(P, f"session-{i}", notes=f"save {i}", catalogue=catalogue)
+                await s.context.save(P, f"session-{i}", notes=f"save {i}", catalogue=catalogue)
                 expected[i] = catalogue
-            return {i: (await s.context_at(P, i))[1] for i in expected}, expected
+            return {i: (await s.context.at(P, i)).catalogue for i in expected}, expected
     got, expected = asyncio.run(work())
     assert got == expected

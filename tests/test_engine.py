@@ -16,7 +16,7 @@ def test_status_and_run_agree_over_200_sessions(db, run):
     async def work(s):
         disagreements, runs = [], {op: [] for op in OPERATIONS}
         for n in range(1, 201):
-            await s.register_session(A, f"session-{n}")
+            await s.context.register_session(A, f"session-{n}")
             status = await engine.status(s, CONFIG, A)
             report = await engine.run_cycle(s, CONFIG, A)
             ran = [o.operation for o in report.operations]
@@ -36,7 +36,7 @@ def test_status_and_run_agree_over_200_sessions(db, run):
 def test_missed_runs_run_once_and_reschedule(db, run):
     async def work(s):
         for n in range(1, 14):
-            await s.register_session(A, f"s{n}")
+            await s.context.register_session(A, f"s{n}")
         report = await engine.run_cycle(s, CONFIG, A)
         return report, await engine.status(s, CONFIG, A)
     report, status = run(db, work)
@@ -47,8 +47,8 @@ def test_missed_runs_run_once_and_reschedule(db, run):
 def test_projects_keep_independent_cursors(db, run):
     async def work(s):
         for n in range(1, 6):
-            await s.register_session(A, f"a{n}")
-        await s.register_session(B, "b1")
+            await s.context.register_session(A, f"a{n}")
+        await s.context.register_session(B, "b1")
         await engine.run_cycle(s, CONFIG, A)
         return await engine.status(s, CONFIG, A), await engine.status(s, CONFIG, B)
     a, b = run(db, work)
@@ -72,8 +72,8 @@ def test_per_project_override_changes_only_that_project(db, run):
 
     async def work(s):
         for n in range(1, 3):
-            await s.register_session(A, f"a{n}")
-            await s.register_session(B, f"b{n}")
+            await s.context.register_session(A, f"a{n}")
+            await s.context.register_session(B, f"b{n}")
         return await engine.status(s, config, A), await engine.status(s, config, B)
     a, b = run(db, work)
     assert "staleness_scan" in due(a) and "staleness_scan" not in due(b)
@@ -88,9 +88,9 @@ def test_a_failing_operation_is_reported_and_the_others_still_run(db, run, monke
     monkeypatch.setitem(cycle.RUNNERS, "duplicate_detection", broken)
 
     async def work(s):
-        await s.register_session(A, "s1")
+        await s.context.register_session(A, "s1")
         report = await engine.run_cycle(s, CONFIG, A, operations=["duplicate_detection", "staleness_scan"])
-        state = await s.rem_state((await s.get_project(A)).project_id)
+        state = await s.rem.state((await s.context.get_project(A)).project_id)
         return report, state
     report, state = run(db, work)
     by_op = {o.operation: o for o in report.operations}

@@ -6,21 +6,21 @@ from mgcp.errors import InvalidInputError, NotFoundError
 
 
 def add(store, lesson_id="verify-api", **kw):
-    return store.add_lesson(lesson_id, kw.pop("trigger", "calling an unfamiliar API"),
+    return store.lessons.add(lesson_id, kw.pop("trigger", "calling an unfamiliar API"),
                             kw.pop("action", "Read its signature first."), **kw)
 
 
 def test_add_writes_version_one(db, run):
-    versions = run(db, lambda s: add(s)) and run(db, lambda s: s.lesson_versions("verify-api"))
+    versions = run(db, lambda s: add(s)) and run(db, lambda s: s.lessons.versions("verify-api"))
     assert [(v.version, v.action, v.reconstructed) for v in versions] == [(1, "Read its signature first.", False)]
 
 
 def test_refine_twice_keeps_every_version_with_reasons(db, run):
     async def work(s):
         await add(s, tags=["api"])
-        await s.refine_lesson("verify-api", "too vague", action="Read the signature and one example.", session_id="s1")
-        await s.refine_lesson("verify-api", "no why", rationale="Guessing costs retries.", tags=["api", "docs"])
-        return await s.lesson_versions("verify-api")
+        await s.lessons.refine("verify-api", "too vague", action="Read the signature and one example.", session_id="s1")
+        await s.lessons.refine("verify-api", "no why", rationale="Guessing costs retries.", tags=["api", "docs"])
+        return await s.lessons.versions("verify-api")
     v = run(db, work)
     assert [x.version for x in v] == [1, 2, 3]
     assert (v[0].action, v[0].refinement_reason, v[0].session_id) == ("Read its signature first.", "too vague", "s1")
@@ -33,7 +33,7 @@ def test_refine_twice_keeps_every_version_with_reasons(db, run):
 def test_refine_that_changes_nothing_is_refused(db, run):
     run(db, lambda s: add(s))
     with pytest.raises(InvalidInputError, match="changes nothing"):
-        run(db, lambda s: s.refine_lesson("verify-api", "same", action="Read its signature first."))
+        run(db, lambda s: s.lessons.refine("verify-api", "same", action="Read its signature first."))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -50,16 +50,16 @@ def test_bad_lesson_text_is_refused(db, run, kwargs, message):
 
 def test_unknown_lesson_is_not_found(db, run):
     with pytest.raises(NotFoundError):
-        run(db, lambda s: s.refine_lesson("nope", "why", action="x"))
+        run(db, lambda s: s.lessons.refine("nope", "why", action="x"))
 
 
 def test_link_is_stored_both_ways_once(db, run):
     async def work(s):
         await add(s, "a")
         await add(s, "b", trigger="reading API docs")
-        first = await s.link_lessons("a", "b", "complements")
-        second = await s.link_lessons("b", "a")
-        return first, second, await s.get_lesson("a"), await s.get_lesson("b")
+        first = await s.lessons.link("a", "b", "complements")
+        second = await s.lessons.link("b", "a")
+        return first, second, await s.lessons.get("a"), await s.lessons.get("b")
     first, second, a, b = run(db, work)
     assert (first, second) == (True, False)
     assert [(r.target, r.type) for r in a.relationships] == [("b", "complements")]
@@ -70,8 +70,8 @@ def test_query_ranks_counts_and_logs(db, run):
     async def work(s):
         await add(s, "api", trigger="calling an unfamiliar API", action="Read the signature.")
         await add(s, "git", trigger="rebasing a shared branch", action="Never force-push shared branches.")
-        hits = await s.query_lessons("unfamiliar api call")
-        return hits, await s.get_lesson("api"), await s.recent_queries("2000")
+        hits = await s.lessons.query("unfamiliar api call")
+        return hits, await s.lessons.get("api"), await s.lessons.recent_queries("2000")
     hits, lesson, queries = run(db, work)
     assert [h[0].id for h in hits] == ["api"]
     assert lesson.usage_count == 1 and lesson.last_used
@@ -83,6 +83,6 @@ def test_query_skips_archived_lessons(db, run):
 
     async def work(s):
         await add(s, "api")
-        await s.set_lifecycle("api", LessonStatus.archived)
-        return await s.query_lessons("unfamiliar API")
+        await s.lessons.set_lifecycle("api", LessonStatus.archived)
+        return await s.lessons.query("unfamiliar API")
     assert run(db, work) == []

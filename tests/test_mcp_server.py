@@ -137,7 +137,7 @@ def db(server_db, client) -> Path:
 def kb(db, run) -> Path:
     async def seed(store):
         for lesson_id, trigger, action, tags in KB:
-            await store.add_lesson(lesson_id, trigger, action, tags=tags)
+            await store.lessons.add(lesson_id, trigger, action, tags=tags)
     run(db, seed)
     return db
 
@@ -191,14 +191,14 @@ def test_query_counts_a_retrieval(client, db, run):
     results = client.ok("query_lessons", text="sqlite processes", limit=3, project_path=PROJECT)["results"]
     assert [r["id"] for r in results] == ["wal-mode"]
     assert results[0]["usage_count"] == 1
-    assert run(db, lambda s: s.get_lesson("wal-mode")).usage_count == 1
+    assert run(db, lambda s: s.lessons.get("wal-mode")).usage_count == 1
 
 
 def test_link_lessons_links_both_ways(client, db, run):
     for lesson_id in ("a-lesson", "b-lesson"):
         client.ok("add_lesson", lesson_id=lesson_id, trigger=f"{lesson_id} trigger", action="do it")
     assert client.ok("link_lessons", source="a-lesson", target="b-lesson", type="complements")["added"]
-    b = run(db, lambda s: s.get_lesson("b-lesson"))
+    b = run(db, lambda s: s.lessons.get("b-lesson"))
     assert [(r.target, r.type) for r in b.relationships] == [("a-lesson", "complements")]
 
 
@@ -230,7 +230,7 @@ def test_context_history_lists_both_saves(client, db):
 def test_context_at_session_rebuilds_that_catalogue(client, db):
     save_twice(client)
     at = client.ok("get_context_at_session", project_path=PROJECT, session=1)
-    assert at["notes"] == "started checkout" and at["catalogue"] == {"db": "sqlite"} and at["verified"]
+    assert at["snapshot"]["notes"] == "started checkout" and at["catalogue"] == {"db": "sqlite"} and at["verified"]
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_bad_input_is_a_tool_error_with_the_cli_message(client, db, tool, argume
 
 def test_secret_is_not_stored(client, db, run):
     client.error("save_project_context", project_path=PROJECT, notes=f"key {SECRET}")
-    assert run(db, lambda s: s.find_project(PROJECT)) is None
+    assert run(db, lambda s: s.context.find_project(PROJECT)) is None
 
 
 def test_unexpected_failure_is_a_tool_error_and_the_server_lives_on(client, db):
@@ -306,7 +306,7 @@ def test_rem_run_returns_the_first_finding_as_a_question(client, kb):
 
 def test_cluster_finding_is_multi_select(client, kb):
     first = first_finding(client)
-    cluster = client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]
+    cluster = client.ok("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]
     assert cluster["header"] == "Cluster" and cluster["multiSelect"] is True
     assert sorted(cluster["choices"]) == sorted(k[0] for k in KB[2:])
     subset = [o for o in cluster["options"] if o.get("multi_select")]
@@ -319,26 +319,26 @@ def test_answering_findings_one_by_one_until_none_remain(client, kb, run):
         assert len(answered) < 10, "the review does not end"
         if finding["header"] == "Cluster":  # pick a subset: exercises the multi-select path
             option = next(o["number"] for o in finding["options"] if o.get("multi_select"))
-            result = client.ok("rem_answer", finding_id=finding["finding_id"], option=option,
+            result = client.ok("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"], option=option,
                                selection=["stripe-signature-verify", "webhook-retry-logic"])
         else:
-            result = client.ok("rem_answer", finding_id=finding["finding_id"], option=finding["recommended"])
+            result = client.ok("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"], option=finding["recommended"])
         answered.append((finding["header"], result["result"]["action"]))
         finding = result["finding"]
     assert result["pending"] == 0 and "No findings remain" in result["message"]
     assert ("Duplicate", "merge") in answered and ("Cluster", "link_subset") in answered
 
-    kept = run(kb, lambda s: s.get_lesson("verify-method-exists"))
-    merged = run(kb, lambda s: s.get_lesson("check-method-exists"))
+    kept = run(kb, lambda s: s.lessons.get("verify-method-exists"))
+    merged = run(kb, lambda s: s.lessons.get("check-method-exists"))
     assert kept.version == 2 and merged.status.value == "superseded" and merged.superseded_by == kept.id
-    stripe = run(kb, lambda s: s.get_lesson("stripe-signature-verify"))
+    stripe = run(kb, lambda s: s.lessons.get("stripe-signature-verify"))
     assert "webhook-retry-logic" in [r.target for r in stripe.relationships]
     assert client.ok("rem_status", project_path=PROJECT)["pending_findings"] == 0
 
 
 def test_skip_moves_on_and_leaves_the_finding_pending(client, kb):
     first = first_finding(client)
-    result = client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Skip for now"))
+    result = client.ok("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=choose(first, "Skip for now"))
     assert result["result"]["action"] == "skip"
     assert result["finding"]["finding_id"] != first["finding_id"]
     report = client.ok("rem_report", project_path=PROJECT)["report"]
@@ -347,21 +347,21 @@ def test_skip_moves_on_and_leaves_the_finding_pending(client, kb):
 
 def test_an_option_out_of_range_is_a_tool_error_with_the_cli_message(client, kb):
     first = first_finding(client)
-    message = client.error("rem_answer", finding_id=first["finding_id"], option=9)
+    message = client.error("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=9)
     code, _, err = mgcp("rem", "resolve", first["finding_id"], "--option", "9", "--db", kb)
     assert code == 2 and err == f"Error: {message}\n"
 
 
 def test_a_subset_option_without_a_selection_is_a_tool_error(client, kb):
     first = first_finding(client)
-    cluster = client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]
+    cluster = client.ok("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]
     option = next(o["number"] for o in cluster["options"] if o.get("multi_select"))
-    assert client.error("rem_answer", finding_id=cluster["finding_id"], option=option).startswith("pick two or more")
+    assert client.error("rem_answer", project_path=PROJECT, finding_id=cluster["finding_id"], option=option).startswith("pick two or more")
 
 
 def test_rem_undo_restores_a_merge(client, kb):
     first = first_finding(client)
-    client.ok("rem_answer", finding_id=first["finding_id"], option=choose(first, "Merge"))
+    client.ok("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=choose(first, "Merge"))
     undone = client.ok("rem_undo", finding_id=first["finding_id"])
     assert first["finding_id"] in undone["message"]
     code, out, _ = mgcp("lesson", "show", "check-method-exists", "--json", "--db", kb)

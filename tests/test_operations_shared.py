@@ -1,17 +1,17 @@
-from mgcp.operations.shared import cycle_cache, shared
+from mgcp.operations.shared import CycleCache, shared
 
 
-def test_a_cycle_computes_each_key_once_and_keeps_nothing_afterwards():
+def test_a_cache_computes_each_key_once_and_no_cache_computes_afresh():
     calls = []
 
     def compute():
         calls.append(1)
         return object()
 
-    assert shared("k", compute) is not shared("k", compute)  # outside a cycle: always afresh
-    with cycle_cache():
-        first = shared("k", compute)
-        assert shared("k", compute) is first
-        assert shared("other", compute) is not first
-    assert shared("k", compute) is not first
+    assert shared(None, "k", compute) is not shared(None, "k", compute)
+    cache = CycleCache()
+    first = shared(cache, "k", compute)
+    assert shared(cache, "k", compute) is first
+    assert shared(cache, "other", compute) is not first
+    assert shared(CycleCache(), "k", compute) is not first
     assert len(calls) == 5

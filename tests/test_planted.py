@@ -51,7 +51,7 @@ def test_second_run_on_unchanged_data_stores_nothing_new(planted, run, report):
 
 
 def test_context_summary_is_stored(planted, run, report):
-    summary = run(planted, lambda s: s.last_summary(report.project_id))
+    summary = run(planted, lambda s: s.rem.last_summary(report.project_id))
     assert summary["to_session"] == report.session_number and "decision" in summary["narrative"].lower()
 
 

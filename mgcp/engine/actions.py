@@ -17,14 +17,13 @@ import re
 from dataclasses import dataclass, field
 
 from mgcp.config import RemConfig
-from mgcp.engine.findings import is_stale
-from mgcp.errors import ConflictError, InvalidInputError
-from mgcp.models import FindingStatus, LessonStatus, RemFinding, Todo
-from mgcp.persistence import Store
+from mgcp.engine import review
+from mgcp.errors import ConflictError, InvalidInputError, SettledError
+from mgcp.models import AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
+from mgcp.persistence.store import Store
 from mgcp.validation import check_lesson_id, check_text
 
 REJECTING = {"keep", "keep_both", "project_specific"}  # remembered: not raised again for this subject
-LESSON_OPERATIONS = {"staleness_scan", "duplicate_detection", "community_detection"}
 
 
 @dataclass
@@ -39,33 +38,43 @@ class Outcome:
 
 async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                   input_text: str | None = None, selection: list[str] | None = None,
-                  auto: bool = False) -> Outcome:
-    """Apply option `option` (1-based) of a pending finding."""
-    finding = await store.get_finding(finding_id)
-    if finding.status != FindingStatus.pending:
-        raise InvalidInputError(f"finding {finding_id} is {finding.status.value}, not pending")
+                  auto: bool = False, project_path: str | None = None) -> Outcome:
+    """Apply option `option` (1-based) of a pending finding, in one write transaction with the
+    check that it is still pending and still speaks: two answers to one finding apply it once, and
+    the second gets a ConflictError. With `project_path`, only a finding that project's review may
+    show is answered."""
+    if project_path is not None:
+        finding = await review.finding_for(store, project_path, finding_id)
+    else:
+        finding = await store.rem.get_finding(finding_id)
     if not 1 <= option <= len(finding.options):
-        raise InvalidInputError(f"finding {finding_id} has options 1 to {len(finding.options)}; got {option}")
+        raise InvalidInputError(f"finding {finding.id} has options 1 to {len(finding.options)}; got {option}")
     chosen = finding.options[option - 1]
-    if chosen.action == "skip":
-        return Outcome(finding.id, "skip", "pending", "skipped; the finding stays pending")
-    if chosen.needs_input and not input_text and chosen.action not in OPTIONAL_INPUT:
+    if chosen.needs_input and not input_text and selection is None and chosen.action not in OPTIONAL_INPUT:
         raise InvalidInputError(f"option {option} ({chosen.label}) needs input: {chosen.needs_input}")
     executor = ACTIONS.get(chosen.action)
-    if executor is None:
+    if executor is None and chosen.action != "skip":
         raise InvalidInputError(f"option {option} has an unknown action {chosen.action!r}")
+    stale = None
     async with store.recording() as changes:
-        # Checked inside the write transaction, so no other process can change the subject between
-        # the check and the action.
-        stale = await is_stale(store, finding)
+        # BEGIN IMMEDIATE holds the write lock from here on: nobody can answer the finding or
+        # change its subject between these checks and the action.
+        current = await store.rem.get_finding(finding.id)
+        if current.status != FindingStatus.pending:
+            raise SettledError(f"finding {finding.id} is already {current.status.value}"
+                                + (f" (option {current.chosen_option})" if current.chosen_option else "")
+                                + "; nothing was applied")
+        if chosen.action == "skip":
+            return Outcome(finding.id, "skip", "pending", "skipped; the finding stays pending")
+        stale = await review.is_stale(store, finding)
         if stale:
-            await store.set_finding_status(finding.id, FindingStatus.stale)
+            await store.rem.set_finding_status(finding.id, FindingStatus.stale)
         else:
             message, details = await executor(store, config, finding, input_text, selection)
             status = FindingStatus.rejected if chosen.action in REJECTING else FindingStatus.applied
-            await store.set_finding_status(finding.id, status, option, input_text)
+            await store.rem.set_finding_status(finding.id, status, option, input_text)
             lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
-            await store.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)
+            await store.rem.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)
     if stale:
         raise ConflictError(f"finding {finding.id} is stale: {stale}; run REM again for a fresh finding")
     return Outcome(finding.id, chosen.action, status.value, message, len(lesson_changes), details)
@@ -79,20 +88,20 @@ def _lesson(finding: RemFinding) -> str:
 
 async def _archive(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
-    await store.set_lifecycle(lesson_id, LessonStatus.archived, reason=f"REM {finding.kind}")
+    await store.lessons.set_lifecycle(lesson_id, LessonStatus.archived, reason=f"REM {finding.kind}")
     return f"archived {lesson_id} (out of retrieval, kept in history)", {}
 
 
 async def _delete(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
-    await store.set_lifecycle(lesson_id, LessonStatus.deleted, reason=f"REM {finding.kind}")
+    await store.lessons.set_lifecycle(lesson_id, LessonStatus.deleted, reason=f"REM {finding.kind}")
     return f"deleted {lesson_id} (its history is kept; `mgcp rem undo {finding.id}` restores it)", {}
 
 
 async def _update_trigger(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
     trigger = check_text("trigger", text, limit=1000)
-    await store.refine_lesson(lesson_id, reason="REM staleness scan: trigger keywords matched no recent query",
+    await store.lessons.refine(lesson_id, reason="REM staleness scan: trigger keywords matched no recent query",
                               trigger=trigger)
     return f"refined {lesson_id} with a new trigger", {}
 
@@ -100,7 +109,7 @@ async def _update_trigger(store, config, finding, text, selection):
 async def _refine(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
     action = check_text("action", text)
-    await store.refine_lesson(lesson_id, reason=f"REM {finding.kind}: reviewed and refined", action=action)
+    await store.lessons.refine(lesson_id, reason=f"REM {finding.kind}: reviewed and refined", action=action)
     return f"refined {lesson_id} with a new action", {}
 
 
@@ -110,22 +119,22 @@ async def _reject(store, config, finding, text, selection):
 
 async def _merge(store, config, finding, text, selection):
     canonical_id, other_id = finding.data["canonical"], finding.data["other"]
-    canonical, other = await store.get_lesson(canonical_id), await store.get_lesson(other_id)
+    canonical, other = await store.lessons.get(canonical_id), await store.lessons.get(other_id)
     rels = {r.target: r.model_dump() for r in canonical.relationships}
     for r in other.relationships:
         if r.target not in rels and r.target not in (canonical_id, other_id):
             rels[r.target] = r.model_dump()
     examples = list(canonical.examples) + [e for e in other.examples if e not in canonical.examples]
     similarity = finding.data.get("similarity")
-    await store.refine_lesson(
+    await store.lessons.refine(
         canonical_id,
         reason=f"merged duplicate {other_id}" + (f" (similarity {similarity:.2f})" if similarity else ""),
         tags=sorted(set(canonical.tags) | set(other.tags)), examples=examples,
         relationships=list(rels.values()))
-    await store.set_lifecycle(other_id, LessonStatus.superseded, reason="merged by REM",
+    await store.lessons.set_lifecycle(other_id, LessonStatus.superseded, reason="merged by REM",
                               superseded_by=canonical_id)
     repointed = []
-    for lesson in await store.lessons_linking_to(other_id):
+    for lesson in await store.lessons.linking_to(other_id):
         if lesson.id == other_id:
             continue
         new, seen = [], set()
@@ -135,7 +144,7 @@ async def _merge(store, config, finding, text, selection):
                 continue
             seen.add(target)
             new.append({**r.model_dump(), "target": target})
-        await store.set_relationships(lesson.id, new)
+        await store.lessons.set_relationships(lesson.id, new)
         repointed.append(lesson.id)
     return (f"merged {other_id} into {canonical_id}; {other_id} is archived as superseded"
             + (f"; re-pointed links from {', '.join(repointed)}" if repointed else ""),
@@ -149,7 +158,7 @@ async def _delete_one(store, config, finding, text, selection):
         target = pair[int(target) - 1]
     if target not in pair:
         raise InvalidInputError(f"name the lesson to delete: {pair[0]} or {pair[1]}")
-    await store.set_lifecycle(target, LessonStatus.deleted, reason="duplicate removed by REM")
+    await store.lessons.set_lifecycle(target, LessonStatus.deleted, reason="duplicate removed by REM")
     return f"deleted {target} (history kept)", {}
 
 
@@ -157,7 +166,7 @@ async def _link(store, members: list[str]) -> list[tuple[str, str]]:
     made = []
     for i, a in enumerate(members):
         for b in members[i + 1:]:
-            if await store.link_lessons(a, b, "related", 0.5, ["linked by REM community detection"]):
+            if await store.lessons.link(a, b, "related", 0.5, ["linked by REM community detection"]):
                 made.append((a, b))
     return made
 
@@ -176,7 +185,7 @@ async def _link_subset(store, config, finding, text, selection):
         bad = [p for p in picked if p not in choices]
         if bad or not picked:
             raise InvalidInputError(f"pick one or more of: {', '.join(choices)}")
-        made = [(lesson, t) for t in picked if await store.link_lessons(lesson, t, "related", 0.5)]
+        made = [(lesson, t) for t in picked if await store.lessons.link(lesson, t, "related", 0.5)]
         return f"linked {lesson} to {', '.join(picked)}", {"links": made}
     if len(picked) < 2 or any(p not in choices for p in picked):
         raise InvalidInputError(f"pick two or more of: {', '.join(choices)}")
@@ -200,7 +209,7 @@ def _parse_selection(text: str | None, choices: list[str]) -> list[str]:
 async def _link_suggested(store, config, finding, text, selection):
     lesson = finding.data["lesson"]
     made = [(lesson, t) for t in finding.data.get("suggested", [])
-            if await store.link_lessons(lesson, t, "related", 0.5, ["suggested by REM"])]
+            if await store.lessons.link(lesson, t, "related", 0.5, ["suggested by REM"])]
     return f"linked {lesson} to {len(made)} suggested lesson(s)", {"links": made}
 
 
@@ -227,9 +236,9 @@ async def _draft_lesson(store, config, finding, text, selection):
     draft = draft_with_edits(finding.data.get("draft") or {}, text)
     lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
     base, n = lesson_id, 2
-    while await store.lesson_exists(lesson_id):
+    while await store.lessons.exists(lesson_id):
         lesson_id, n = f"{base}-{n}", n + 1
-    lesson = await store.add_lesson(
+    lesson = await store.lessons.add(
         lesson_id, check_text("trigger", draft.get("trigger"), limit=1000),
         check_text("action", draft.get("action")), check_text("rationale", draft.get("rationale"), required=False),
         tags=[check_text("tag", t, limit=100) for t in draft.get("tags") or []])
@@ -237,7 +246,7 @@ async def _draft_lesson(store, config, finding, text, selection):
 
 
 async def _todo_change(store, finding, close: bool):
-    project = await store.get_project_by_id(finding.project_id)
+    project = await store.context.project_by_id(finding.project_id)
     content = finding.data["todo"]
     todos = [t for t in project.todos]
     match = [t for t in todos if t.content == content and t.status != "completed"]
@@ -247,7 +256,7 @@ async def _todo_change(store, finding, close: bool):
         new = [t.model_copy(update={"status": "completed"}) if t.content == content else t for t in todos]
     else:
         new = [t for t in todos if t.content != content]
-    await store.save_context(project.project_path, todos=[Todo(**t.model_dump()) for t in new])
+    await store.context.save(project.project_path, todos=[Todo(**t.model_dump()) for t in new])
     return project
 
 
@@ -289,50 +298,65 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
 
 
 async def apply_auto(store: Store, config: RemConfig, project_path: str,
-                     findings: list[RemFinding]) -> tuple[list[dict], list[dict]]:
-    """Apply what the policy allows; returns (applied, left) as small dicts for reports."""
+                     findings: list[RemFinding]) -> tuple[list[AutoResult], list[AutoResult]]:
+    """Apply what the policy allows; returns (applied, left pending). A finding that another
+    process settled meanwhile is neither: it is skipped (a concurrent --auto is no failure)."""
     applied, left = [], []
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action == "merge"):
         why = auto_decision(finding, config, project_path)
-        entry = {"id": finding.id, "kind": finding.kind, "title": finding.title,
-                 "option": finding.options[finding.recommended - 1].label}
+        entry = AutoResult(id=finding.id, kind=finding.kind, title=finding.title,
+                           option=finding.options[finding.recommended - 1].label)
         if why is None:
             left.append(entry)
             continue
         try:
             outcome = await resolve(store, config, finding.id, finding.recommended, auto=True)
-            applied.append({**entry, "why": why, "result": outcome.message})
+            applied.append(entry.model_copy(update={"why": why, "result": outcome.message}))
+        except SettledError:
+            continue
         except ConflictError as exc:
-            left.append({**entry, "result": str(exc)})
+            left.append(entry.model_copy(update={"result": str(exc)}))
     return applied, left
 
 
 # -- undo -----------------------------------------------------------------------------------------
 
-async def undo_finding(store: Store, finding_id: str) -> str:
-    finding = await store.get_finding(finding_id)
-    actions = await store.actions_for(finding_id=finding_id)
+async def undo_finding(store: Store, finding_id: str, force: bool = False) -> str:
+    """Restore what the finding's actions changed and make it pending again. A later change of
+    content makes it refuse (ConflictError listing what would be overwritten) unless `force`."""
+    finding = await store.rem.get_finding(finding_id)
+    actions = await store.rem.actions_for(finding_id=finding.id)
     if not actions:
-        raise InvalidInputError(f"finding {finding_id} has no applied action to undo ({finding.status.value})")
+        raise InvalidInputError(f"finding {finding.id} has no applied action to undo ({finding.status.value})")
     async with store.transaction():
-        for action in reversed(actions):
-            await store.restore(action["changes"])
-            await store.mark_action_undone(action["id"])
-        await store.set_finding_status(finding_id, FindingStatus.pending)
-    return f"undid {', '.join(a['action'] for a in actions)} of finding {finding_id}; it is pending again"
+        await _undo(store, actions, force)
+    return f"undid {', '.join(a['action'] for a in actions)} of finding {finding.id}; it is pending again"
 
 
-async def undo_run(store: Store, run_id: int) -> str:
-    await store.get_run(run_id)
-    actions = await store.actions_for(run_id=run_id)
+async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
+    """Undo every action of a run (its findings' and its automatic outputs), in one transaction."""
+    await store.rem.get_run(run_id)
+    actions = await store.rem.actions_for(run_id=run_id)
     if not actions:
         raise InvalidInputError(f"run {run_id} has no applied action to undo")
     async with store.transaction():
-        for action in reversed(actions):
-            await store.restore(action["changes"])
-            await store.mark_action_undone(action["id"])
-            if action["finding_id"]:
-                await store.set_finding_status(action["finding_id"], FindingStatus.pending)
+        await _undo(store, actions, force)
     return f"undid {len(actions)} action(s) of run {run_id}"
+
+
+async def _undo(store: Store, actions: list[dict], force: bool) -> None:
+    conflicts = []
+    for action in reversed(actions):
+        try:
+            await store.restore(action["changes"], force)
+        except ConflictError as exc:  # collect them all, so that --force can show every one
+            conflicts += exc.details
+            await store.restore(action["changes"], force=True)
+        await store.rem.mark_action_undone(action["id"])
+        if action["finding_id"]:
+            await store.rem.set_finding_status(action["finding_id"], FindingStatus.pending)
+    if conflicts:
+        raise ConflictError("undo would overwrite later changes: " + "; ".join(conflicts)
+                            + ". Nothing was undone; --force shows them and asks", details=conflicts)

@@ -10,22 +10,24 @@ actions, so undoing the run removes them too.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
-import os
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from mgcp import schedule
-from mgcp.config import OPERATIONS, RemConfig, normalize_path
+from mgcp.config import OPERATIONS, RemConfig
+from mgcp.engine import review
+from mgcp.engine.actions import apply_auto
 from mgcp.errors import InvalidInputError
 from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
-                         RemStatus)
-from mgcp.operations.shared import cycle_cache
-from mgcp.persistence import Store
-from mgcp.persistence.core import utcnow
-from mgcp.persistence.sessions import project_id_for
+                         RemReport, RemRun, RemStatus)
+from mgcp.operations.shared import CycleCache
+from mgcp.persistence.database import utcnow
+from mgcp.persistence.store import Store
 
 Progress = Callable[[str], None]
 
@@ -50,30 +52,48 @@ def schedules(config: RemConfig, project_path: str, state: dict[str, dict], sess
     ]
 
 
-async def known_project(store: Store, project_path: str) -> ProjectContext:
-    """The project, or (without writing anything) a new one at session 0."""
-    project = await store.find_project(project_path)
-    if project is None:
-        path = normalize_path(project_path)
-        project = ProjectContext(project_id=project_id_for(path), project_name=os.path.basename(path),
-                                 project_path=path, last_accessed=utcnow())
-    return project
-
-
 async def status(store: Store, config: RemConfig, project_path: str) -> RemStatus:
-    project = await known_project(store, project_path)
-    ops = schedules(config, project.project_path, await store.rem_state(project.project_id),
+    """Each operation's schedule for the project, and how many findings wait for its review.
+    (Findings found stale on the way are marked so.)"""
+    project = await store.context.known_project(project_path)
+    ops = schedules(config, project.project_path, await store.rem.state(project.project_id),
                     project.session_count)
-    from mgcp.engine.findings import pending_findings
-
-    pending = await pending_findings(store, project_path)
+    pending = await review.pending_findings(store, project_path)
     return RemStatus(project_id=project.project_id, project_path=project.project_path,
                      session_number=project.session_count, operations=ops,
                      pending_findings=len(pending))
 
 
 def _finding_id(fingerprint: str, run_id: int) -> str:
-    return hashlib.sha256(f"{fingerprint}:{run_id}".encode()).hexdigest()[:8]
+    """64 bits of a hash of what is unique to the finding: collisions are out of reach in practice,
+    and a unique prefix of 8 characters is accepted wherever an id is."""
+    return hashlib.sha256(f"{fingerprint}:{run_id}".encode()).hexdigest()[:16]
+
+
+async def run(store: Store, config: RemConfig, project_path: str, operations: list[str] | None = None,
+              auto: bool = False, dry_run: bool = False, progress: Progress | None = None) -> RemRun:
+    """`rem run`: the cycle, then with `auto` the policy's answers to the project's queue. A dry
+    run analyses first (no lock held), then writes everything in one transaction that it rolls
+    back, so it shows exactly what would happen and changes nothing."""
+    if dry_run and not auto:
+        raise InvalidInputError("--dry-run goes with --auto")
+    operations = check_operations(operations)
+    project = await store.context.known_project(project_path)
+    plan, analyses = await _analyse(store, config, project, operations, progress)
+
+    async def write() -> RemRun:
+        await store.context.ensure_project(project.project_path)
+        report = await _record(store, project, plan, analyses, auto)
+        if not auto:
+            return RemRun(report=report)
+        applied, left = await apply_auto(store, config, project.project_path,
+                                         await review.pending_findings(store, project.project_path))
+        return RemRun(report=report, auto=True, dry_run=dry_run, applied=applied, left_pending=left)
+
+    if not dry_run:
+        return await write()
+    async with store.preview():
+        return await write()
 
 
 async def run_cycle(store: Store, config: RemConfig, project_path: str,
@@ -81,63 +101,98 @@ async def run_cycle(store: Store, config: RemConfig, project_path: str,
                     auto: bool = False) -> RemCycleReport:
     """Run the due operations (or the named ones) for the project and store their findings."""
     operations = check_operations(operations)
+    project = await store.context.ensure_project(project_path)
+    plan, analyses = await _analyse(store, config, project, operations, progress)
+    return await _record(store, project, plan, analyses, auto)
+
+
+@dataclass
+class _Analysis:
+    """One operation's analysis, not yet written: findings, summary, automatic output."""
+
+    plan: OperationSchedule
+    findings: list[RemFinding]
+    summary: dict
+    output: tuple | None  # (action name, async function that writes it) or None
+    duration_ms: float
+    error: str | None = None
+
+
+async def _analyse(store: Store, config: RemConfig, project: ProjectContext,
+                   operations: list[str] | None, progress: Progress | None):
+    """What is due (or named) and each operation's analysis. Nothing is written and no transaction
+    is open, so the write lock stays free however long this takes; the CPU-bound work of each
+    operation runs in a worker thread, so the event loop (an MCP server) keeps answering."""
     progress = progress or (lambda message: None)
-    project = await store.ensure_project(project_path)
     session = project.session_count
-    plan = schedules(config, project.project_path, await store.rem_state(project.project_id), session)
+    plan = schedules(config, project.project_path, await store.rem.state(project.project_id), session)
     chosen = [p for p in plan if (p.operation in operations if operations else p.due)]
     settings = config.for_project(project.project_path)
-    started, t0 = utcnow(), time.perf_counter()
-    run_id = await store.start_run(project.project_id, session, [p.operation for p in chosen], auto)
+    inputs = _Inputs(store, project.project_id)
+    analyses = []
+    for index, plan_item in enumerate(chosen, 1):
+        op, t0 = plan_item.operation, time.perf_counter()
+        progress(f"[{index}/{len(chosen)}] {op} ...")
+        try:
+            findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
+            analysis = _Analysis(plan_item, findings, summary, output, 0.0)
+        except Exception as exc:  # reported in the run; the other operations still run
+            analysis = _Analysis(plan_item, [], {}, None, 0.0, f"{type(exc).__name__}: {exc}")
+        analysis.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
+        progress(f"[{index}/{len(chosen)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
+                 + (f" - FAILED: {analysis.error}" if analysis.error else ""))
+        analyses.append(analysis)
+    return chosen, analyses
+
+
+async def _record(store: Store, project: ProjectContext, plan: list[OperationSchedule],
+                  analyses: list[_Analysis], auto: bool) -> RemCycleReport:
+    """Write the run: per operation, its output, new findings and schedule cursor in one
+    transaction (a failed operation writes nothing and its cursor does not move)."""
+    t0, session = time.perf_counter(), project.session_count
+    async with store.transaction():
+        run_id = await store.rem.start_run(project.project_id, session, [p.operation for p in plan], auto)
     report = RemCycleReport(run_id=run_id, project_id=project.project_id,
                             project_path=project.project_path, session_number=session,
-                            started_at=started, auto=auto)
+                            started_at=utcnow(), auto=auto)
     errors = []
-    inputs = _Inputs(store, project.project_id)
-    with cycle_cache():  # operations share vectorised lessons and mined notes
-        for index, plan_item in enumerate(chosen, 1):
-            op = plan_item.operation
-            progress(f"[{index}/{len(chosen)}] {op} ...")
-            result, stored = await _run_operation(store, project, plan_item, settings[op], session,
-                                                  run_id, inputs)
-            if result.error:
-                errors.append(f"{op}: {result.error}")
-            report.findings.extend(stored)
-            progress(f"[{index}/{len(chosen)}] {op}: {result.findings} finding(s) in {result.duration_ms:.0f} ms"
-                     + (f" - FAILED: {result.error}" if result.error else ""))
-            report.operations.append(result)
-    report.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
+    for analysis in analyses:
+        op = analysis.plan.operation
+        result = OperationResult(operation=op, duration_ms=analysis.duration_ms, summary=analysis.summary,
+                                 error=analysis.error)
+        if analysis.error is None:
+            try:
+                stored = await _write_operation(store, project, analysis, session, run_id)
+                result.findings = len(stored)
+                report.findings.extend(stored)
+            except Exception as exc:
+                result.error = f"{type(exc).__name__}: {exc}"
+        if result.error:
+            errors.append(f"{op}: {result.error}")
+        report.operations.append(result)
+    report.duration_ms = round(sum(a.duration_ms for a in analyses) + (time.perf_counter() - t0) * 1000, 1)
     async with store.transaction():
-        await store.finish_run(run_id, report.duration_ms, len(report.findings), errors,
-                               [r.model_dump() for r in report.operations])
+        await store.rem.finish_run(run_id, report.duration_ms, len(report.findings), errors,
+                                   [r.model_dump() for r in report.operations])
     return report
 
 
-async def _run_operation(store: Store, project: ProjectContext, plan_item: OperationSchedule,
-                         settings: dict, session: int, run_id: int,
-                         inputs: _Inputs) -> tuple[OperationResult, list[RemFinding]]:
-    """One operation: the analysis outside any transaction (it may take a while and must not hold
-    the write lock), then what it produced, its findings and its schedule cursor in one transaction.
-    A failure is reported in the result; it must not lose the other operations' work."""
-    op, t0, stored = plan_item.operation, time.perf_counter(), []
-    try:
-        findings, summary, output = await RUNNERS[op](store, project, settings, run_id, inputs)
-        async with store.transaction():
-            if output:
-                name, write = output
-                async with store.recording() as changes:
-                    await write()
-                if changes:
-                    await store.record_action(None, run_id, name, changes, auto=True)
-            stored = await _store_findings(store, findings, project.project_id, run_id)
-            await store.record_operation_run(
-                project.project_id, op, session, schedule.next_due(plan_item.strategy, plan_item.params, session),
-                {"findings": len(stored), **summary})
-        result = OperationResult(operation=op, findings=len(stored), summary=summary)
-    except Exception as exc:
-        stored, result = [], OperationResult(operation=op, error=f"{type(exc).__name__}: {exc}")
-    result.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
-    return result, stored
+async def _write_operation(store: Store, project: ProjectContext, analysis: _Analysis, session: int,
+                           run_id: int) -> list[RemFinding]:
+    plan_item = analysis.plan
+    async with store.transaction():
+        if analysis.output:
+            name, write = analysis.output
+            async with store.recording() as changes:
+                await write(run_id)
+            if changes:
+                await store.rem.record_action(None, run_id, name, changes, auto=True)
+        stored = await _store_findings(store, analysis.findings, project.project_id, run_id)
+        await store.rem.record_operation_run(
+            project.project_id, plan_item.operation, session,
+            schedule.next_due(plan_item.strategy, plan_item.params, session),
+            {"findings": len(stored), **analysis.summary})
+    return stored
 
 
 async def _store_findings(store: Store, findings: list[RemFinding], project_id: str, run_id: int) -> list[RemFinding]:
@@ -145,28 +200,32 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
     now = utcnow()
     async with store.transaction():
         for finding in findings:
-            if await store.finding_by_fingerprint(finding.fingerprint):
+            if await store.rem.finding_by_fingerprint(finding.fingerprint):
                 continue  # already pending, or answered "keep" for this very subject
             finding = finding.model_copy(update={
                 "id": _finding_id(finding.fingerprint, run_id), "project_id": project_id,
                 "run_id": run_id, "created_at": now})
-            await store.insert_finding(finding)
+            await store.rem.insert_finding(finding)
             stored.append(finding)
     return stored
 
 
-async def report(store: Store, project_path: str) -> RemCycleReport | None:
-    """The last finished run of the project and the findings it raised (with their status now)."""
-    project = await known_project(store, project_path)
-    run = await store.last_run(project.project_id)
-    if run is None:
-        return None
-    return RemCycleReport(
-        run_id=run["id"], project_id=project.project_id, project_path=project.project_path,
-        session_number=run["session_number"], started_at=run["started_at"],
-        duration_ms=run["duration_ms"] or 0.0, auto=bool(run["auto"]),
-        operations=[OperationResult(**o) for o in json.loads(run["operations"]) if isinstance(o, dict)],
-        findings=await store.findings(None, None, run_id=run["id"]))
+async def report(store: Store, project_path: str) -> RemReport:
+    """The project's last finished run with the findings it raised (their status now), and every
+    finding waiting for the project's review, whichever run raised it."""
+    project = await store.context.known_project(project_path)
+    pending = await review.pending_findings(store, project_path)
+    run = await store.rem.last_run(project.project_id)
+    last = None
+    if run is not None:
+        last = RemCycleReport(
+            run_id=run["id"], project_id=project.project_id, project_path=project.project_path,
+            session_number=run["session_number"], started_at=run["started_at"],
+            duration_ms=run["duration_ms"] or 0.0, auto=bool(run["auto"]),
+            operations=[OperationResult(**o) for o in json.loads(run["operations"]) if isinstance(o, dict)],
+            findings=await store.rem.findings(None, None, run_id=run["id"]))
+    return RemReport(project_id=project.project_id, project_path=project.project_path,
+                     last_run=last, pending=pending)
 
 
 # -- operation runners: data from the store in, findings out ---------------------------------------
@@ -182,86 +241,91 @@ class _Inputs:
 
     def __init__(self, store: Store, project_id: str):
         self.store, self.project_id = store, project_id
+        self.cache = CycleCache()  # what the operations compute alike (vectors, mined notes)
         self.active: list | None = None
         self.after: int | None = None
         self.snapshots: list = []
 
     async def lessons(self) -> list:
         if self.active is None:
-            self.active = await self.store.list_lessons()
+            self.active = await self.store.lessons.list()
         return self.active
 
     async def history(self, after_session: int) -> list:
         """Snapshots of sessions after `after_session`, oldest first."""
         if self.after is None or after_session < self.after:
-            self.snapshots = await self.store.history_since(self.project_id, after_session)
+            self.snapshots = await self.store.context.history_since(self.project_id, after_session)
             self.after = after_session
         return [s for s in self.snapshots if s.session_number > after_session]
 
 
-# Each returns (findings, summary, output): output is None or (action name, an async function that
-# writes the operation's automatic output); the engine runs it in the operation's transaction and
-# records it as an action of the run, so that `rem undo --run` takes it back.
+# Each returns (findings, summary, output): output is None or (action name, an async function of
+# the run id that writes the operation's automatic output); the engine runs it in the operation's
+# transaction and records it as an action of the run, so that `rem undo --run` takes it back.
+# The pure operation runs in a worker thread (`asyncio.to_thread`).
 
-async def _staleness(store, project, settings, run_id, inputs):
+async def _staleness(store, project, settings, inputs):
     from mgcp.operations import staleness_scan
 
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
-    queries = await store.recent_queries(since)
-    findings = staleness_scan.run(await inputs.lessons(), queries, now, settings)
+    queries = await store.lessons.recent_queries(since)
+    findings = await asyncio.to_thread(staleness_scan.run, await inputs.lessons(), queries, now, settings)
     return findings, {"queries_in_window": len(queries)}, None
 
 
-async def _duplicates(store, project, settings, run_id, inputs):
+async def _duplicates(store, project, settings, inputs):
     from mgcp.operations import duplicate_detection
 
     active = await inputs.lessons()
-    return duplicate_detection.run(active, settings), {"lessons": len(active)}, None
+    findings = await asyncio.to_thread(duplicate_detection.run, active, settings, cache=inputs.cache)
+    return findings, {"lessons": len(active)}, None
 
 
-async def _communities(store, project, settings, run_id, inputs):
+async def _communities(store, project, settings, inputs):
     from mgcp.operations import community_detection
 
-    previous = await store.last_community_run() or {}
-    result = community_detection.run(await inputs.lessons(), previous.get("communities"), settings,
-                                     previous.get("graph_hash"), previous.get("modularity") or 0.0)
+    previous = await store.rem.last_community_run() or {}
+    result = await asyncio.to_thread(
+        community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
+        previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache)
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 
-    async def write():
-        await store.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
+    async def write(run_id):
+        await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
         for community in result.communities:
-            await store.write_community_summary(community)
+            await store.rem.write_community_summary(community)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
-async def _extraction(store, project, settings, run_id, inputs):
+async def _extraction(store, project, settings, inputs):
     from mgcp.operations import knowledge_extraction
 
-    state = (await store.rem_state(project.project_id)).get("knowledge_extraction", {})
+    state = (await store.rem.state(project.project_id)).get("knowledge_extraction", {})
     history = await inputs.history(int(state.get("last_run_session") or 0) - 1)
-    findings = knowledge_extraction.run(history, await inputs.lessons(), settings)
-    for finding in findings:
+    findings = await asyncio.to_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
+                                       inputs.cache)
+    for finding in findings:  # the same theme in two projects is two findings
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
 
 
-async def _summary(store, project, settings, run_id, inputs):
+async def _summary(store, project, settings, inputs):
     from mgcp.operations import context_summary
 
-    last = await store.last_summary(project.project_id)
+    last = await store.rem.last_summary(project.project_id)
     history = await inputs.history(last["to_session"] if last else -1)
-    result = context_summary.run(history, settings)
+    result = await asyncio.to_thread(context_summary.run, history, settings, inputs.cache)
     if result is None:
         return [], {"snapshots": 0}, None
 
-    async def write():
-        await store.write_summary(project.project_id, result.from_session, result.to_session,
-                                  result.narrative, result.data)
+    async def write(run_id):
+        await store.rem.write_summary(project.project_id, result.from_session, result.to_session,
+                                      result.narrative, result.data)
 
     return [], {"snapshots": len(history), "from_session": result.from_session,
                 "to_session": result.to_session}, ("write_context_summary", write)

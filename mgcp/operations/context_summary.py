@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from mgcp import text
 from mgcp.models import ContextSnapshot
 from mgcp.operations.knowledge_extraction import CLOSED, recurring_phrases
+from mgcp.operations.shared import CycleCache
 
 THEME_MIN_SESSIONS = 2
 TOP = 5
@@ -29,7 +30,7 @@ class SummaryResult:
     to_session: int
 
 
-def run(history: list[ContextSnapshot], settings: dict) -> SummaryResult | None:
+def run(history: list[ContextSnapshot], settings: dict, cache: CycleCache | None = None) -> SummaryResult | None:
     history = sorted(history, key=lambda s: s.id)
     if not history:
         return None
@@ -71,7 +72,7 @@ def run(history: list[ContextSnapshot], settings: dict) -> SummaryResult | None:
         for path in snap.active_files:
             file_sessions[path].add(snap.session_number)
     files = sorted(file_sessions.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:TOP]
-    themes = (recurring_phrases(history, min(THEME_MIN_SESSIONS, len(sessions)), with_excerpts=False)[:TOP]
+    themes = (recurring_phrases(history, min(THEME_MIN_SESSIONS, len(sessions)), with_excerpts=False, cache=cache)[:TOP]
               if len(sessions) > 1 else [])
 
     data = {

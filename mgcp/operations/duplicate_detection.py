@@ -18,15 +18,16 @@ from __future__ import annotations
 
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import fingerprint, lesson_text, parse_time, subject_identity, subject_of
-from mgcp.operations.similarity import DEFAULT_BACKEND, SimilarityBackend
+from mgcp.operations.shared import CycleCache
+from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 from mgcp.text import shorten
 
 OPERATION = "duplicate_detection"
 
 
 def run(lessons: list[Lesson], settings: dict,
-        backend: SimilarityBackend | None = None) -> list[RemFinding]:
-    backend = backend or DEFAULT_BACKEND
+        backend: SimilarityBackend | None = None, cache: CycleCache | None = None) -> list[RemFinding]:
+    backend = backend or LexicalBackend(cache)
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
     docs = {lesson.id: lesson_text(lesson) for lesson in ordered}

@@ -26,7 +26,7 @@ from itertools import chain, islice
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, Lesson, RemFinding
-from mgcp.operations.shared import shared
+from mgcp.operations.shared import CycleCache, shared
 from mgcp.operations import fingerprint
 
 OPERATION = "knowledge_extraction"
@@ -35,14 +35,15 @@ MAX_EXCERPTS = 3
 CLOSED = {"completed", "done", "closed", "cancelled", "canceled"}
 
 
-def run(history: list[ContextSnapshot], lessons: list[Lesson], settings: dict) -> list[RemFinding]:
+def run(history: list[ContextSnapshot], lessons: list[Lesson], settings: dict,
+        cache: CycleCache | None = None) -> list[RemFinding]:
     history = sorted(history, key=lambda s: s.id)
     if not history:
         return []
     index = _LessonIndex(lessons)
     span = sorted({s.session_number for s in history})
     # Findings are made lazily, in order: once `max_findings` are made the rest is never computed.
-    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"])),
+    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"]), cache),
                      _decisions(history, index),
                      _lazy(lambda: _todos(history, int(settings["todo_min_sessions"]))))
     return list(islice(findings, max(0, int(settings.get("max_findings", 50)))))
@@ -106,7 +107,7 @@ _EMPTY: frozenset = frozenset()
 # -- themes --------------------------------------------------------------------------------------
 
 def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
-                      with_excerpts: bool = True) -> list[dict]:
+                      with_excerpts: bool = True, cache: CycleCache | None = None) -> list[dict]:
     """Phrases in the notes of >= min_sessions distinct sessions, sub-phrases folded into longer
     ones; sorted by session count (desc), length (desc), phrase. Also used by context_summary
     (which needs no excerpts: `with_excerpts=False` leaves them empty).
@@ -118,7 +119,7 @@ def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
     instead of a scan of all of them."""
     # context_summary mines the same history in the same cycle
     number, keys, surface, sessions, in_sentence = shared(
-        ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
+        cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
     candidates = {keys[n]: v for n, v in enumerate(sessions) if len(v) >= min_sessions}
     # A longer phrase that is only an occasional extension of a recurring phrase (of two or more
     # words) gives way to it: "connection pooling" in 5 sessions beats "connection pooling config"
@@ -206,8 +207,8 @@ def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
     return n < len(longer) and any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
 
 
-def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int):
-    for theme in recurring_phrases(history, min_sessions):
+def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int, cache: CycleCache | None):
+    for theme in recurring_phrases(history, min_sessions, cache=cache):
         if not index.covers(theme["key"]):
             yield _theme_finding(theme, span)
 

@@ -1,32 +1,29 @@
 """What the operations of one REM cycle can share: the same lessons vectorised once, the same notes
-mined once. Alive only inside `cycle_cache()` (the engine opens one per cycle); outside it every
-call computes afresh, so an operation run on its own behaves the same and nothing outlives a cycle.
+mined once. The engine makes one `CycleCache` per cycle and passes it to each operation; an
+operation called without one computes afresh, so it behaves the same on its own and nothing
+outlives a cycle. No module-level state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 T = TypeVar("T")
-_cache: dict | None = None
 
 
-@contextmanager
-def cycle_cache() -> Iterator[None]:
-    global _cache
-    _cache = {}
-    try:
-        yield
-    finally:
-        _cache = None
+class CycleCache:
+    """Computed values by key, for one cycle. Values must be treated as read-only."""
+
+    def __init__(self) -> None:
+        self._values: dict = {}
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        if key not in self._values:
+            self._values[key] = compute()
+        return self._values[key]
 
 
-def shared(key: Hashable, compute: Callable[[], T]) -> T:
-    """compute() once per key inside `cycle_cache()`; the result must be treated as read-only."""
-    if _cache is None:
-        return compute()
-    if key not in _cache:
-        _cache[key] = compute()
-    return _cache[key]
+def shared(cache: CycleCache | None, key: Hashable, compute: Callable[[], T]) -> T:
+    """compute() once per key in `cache`; always afresh without one."""
+    return compute() if cache is None else cache.get(key, compute)

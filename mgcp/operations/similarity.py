@@ -49,7 +49,7 @@ from collections.abc import Hashable
 from itertools import chain
 
 from mgcp import text
-from mgcp.operations.shared import shared
+from mgcp.operations.shared import CycleCache, shared
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -78,7 +78,11 @@ class SimilarityBackend(ABC):
 
 
 class LexicalBackend(SimilarityBackend):
-    """TF-IDF cosine over stemmed words, all-pairs by prefix filtering (see the module docstring)."""
+    """TF-IDF cosine over stemmed words, all-pairs by prefix filtering (see the module docstring).
+    With a `cache`, the operations of one cycle vectorise the same lessons once."""
+
+    def __init__(self, cache: CycleCache | None = None):
+        self.cache = cache
 
     # -- vectors ---------------------------------------------------------------------------------
 
@@ -88,8 +92,7 @@ class LexicalBackend(SimilarityBackend):
 
     def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         """TF-IDF vectors (L2-normalised) of a corpus; empty documents get an empty vector."""
-        # the duplicate and community operations of one cycle vectorise the same lessons
-        return shared(("tf-idf", tuple(docs.items())), lambda: self._vectors(docs))
+        return shared(self.cache, ("tf-idf", tuple(docs.items())), lambda: self._vectors(docs))
 
     def _vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         counts = {key: self.counts(doc) for key, doc in docs.items()}
@@ -275,6 +278,3 @@ def _normalise(vec: dict[str, float]) -> dict[str, float]:
 def _dot(a: dict[str, float], b: dict[str, float]) -> float:
     # The key intersection runs in C; candidates usually share only a few words.
     return math.fsum([a[f] * b[f] for f in a.keys() & b.keys()])
-
-
-DEFAULT_BACKEND = LexicalBackend()

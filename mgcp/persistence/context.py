@@ -1,4 +1,4 @@
-"""Project context and its history (PRODUCT.md section 3).
+"""Projects, their sessions, and their context with its history.
 
 A save that changes anything appends one `context_history` row in the same transaction as the update
 of `project_contexts`: notes, active files, todos and decisions in full, plus the catalogue's
@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any
 
 from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
-from mgcp.models import ContextSnapshot, ProjectContext, SessionRegistration, Todo
+from mgcp.models import ContextAt, ContextSnapshot, ProjectContext, SessionRegistration, Todo
 from mgcp.persistence import sessions as sql
-from mgcp.persistence.core import StoreCore, dumps, utcnow
+from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.validation import check_catalogue, check_list, check_text
 
 RECENT_DECISIONS = 10
-MAX_SESSION = 2**62
 
 
 def canonical(value: Any) -> str:
@@ -48,14 +46,28 @@ def apply_delta(catalogue: dict, delta: dict) -> dict:
     return result
 
 
+def _json(text: str | None, default):
+    """A JSON column as the type the model expects (older rows may hold another shape: then the
+    default, rather than a failure to read the whole project)."""
+    try:
+        value = json.loads(text) if text else default
+    except ValueError:
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
+def _texts(text: str | None) -> list[str]:
+    return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in _json(text, [])]
+
+
 def project_from_row(row) -> ProjectContext:
     d = dict(row)
     return ProjectContext(
         project_id=d["project_id"], project_name=d["project_name"], project_path=d["project_path"],
-        catalogue=json.loads(d["catalogue"] or "{}"),
-        todos=[Todo(**t) if isinstance(t, dict) else Todo(content=str(t)) for t in json.loads(d["todos"] or "[]")],
-        active_files=json.loads(d["active_files"] or "[]"),
-        recent_decisions=json.loads(d["recent_decisions"] or "[]"),
+        catalogue=_json(d["catalogue"], {}),
+        todos=[Todo.from_stored(t) for t in _json(d["todos"], [])],
+        active_files=_texts(d["active_files"]),
+        recent_decisions=_texts(d["recent_decisions"]),
         last_session_id=d["last_session_id"], last_accessed=d["last_accessed"],
         session_count=d["session_count"] or 0, notes=d["notes"],
     )
@@ -67,17 +79,23 @@ def snapshot_from_row(row) -> ContextSnapshot:
         id=d["id"], project_id=d["project_id"], session_number=d["session_number"],
         session_id=d["session_id"], timestamp=d["timestamp"], notes=d["notes"],
         active_files=json.loads(d["active_files"] or "[]"),
-        todos=[Todo(**t) if isinstance(t, dict) else Todo(content=str(t)) for t in json.loads(d["todos"] or "[]")],
+        todos=[Todo.from_stored(t) for t in _json(d["todos"], [])],
         recent_decisions=json.loads(d["recent_decisions"] or "[]"),
         catalogue_hash=d["catalogue_hash"],
-        catalogue_delta=json.loads(d["catalogue_delta"]) if d["catalogue_delta"] else None,
+        catalogue_delta=_json(d["catalogue_delta"], {}) or None,
     )
 
 
-class ContextStore(StoreCore):
+class Contexts:
+    """Projects, their sessions, and their context with its history."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    # -- projects and sessions (the rules are in persistence.sessions) --------------------------
+
     async def find_project(self, path: str) -> ProjectContext | None:
-        row = await self.fetchone("SELECT * FROM project_contexts WHERE project_path = ?",
-                                  [sql.normalize_path(path)])
+        row = await self.db.fetchone(sql.FIND_PROJECT, sql.find_params(path))
         return project_from_row(row) if row else None
 
     async def get_project(self, path: str) -> ProjectContext:
@@ -86,49 +104,54 @@ class ContextStore(StoreCore):
             raise NotFoundError(f"no context saved for project {sql.normalize_path(path)}")
         return project
 
-    async def get_project_by_id(self, project_id: str) -> ProjectContext:
-        row = await self.fetchone("SELECT * FROM project_contexts WHERE project_id = ?", [project_id])
+    async def known_project(self, path: str) -> ProjectContext:
+        """The project, or (writing nothing) the project it would be, at session 0."""
+        return await self.find_project(path) or ProjectContext(**sql.new_project(sql.normalize_path(path), utcnow()))
+
+    async def project_by_id(self, project_id: str) -> ProjectContext:
+        row = await self.db.fetchone("SELECT * FROM project_contexts WHERE project_id = ?", [project_id])
         if row is None:
             raise NotFoundError(f"no project with id {project_id!r}")
         return project_from_row(row)
 
     async def ensure_project(self, path: str) -> ProjectContext:
-        path = sql.normalize_path(path)
-        async with self.transaction():
+        async with self.db.transaction():
             project = await self.find_project(path)
             if project is None:
-                project = ProjectContext(project_id=sql.project_id_for(path),
-                                         project_name=os.path.basename(path) or path,
-                                         project_path=path, last_accessed=utcnow())
-                await self._insert("project_contexts", {
-                    "project_id": project.project_id, "project_name": project.project_name,
-                    "project_path": path, "last_accessed": project.last_accessed, "session_count": 0,
-                })
+                row = sql.new_project(sql.normalize_path(path), utcnow())
+                await self.db.insert("project_contexts", row)
+                project = ProjectContext(**row)
         return project
 
     async def register_session(self, path: str, session_id: str, source: str | None = None,
                                at: str | None = None) -> SessionRegistration:
-        async with self.transaction():
+        """Register a session; the result carries the project's current session number."""
+        async with self.db.transaction():
             project = await self.ensure_project(path)
-            known = await self.fetchone(sql.FIND_SESSION, [project.project_id, session_id])
-            if known:
+            if await self.db.fetchone(sql.FIND_SESSION, [project.project_id, session_id]):
                 return SessionRegistration(project_id=project.project_id, session_id=session_id,
-                                           session_number=known[0], is_new=False)
+                                           session_number=project.session_count, is_new=False)
             number, now = project.session_count + 1, at or utcnow()
-            await self._insert("project_sessions", {
+            await self.db.insert("project_sessions", {
                 "project_id": project.project_id, "session_id": session_id, "session_number": number,
                 "source": source, "first_seen_at": now})
-            await self._update("project_contexts", {"project_id": project.project_id}, {
+            await self.db.update("project_contexts", {"project_id": project.project_id}, {
                 "session_count": number, "last_session_id": session_id, "last_accessed": now})
         return SessionRegistration(project_id=project.project_id, session_id=session_id,
                                    session_number=number, is_new=True)
 
-    async def save_context(self, path: str, session_id: str | None = None, notes: str | None = None,
-                           todos: list[Todo] | None = None, decisions: list[str] | None = None,
-                           active_files: list[str] | None = None,
-                           catalogue: dict | None = None, at: str | None = None) -> ContextSnapshot | None:
+    # -- saving ---------------------------------------------------------------------------------
+
+    async def save(self, path: str, session_id: str | None = None, notes: str | None = None,
+                   todos: list[Todo] | None = None, decisions: list[str] | None = None,
+                   active_files: list[str] | None = None,
+                   catalogue: dict | None = None, at: str | None = None) -> ContextSnapshot | None:
         """Save the project's state; returns the new history row, or None when nothing changed.
-        `at` backdates the save (imports and the demo); by default it is now."""
+
+        The save belongs to the project's current session (a new session id opens the next one;
+        a known id continues the current one). A decision already among the recent decisions is
+        not appended again, so repeating a save changes nothing. `at` backdates the save (imports
+        and the demo); by default it is now."""
         notes = check_text("notes", notes, required=False)
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
@@ -138,28 +161,27 @@ class ContextStore(StoreCore):
             check_catalogue(catalogue)
         if session_id is not None:
             session_id = check_text("session id", session_id, limit=200)
-        async with self.transaction():
+        async with self.db.transaction():
             if session_id:
-                number = (await self.register_session(path, session_id, "save", at)).session_number
+                await self.register_session(path, session_id, "save", at)
             project = await self.ensure_project(path)
-            if not session_id:
-                number = project.session_count
-                if number == 0:  # a brand-new project's first save opens its first session
-                    number = 1
-                    await self._update("project_contexts", {"project_id": project.project_id},
-                                       {"session_count": 1})
+            number = project.session_count
+            if number == 0:  # a brand-new project's first save opens its first session
+                number = 1
+                await self.db.update("project_contexts", {"project_id": project.project_id},
+                                     {"session_count": 1})
             old_todos = {t.content: t for t in project.todos}
             now = at or utcnow()
             new_todos = project.todos if todos is None else [
                 t.model_copy(update={"created_at": t.created_at or (old_todos[t.content].created_at
                                                                       if t.content in old_todos else now)})
                 for t in todos]
-            new_decisions = (project.recent_decisions + list(decisions or []))[-RECENT_DECISIONS:]
+            added = [d for d in dict.fromkeys(decisions or []) if d not in project.recent_decisions]
             state = {
                 "notes": project.notes if notes is None else notes,
                 "todos": dumps([t.model_dump() for t in new_todos]),
                 "active_files": dumps(project.active_files if active_files is None else active_files),
-                "recent_decisions": dumps(new_decisions),
+                "recent_decisions": dumps((project.recent_decisions + added)[-RECENT_DECISIONS:]),
                 "catalogue": canonical(project.catalogue if catalogue is None else catalogue),
             }
             old = {
@@ -168,11 +190,11 @@ class ContextStore(StoreCore):
                 "recent_decisions": dumps(project.recent_decisions),
                 "catalogue": canonical(project.catalogue),
             }
-            if state == old and not decisions:
+            if state == old:
                 return None
             new_catalogue = json.loads(state["catalogue"])
             base = await self._latest_catalogue(project)
-            await self._update("project_contexts", {"project_id": project.project_id}, {
+            await self.db.update("project_contexts", {"project_id": project.project_id}, {
                 **state, "last_accessed": now,
                 **({"last_session_id": session_id} if session_id else {})})
             row = {
@@ -182,12 +204,12 @@ class ContextStore(StoreCore):
                 "catalogue_hash": catalogue_hash(new_catalogue),
                 "catalogue_delta": dumps(catalogue_delta(base, new_catalogue)),
             }
-            row["id"] = await self._insert("context_history", row)
+            row["id"] = await self.db.insert("context_history", row)
         return snapshot_from_row(row)
 
     async def _latest_catalogue(self, project: ProjectContext) -> dict:
         """The catalogue as the last snapshot recorded it (normally the current one)."""
-        last = await self.fetchone(
+        last = await self.db.fetchone(
             "SELECT catalogue_hash FROM context_history WHERE project_id = ? ORDER BY id DESC LIMIT 1",
             [project.project_id])
         if last is None:
@@ -195,38 +217,52 @@ class ContextStore(StoreCore):
         if last["catalogue_hash"] == catalogue_hash(project.catalogue):
             return project.catalogue
         # The catalogue was changed outside mgcp's saves (an older mgcp): replay history instead.
-        return (await self.context_at(project.project_path, None))[1]
+        return (await self._replay(project, None))[1]
 
-    async def context_history(self, path: str, limit: int | None = None) -> list[ContextSnapshot]:
+    # -- reading history ------------------------------------------------------------------------
+
+    async def history(self, path: str, limit: int | None = None) -> list[ContextSnapshot]:
         project = await self.get_project(path)
-        rows = await self.fetchall(
+        rows = await self.db.fetchall(
             "SELECT * FROM context_history WHERE project_id = ? ORDER BY id DESC LIMIT ?",
             [project.project_id, limit if limit is not None else -1])
         return [snapshot_from_row(r) for r in reversed(rows)]
 
     async def history_since(self, project_id: str, after_session: int) -> list[ContextSnapshot]:
-        rows = await self.fetchall(
+        rows = await self.db.fetchall(
             "SELECT * FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id",
             [project_id, after_session])
         return [snapshot_from_row(r) for r in rows]
 
-    async def context_at(self, path: str, session: int | None) -> tuple[ContextSnapshot, dict]:
-        """The state as of the end of `session` (None: the latest), catalogue rebuilt from the
-        deltas and verified against the recorded hash."""
-        if session is not None and not 0 <= session <= MAX_SESSION:
-            raise InvalidInputError(f"session must be between 0 and {MAX_SESSION}")
+    async def at(self, path: str, session: int) -> ContextAt:
+        """The state at the end of session `session` in time order: the last save before the first
+        save of any later session. Before the project's first save there is no context, and a
+        session past the current one is refused (NotFoundError / InvalidInputError)."""
         project = await self.get_project(path)
-        rows = await self.fetchall(
-            """SELECT * FROM context_history WHERE project_id = ? AND session_number <= ?
-               ORDER BY id""",
-            [project.project_id, session if session is not None else MAX_SESSION])
-        if not rows:
-            raise NotFoundError(f"no history for {project.project_path} at or before session {session}")
+        if not 0 <= session <= project.session_count:
+            raise InvalidInputError(f"session {session} is past the current session of "
+                                    f"{project.project_path}, which is {project.session_count}")
+        row, catalogue = await self._replay(project, session)
+        return ContextAt(session=session, snapshot=snapshot_from_row(row), catalogue=catalogue)
+
+    async def _replay(self, project: ProjectContext, session: int | None) -> tuple:
+        """The history row in force at the end of `session` (None: the latest) and the catalogue
+        rebuilt from the deltas up to it, each step verified against its recorded hash."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM context_history WHERE project_id = ? ORDER BY id", [project.project_id])
         catalogue: dict = {}
+        last = None
         for row in rows:
-            catalogue = apply_delta(catalogue, json.loads(row["catalogue_delta"] or "{}"))
+            if session is not None and row["session_number"] > session:
+                break  # history is a timeline: what came later is not part of that session
+            catalogue = apply_delta(catalogue, _json(row["catalogue_delta"], {}))
             if row["catalogue_hash"] and catalogue_hash(catalogue) != row["catalogue_hash"]:
                 raise DatabaseError(
                     f"catalogue history of {project.project_path} does not verify at history row "
                     f"{row['id']} (session {row['session_number']}): the stored hash does not match")
-        return snapshot_from_row(rows[-1]), catalogue
+            last = row
+        if last is None:
+            first = f"; its first save is in session {rows[0]['session_number']}" if rows else ""
+            raise NotFoundError(f"no context for {project.project_path} at session {session}: "
+                                f"nothing was saved by then{first}")
+        return last, catalogue

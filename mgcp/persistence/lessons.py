@@ -1,6 +1,6 @@
 """Lessons, their versions, lifecycle, links and retrieval.
 
-Versioning contract (PRODUCT.md section 3): `lesson_versions` holds one row per version, the current
+Versioning contract: `lesson_versions` holds one row per version, the current
 one included. Adding writes version 1; refining N to N+1 writes the reason and session id on row N
 and inserts row N+1, in the same transaction as the update of `lessons`. The search index is kept in
 step in that transaction too.
@@ -14,7 +14,8 @@ from typing import Any
 
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonStatus, LessonVersion, Relationship
-from mgcp.persistence.core import StoreCore, dumps, utcnow
+from mgcp.persistence.database import Database, dumps, utcnow
+from mgcp.text import STOP_WORDS
 from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
 
 LESSON_SELECT = """
@@ -52,17 +53,22 @@ def version_from_row(row) -> LessonVersion:
     )
 
 
-class LessonStore(StoreCore):
-    async def get_lesson(self, lesson_id: str) -> Lesson:
-        row = await self.fetchone(LESSON_SELECT + " WHERE l.id = ?", [lesson_id])
+class Lessons:
+    """Lessons: versions, lifecycle, links, the search index and retrieval."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def get(self, lesson_id: str) -> Lesson:
+        row = await self.db.fetchone(LESSON_SELECT + " WHERE l.id = ?", [lesson_id])
         if row is None:
             raise NotFoundError(f"no lesson with id {lesson_id!r}")
         return lesson_from_row(row)
 
-    async def lesson_exists(self, lesson_id: str) -> bool:
-        return await self.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
+    async def exists(self, lesson_id: str) -> bool:
+        return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
 
-    async def list_lessons(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
+    async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
         sql, params = LESSON_SELECT + " WHERE 1", []
         if status:
             sql += " AND COALESCE(c.status, 'active') = ?"
@@ -70,9 +76,9 @@ class LessonStore(StoreCore):
         if tag:
             sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE json_each.value = ?)"
             params.append(tag)
-        return [lesson_from_row(r) for r in await self.fetchall(sql + " ORDER BY l.id", params)]
+        return [lesson_from_row(r) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
 
-    async def add_lesson(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
+    async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,
                          examples: list[Any] | None = None, session_id: str | None = None) -> Lesson:
         check_lesson_id(lesson_id)
@@ -83,25 +89,25 @@ class LessonStore(StoreCore):
         if parent_id is not None:
             check_lesson_id(parent_id, "parent id")
         now = utcnow()
-        async with self.transaction():
-            if await self.lesson_exists(lesson_id):
+        async with self.db.transaction():
+            if await self.exists(lesson_id):
                 raise InvalidInputError(f"a lesson with id {lesson_id!r} already exists")
-            if parent_id and not await self.lesson_exists(parent_id):
+            if parent_id and not await self.exists(parent_id):
                 raise NotFoundError(f"no parent lesson with id {parent_id!r}")
             tags_json = dumps(sorted(set(tags or [])))
-            await self._insert("lessons", {
+            await self.db.insert("lessons", {
                 "id": lesson_id, "trigger": trigger, "action": action, "rationale": rationale,
                 "examples": dumps(examples or []), "version": 1, "created_at": now,
                 "last_refined": now, "tags": tags_json, "parent_id": parent_id,
             })
-            await self._insert("lesson_versions", {
+            await self.db.insert("lesson_versions", {
                 "lesson_id": lesson_id, "version": 1, "trigger": trigger, "action": action,
                 "rationale": rationale, "tags": tags_json, "timestamp": now, "session_id": session_id,
             })
-            await self._reindex_lesson(lesson_id)
-        return await self.get_lesson(lesson_id)
+            await self.reindex(lesson_id)
+        return await self.get(lesson_id)
 
-    async def refine_lesson(self, lesson_id: str, reason: str, trigger: str | None = None,
+    async def refine(self, lesson_id: str, reason: str, trigger: str | None = None,
                             action: str | None = None, rationale: str | None = None,
                             tags: list[str] | None = None, session_id: str | None = None,
                             examples: list[Any] | None = None,
@@ -114,8 +120,8 @@ class LessonStore(StoreCore):
         tags = check_list("tag", tags)
         if trigger == "" or action == "":
             raise InvalidInputError("trigger and action must not be empty")
-        async with self.transaction():
-            current = await self.get_lesson(lesson_id)
+        async with self.db.transaction():
+            current = await self.get(lesson_id)
             new = {
                 "trigger": trigger if trigger is not None else current.trigger,
                 "action": action if action is not None else current.action,
@@ -129,22 +135,22 @@ class LessonStore(StoreCore):
             if unchanged:
                 raise InvalidInputError("the refinement changes nothing; give a new trigger, action, rationale or tags")
             now = utcnow()
-            row = await self.fetchone(
+            row = await self.db.fetchone(
                 "SELECT id FROM lesson_versions WHERE lesson_id = ? AND version = ?",
                 [lesson_id, current.version],
             )
             if row is None:  # a lesson written by an older mgcp after the backfill ran
-                await self._insert("lesson_versions", {
+                await self.db.insert("lesson_versions", {
                     "lesson_id": lesson_id, "version": current.version, "trigger": current.trigger,
                     "action": current.action, "rationale": current.rationale,
                     "tags": dumps(current.tags), "timestamp": current.last_refined,
                     "refinement_reason": reason, "session_id": session_id,
                 })
             else:
-                await self._update("lesson_versions", {"id": row["id"]},
+                await self.db.update("lesson_versions", {"id": row["id"]},
                                    {"refinement_reason": reason, "session_id": session_id})
             version = current.version + 1
-            await self._insert("lesson_versions", {
+            await self.db.insert("lesson_versions", {
                 "lesson_id": lesson_id, "version": version, **new, "timestamp": now,
             })
             values = {**new, "version": version, "last_refined": now}
@@ -152,8 +158,8 @@ class LessonStore(StoreCore):
                 values["examples"] = dumps(examples)
             if relationships is not None:
                 values["relationships"] = dumps(relationships)
-            await self._update("lessons", {"id": lesson_id}, values)
-            await self._reindex_lesson(lesson_id, new)
+            await self.db.update("lessons", {"id": lesson_id}, values)
+            await self.reindex(lesson_id, new)
         return current.model_copy(update={
             **{k: v for k, v in new.items() if k != "tags"}, "tags": json.loads(new["tags"]),
             "version": version, "last_refined": now,
@@ -161,7 +167,7 @@ class LessonStore(StoreCore):
             **({"relationships": [Relationship(**r) for r in relationships]} if relationships is not None else {}),
         })
 
-    async def import_lesson(self, lesson: Lesson, versions: list[LessonVersion]) -> None:
+    async def import_with_history(self, lesson: Lesson, versions: list[LessonVersion]) -> None:
         """Write a lesson with its full history exactly as given (timestamps included): for
         imports and the demo. The last version must equal the lesson's current text."""
         check_lesson_id(lesson.id)
@@ -171,10 +177,10 @@ class LessonStore(StoreCore):
             check_text("rationale", v.rationale, required=False)
         if not versions or versions[-1].version != lesson.version or versions[-1].action != lesson.action:
             raise InvalidInputError(f"lesson {lesson.id}: its last version must be its current state")
-        async with self.transaction():
-            if await self.lesson_exists(lesson.id):
+        async with self.db.transaction():
+            if await self.exists(lesson.id):
                 raise InvalidInputError(f"a lesson with id {lesson.id!r} already exists")
-            await self._insert("lessons", {
+            await self.db.insert("lessons", {
                 "id": lesson.id, "trigger": lesson.trigger, "action": lesson.action,
                 "rationale": lesson.rationale, "examples": dumps(lesson.examples),
                 "version": lesson.version, "created_at": lesson.created_at,
@@ -184,23 +190,23 @@ class LessonStore(StoreCore):
                 "relationships": dumps([r.model_dump() for r in lesson.relationships]),
             })
             for v in versions:
-                await self._insert("lesson_versions", {
+                await self.db.insert("lesson_versions", {
                     "lesson_id": lesson.id, "version": v.version, "trigger": v.trigger,
                     "action": v.action, "rationale": v.rationale, "tags": dumps(v.tags),
                     "timestamp": v.timestamp, "refinement_reason": v.refinement_reason,
                     "session_id": v.session_id,
                 })
-            await self._reindex_lesson(lesson.id)
+            await self.reindex(lesson.id)
 
-    async def lesson_versions(self, lesson_id: str) -> list[LessonVersion]:
-        await self.get_lesson(lesson_id)
-        rows = await self.fetchall(
+    async def versions(self, lesson_id: str) -> list[LessonVersion]:
+        await self.get(lesson_id)
+        rows = await self.db.fetchall(
             "SELECT * FROM lesson_versions WHERE lesson_id = ? ORDER BY version", [lesson_id])
         return [version_from_row(r) for r in rows]
 
-    async def all_real_version_pairs(self) -> list[tuple[LessonVersion, LessonVersion]]:
+    async def real_version_pairs(self) -> list[tuple[LessonVersion, LessonVersion]]:
         """Consecutive (older, newer) versions where both texts are real (never reconstructed)."""
-        rows = await self.fetchall(
+        rows = await self.db.fetchall(
             """SELECT * FROM lesson_versions WHERE reconstructed = 0 ORDER BY lesson_id, version""")
         versions = [version_from_row(r) for r in rows]
         return [(a, b) for a, b in zip(versions, versions[1:])
@@ -208,19 +214,19 @@ class LessonStore(StoreCore):
 
     async def set_lifecycle(self, lesson_id: str, status: LessonStatus, reason: str | None = None,
                             superseded_by: str | None = None, project_id: str | None = None) -> None:
-        await self.get_lesson(lesson_id)
-        await self._upsert("lesson_lifecycle", {"lesson_id": lesson_id}, {
+        await self.get(lesson_id)
+        await self.db.upsert("lesson_lifecycle", {"lesson_id": lesson_id}, {
             "status": status.value, "superseded_by": superseded_by, "project_id": project_id,
             "reason": reason, "changed_at": utcnow(),
         })
 
-    async def link_lessons(self, source: str, target: str, rel_type: str = "related",
+    async def link(self, source: str, target: str, rel_type: str = "related",
                            weight: float = 0.5, context: list[str] | None = None) -> bool:
         """Link two lessons both ways, like the legacy format. False when already linked."""
         if source == target:
             raise InvalidInputError("a lesson cannot be linked to itself")
-        async with self.transaction():
-            a, b = await self.get_lesson(source), await self.get_lesson(target)
+        async with self.db.transaction():
+            a, b = await self.get(source), await self.get(target)
             added = False
             for lesson, other in ((a, b), (b, a)):
                 rels = [r.model_dump() for r in lesson.relationships]
@@ -228,46 +234,47 @@ class LessonStore(StoreCore):
                     continue
                 rels.append({"target": other.id, "type": rel_type, "weight": weight,
                              "context": context or [], "bidirectional": True})
-                await self._update("lessons", {"id": lesson.id}, {"relationships": dumps(rels)})
+                await self.db.update("lessons", {"id": lesson.id}, {"relationships": dumps(rels)})
                 added = True
         return added
 
     async def set_relationships(self, lesson_id: str, relationships: list[dict]) -> None:
-        await self._update("lessons", {"id": lesson_id}, {"relationships": dumps(relationships)})
+        await self.db.update("lessons", {"id": lesson_id}, {"relationships": dumps(relationships)})
 
-    async def lessons_linking_to(self, lesson_id: str) -> list[Lesson]:
-        rows = await self.fetchall(
+    async def linking_to(self, lesson_id: str) -> list[Lesson]:
+        rows = await self.db.fetchall(
             LESSON_SELECT + """ WHERE EXISTS (SELECT 1 FROM json_each(l.relationships)
                                 WHERE json_extract(json_each.value, '$.target') = ?)""",
             [lesson_id])
         return [lesson_from_row(r) for r in rows]
 
-    async def _reindex_lesson(self, lesson_id: str, row: dict | None = None) -> None:
+    async def reindex(self, lesson_id: str, row: dict | None = None) -> None:
         """Put the lesson's current text into the search index (`row`: the text if known)."""
         if row is None:
-            row = await self.fetchone("SELECT * FROM lessons WHERE id = ?", [lesson_id])
-        doc = await self.fetchone("SELECT id FROM lesson_search_docs WHERE lesson_id = ?", [lesson_id])
+            row = await self.db.fetchone("SELECT * FROM lessons WHERE id = ?", [lesson_id])
+        doc = await self.db.fetchone("SELECT id FROM lesson_search_docs WHERE lesson_id = ?", [lesson_id])
         if doc is None:
-            cur = await self.conn.execute("INSERT INTO lesson_search_docs (lesson_id) VALUES (?)", [lesson_id])
+            cur = await self.db.conn.execute("INSERT INTO lesson_search_docs (lesson_id) VALUES (?)", [lesson_id])
             doc_id = cur.lastrowid
         else:
             doc_id = doc["id"]
-            await self.conn.execute("DELETE FROM lesson_search WHERE rowid = ?", [doc_id])
+            await self.db.conn.execute("DELETE FROM lesson_search WHERE rowid = ?", [doc_id])
         if row is None:  # the lesson is gone (an undone add): its index entry goes with it
-            await self.conn.execute("DELETE FROM lesson_search_docs WHERE id = ?", [doc_id])
+            await self.db.conn.execute("DELETE FROM lesson_search_docs WHERE id = ?", [doc_id])
         else:
-            await self.conn.execute(
+            await self.db.conn.execute(
                 "INSERT INTO lesson_search (rowid, trigger, action, rationale, tags) VALUES (?, ?, ?, ?, ?)",
                 [doc_id, row["trigger"], row["action"], row["rationale"] or "", row["tags"]])
 
-    async def query_lessons(self, text: str, limit: int = 10, project_id: str | None = None) -> list[tuple[Lesson, float]]:
+    async def query(self, text: str, limit: int = 10, project_id: str | None = None) -> list[tuple[Lesson, float]]:
         """Active lessons ranked by BM25 relevance (trigger weighs most). Each returned lesson's
         usage count and last_used advance, and the query is logged for the staleness scan."""
-        words = WORD.findall(text.lower())
+        words = [w for w in WORD.findall(text.lower()) if w not in STOP_WORDS]
         if not words:
-            raise InvalidInputError("the query has no words to search for")
+            raise InvalidInputError("the query has no words to search for (common words such as "
+                                    "'a' or 'the' match nothing on their own)")
         match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
-        rows = await self.fetchall(
+        rows = await self.db.fetchall(
             LESSON_SELECT.replace("FROM lessons l", """, bm25(lesson_search, 4.0, 2.0, 1.0, 2.0) AS score
                 FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
                 JOIN lessons l ON l.id = d.lesson_id""")
@@ -276,11 +283,11 @@ class LessonStore(StoreCore):
             [match, limit])
         now = utcnow()
         ids = [r["id"] for r in rows]
-        async with self.transaction():
-            await self.conn.executemany(
+        async with self.db.transaction():
+            await self.db.conn.executemany(
                 "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
                 [(now, i) for i in ids])
-            await self._insert("query_log", {"query": text, "project_id": project_id,
+            await self.db.insert("query_log", {"query": text, "project_id": project_id,
                                              "result_ids": dumps(ids), "created_at": now})
         results = []
         for r in rows:
@@ -292,9 +299,9 @@ class LessonStore(StoreCore):
 
     async def log_query(self, text: str, project_id: str | None, at: str) -> None:
         """Record a query without running it (imports and the demo)."""
-        await self._insert("query_log", {"query": text, "project_id": project_id,
+        await self.db.insert("query_log", {"query": text, "project_id": project_id,
                                          "result_ids": "[]", "created_at": at})
 
     async def recent_queries(self, since: str) -> list[str]:
-        rows = await self.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])
+        rows = await self.db.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])
         return [r["query"] for r in rows]

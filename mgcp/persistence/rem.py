@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from mgcp.errors import NotFoundError
+from mgcp.config import SHARED_OPERATIONS
+from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import FindingOption, FindingStatus, RemFinding
-from mgcp.persistence.core import StoreCore, dumps, utcnow
+from mgcp.persistence.database import Database, dumps, utcnow
 
 
 def finding_from_row(row) -> RemFinding:
@@ -23,40 +24,48 @@ def finding_from_row(row) -> RemFinding:
     )
 
 
-class RemStore(StoreCore):
+MIN_PREFIX = 8  # the shortest finding-id prefix accepted in place of the whole id
+
+
+class RemLedger:
+    """REM state: schedule cursors, runs, findings, applied actions, communities, summaries."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
     # -- schedule state -----------------------------------------------------------------------
 
-    async def rem_state(self, project_id: str) -> dict[str, dict]:
-        rows = await self.fetchall("SELECT * FROM rem_state WHERE project_id = ?", [project_id])
+    async def state(self, project_id: str) -> dict[str, dict]:
+        rows = await self.db.fetchall("SELECT * FROM rem_state WHERE project_id = ?", [project_id])
         return {r["operation"]: dict(r) for r in rows}
 
     async def record_operation_run(self, project_id: str, operation: str, session: int,
                                    next_due_session: int, result: dict) -> None:
-        await self._upsert("rem_state", {"project_id": project_id, "operation": operation}, {
+        await self.db.upsert("rem_state", {"project_id": project_id, "operation": operation}, {
             "last_run_session": session, "last_run_timestamp": utcnow(),
             "last_run_result": dumps(result), "next_due_session": next_due_session})
 
     # -- runs ---------------------------------------------------------------------------------
 
     async def start_run(self, project_id: str, session: int, operations: list[str], auto: bool) -> int:
-        return await self._insert("rem_runs", {
+        return await self.db.insert("rem_runs", {
             "project_id": project_id, "session_number": session, "started_at": utcnow(),
             "operations": dumps(operations), "auto": int(auto)})
 
     async def finish_run(self, run_id: int, duration_ms: float, finding_count: int, errors: list[str],
                          results: list[dict]) -> None:
-        await self._update("rem_runs", {"id": run_id}, {
+        await self.db.update("rem_runs", {"id": run_id}, {
             "finished_at": utcnow(), "duration_ms": duration_ms, "finding_count": finding_count,
             "errors": dumps(errors), "operations": dumps(results)})
 
     async def last_run(self, project_id: str) -> dict | None:
-        row = await self.fetchone(
+        row = await self.db.fetchone(
             "SELECT * FROM rem_runs WHERE project_id = ? AND finished_at IS NOT NULL ORDER BY id DESC LIMIT 1",
             [project_id])
         return dict(row) if row else None
 
     async def get_run(self, run_id: int) -> dict:
-        row = await self.fetchone("SELECT * FROM rem_runs WHERE id = ?", [run_id])
+        row = await self.db.fetchone("SELECT * FROM rem_runs WHERE id = ?", [run_id])
         if row is None:
             raise NotFoundError(f"no REM run with id {run_id}")
         return dict(row)
@@ -65,13 +74,13 @@ class RemStore(StoreCore):
 
     async def finding_by_fingerprint(self, fingerprint: str) -> RemFinding | None:
         """The finding with this fingerprint that still speaks: pending, or rejected (remembered)."""
-        row = await self.fetchone(
+        row = await self.db.fetchone(
             """SELECT * FROM rem_findings WHERE fingerprint = ? AND status IN ('pending', 'rejected')
                ORDER BY created_at DESC LIMIT 1""", [fingerprint])
         return finding_from_row(row) if row else None
 
     async def insert_finding(self, finding: RemFinding) -> None:
-        await self._insert("rem_findings", {
+        await self.db.insert("rem_findings", {
             "id": finding.id, "run_id": finding.run_id, "project_id": finding.project_id,
             "operation": finding.operation, "kind": finding.kind, "fingerprint": finding.fingerprint,
             "title": finding.title, "description": finding.description,
@@ -81,30 +90,42 @@ class RemStore(StoreCore):
             "created_at": finding.created_at or utcnow()})
 
     async def get_finding(self, finding_id: str) -> RemFinding:
-        row = await self.fetchone("SELECT * FROM rem_findings WHERE id = ?", [finding_id])
+        """The finding with this id, or with this id's unique prefix (at least MIN_PREFIX long)."""
+        row = await self.db.fetchone("SELECT * FROM rem_findings WHERE id = ?", [finding_id])
+        if row is None and len(finding_id) >= MIN_PREFIX:
+            rows = await self.db.fetchall(
+                "SELECT * FROM rem_findings WHERE id >= ? AND id < ? LIMIT 2", [finding_id, finding_id + "\uffff"])
+            if len(rows) > 1:
+                raise InvalidInputError(f"finding id {finding_id!r} is ambiguous; give more of it")
+            row = rows[0] if rows else None
         if row is None:
             raise NotFoundError(f"no finding with id {finding_id!r}")
         return finding_from_row(row)
 
     async def findings(self, project_id: str | None = None, status: str | None = "pending",
-                       run_id: int | None = None) -> list[RemFinding]:
+                       run_id: int | None = None, after: str | None = None) -> list[RemFinding]:
+        """Findings in queue order (oldest first). `project_id`: those a review of that project
+        shows (its own, and every finding about the shared lessons). `after`: only those queued
+        after that finding."""
         sql, params = "SELECT * FROM rem_findings WHERE 1", []
         if project_id is not None:
-            # Findings about the shared lessons are listed for every project.
-            sql += " AND (project_id = ? OR operation IN ('staleness_scan', 'duplicate_detection', 'community_detection'))"
-            params.append(project_id)
+            sql += f" AND (project_id = ? OR operation IN ({', '.join('?' * len(SHARED_OPERATIONS))}))"
+            params += [project_id, *SHARED_OPERATIONS]
+        if after is not None:
+            sql += " AND (created_at, rowid) > (SELECT created_at, rowid FROM rem_findings WHERE id = ?)"
+            params.append(after)
         if status:
             sql += " AND status = ?"
             params.append(status)
         if run_id is not None:
             sql += " AND run_id = ?"
             params.append(run_id)
-        rows = await self.fetchall(sql + " ORDER BY created_at, rowid", params)
+        rows = await self.db.fetchall(sql + " ORDER BY created_at, rowid", params)
         return [finding_from_row(r) for r in rows]
 
     async def set_finding_status(self, finding_id: str, status: FindingStatus,
                                  chosen_option: int | None = None, input_text: str | None = None) -> None:
-        await self._update("rem_findings", {"id": finding_id}, {
+        await self.db.update("rem_findings", {"id": finding_id}, {
             "status": status.value, "chosen_option": chosen_option, "input": input_text,
             "resolved_at": None if status == FindingStatus.pending else utcnow()})
 
@@ -112,7 +133,7 @@ class RemStore(StoreCore):
 
     async def record_action(self, finding_id: str, run_id: int | None, action: str,
                             changes: list[dict], auto: bool) -> int:
-        return await self._insert("rem_actions", {
+        return await self.db.insert("rem_actions", {
             "finding_id": finding_id, "run_id": run_id, "action": action, "changes": dumps(changes),
             "applied_at": utcnow(), "auto": int(auto)})
 
@@ -124,21 +145,21 @@ class RemStore(StoreCore):
         if run_id is not None:
             sql += " AND (run_id = ? OR finding_id IN (SELECT id FROM rem_findings WHERE run_id = ?))"
             params += [run_id, run_id]
-        rows = await self.fetchall(sql + " ORDER BY id", params)
+        rows = await self.db.fetchall(sql + " ORDER BY id", params)
         return [{**dict(r), "changes": json.loads(r["changes"])} for r in rows]
 
     async def mark_action_undone(self, action_id: int) -> None:
-        await self.conn.execute("UPDATE rem_actions SET undone_at = ? WHERE id = ?", [utcnow(), action_id])
+        await self.db.conn.execute("UPDATE rem_actions SET undone_at = ? WHERE id = ?", [utcnow(), action_id])
 
     # -- communities and summaries ------------------------------------------------------------
 
     async def last_community_run(self) -> dict | None:
-        row = await self.fetchone("SELECT * FROM community_runs ORDER BY id DESC LIMIT 1")
+        row = await self.db.fetchone("SELECT * FROM community_runs ORDER BY id DESC LIMIT 1")
         return {**dict(row), "communities": json.loads(row["communities"])} if row else None
 
     async def record_community_run(self, run_id: int | None, graph_hash: str, modularity: float,
                                    communities: list[dict]) -> None:
-        await self._insert("community_runs", {
+        await self.db.insert("community_runs", {
             "run_id": run_id, "graph_hash": graph_hash, "modularity": modularity,
             "communities": dumps(communities), "created_at": utcnow()})
 
@@ -149,23 +170,23 @@ class RemStore(StoreCore):
         values = {"title": community["title"], "summary": community["summary"],
                   "member_ids": dumps(community["member_ids"]),
                   "member_count": len(community["member_ids"]), "updated_at": now}
-        existing = await self._row("community_summaries", key)
+        existing = await self.db.row("community_summaries", key)
         if existing is None:
-            await self._insert("community_summaries", {**key, **values, "created_at": now})
+            await self.db.insert("community_summaries", {**key, **values, "created_at": now})
         elif any(existing[k] != v for k, v in values.items() if k != "updated_at"):
-            await self._update("community_summaries", key, values)
+            await self.db.update("community_summaries", key, values)
 
     async def last_summary(self, project_id: str) -> dict | None:
-        row = await self.fetchone(
+        row = await self.db.fetchone(
             "SELECT * FROM context_summaries WHERE project_id = ? ORDER BY to_session DESC, id DESC LIMIT 1",
             [project_id])
         return {**dict(row), "data": json.loads(row["data"])} if row else None
 
     async def write_summary(self, project_id: str, from_session: int, to_session: int,
                             narrative: str, data: dict) -> int:
-        return await self._insert("context_summaries", {
+        return await self.db.insert("context_summaries", {
             "project_id": project_id, "from_session": from_session, "to_session": to_session,
             "narrative": narrative, "data": dumps(data), "created_at": utcnow()})
 
     async def count(self, table: str) -> int:
-        return (await self.fetchone(f"SELECT count(*) FROM {table}"))[0]
+        return (await self.db.fetchone(f"SELECT count(*) FROM {table}"))[0]

@@ -1,9 +1,13 @@
-"""Projects and sessions: the SQL shared by the async store and the SessionStart hook.
+"""Projects and sessions: the one definition of a project's identity and of session numbering,
+shared by the async store and the SessionStart hook (which must stay light: this module imports
+only the stdlib and mgcp.config, and speaks plain sqlite3).
 
-Stdlib only (the hook imports this). A project is named by its path; a new project's id is
-`sha256(path)[:12]` (the legacy rule); an existing row is found by path first, since older rows may
-have other ids. A session id never seen for the project advances `session_count` by one and is
-recorded with its number; a known id (resume, compact) does not advance it.
+- A project is named by its path: absolute, normalized, and with symlinks resolved when the path
+  exists (`config.normalize_path`). A row is found by that path, or by the unresolved path older
+  versions stored; a new project's id is `sha256(path)[:12]` (the legacy rule).
+- A session id never seen for the project advances `session_count` by one and is recorded with
+  its number. A known id (a resumed or compacted session) does not advance it: the session
+  continues at the project's *current* number, since history is a timeline.
 """
 
 from __future__ import annotations
@@ -11,16 +15,17 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from mgcp.config import normalize_path  # noqa: F401  (re-exported for the store and the hook)
+from mgcp.config import SHARED_OPERATIONS, normalize_path, plain_path
 
-FIND_PROJECT = "SELECT project_id, session_count FROM project_contexts WHERE project_path = ?"
-INSERT_PROJECT = """INSERT INTO project_contexts (project_id, project_name, project_path, last_accessed, session_count)
-                    VALUES (?, ?, ?, ?, 0)"""
+FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?)
+                  ORDER BY project_path = ? DESC LIMIT 1"""
 FIND_SESSION = "SELECT session_number FROM project_sessions WHERE project_id = ? AND session_id = ?"
 INSERT_SESSION = """INSERT INTO project_sessions (project_id, session_id, session_number, source, first_seen_at)
                     VALUES (?, ?, ?, ?, ?)"""
 ADVANCE_PROJECT = """UPDATE project_contexts SET session_count = ?, last_session_id = ?, last_accessed = ?
                      WHERE project_id = ?"""
+PENDING_FINDINGS = f"""SELECT count(*) FROM rem_findings WHERE status = 'pending'
+    AND (project_id = ? OR operation IN ({', '.join(repr(op) for op in SHARED_OPERATIONS)}))"""
 
 
 def project_id_for(path: str) -> str:
@@ -29,24 +34,40 @@ def project_id_for(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
 
 
+def find_params(path: str) -> list[str]:
+    """Parameters of FIND_PROJECT for a path as the user gave it."""
+    key = normalize_path(path)
+    return [key, plain_path(path), key]
+
+
+def new_project(path: str, now: str) -> dict:
+    """The project_contexts row of a project seen for the first time (`path` normalized)."""
+    return {"project_id": project_id_for(path), "project_name": os.path.basename(path) or path,
+            "project_path": path, "last_accessed": now, "session_count": 0}
+
+
 def register_session(conn: sqlite3.Connection, path: str, session_id: str, source: str | None,
                      now: str) -> tuple[str, int, bool]:
     """Register a session for the project at `path` (created if new), in one transaction.
 
-    Returns (project_id, session_number, is_new). `conn` must be in autocommit mode.
+    Returns (project_id, the project's current session number, is_new). `conn` must be in
+    autocommit mode.
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        row = conn.execute(FIND_PROJECT, [path]).fetchone()
+        cur = conn.cursor()
+        cur.row_factory = sqlite3.Row
+        row = cur.execute(FIND_PROJECT, find_params(path)).fetchone()
         if row is None:
-            project_id, count = project_id_for(path), 0
-            conn.execute(INSERT_PROJECT, [project_id, os.path.basename(path) or path, path, now])
+            project = new_project(normalize_path(path), now)
+            conn.execute(f"INSERT INTO project_contexts ({', '.join(project)}) VALUES ({', '.join('?' * len(project))})",
+                         list(project.values()))
+            project_id, count = project["project_id"], 0
         else:
-            project_id, count = row[0], int(row[1] or 0)
-        known = conn.execute(FIND_SESSION, [project_id, session_id]).fetchone()
-        if known:
+            project_id, count = row["project_id"], int(row["session_count"] or 0)
+        if conn.execute(FIND_SESSION, [project_id, session_id]).fetchone():
             conn.execute("COMMIT")
-            return project_id, int(known[0]), False
+            return project_id, count, False
         count += 1
         conn.execute(INSERT_SESSION, [project_id, session_id, count, source, now])
         conn.execute(ADVANCE_PROJECT, [count, session_id, now, project_id])
@@ -66,10 +87,7 @@ def last_runs(conn: sqlite3.Connection, project_id: str) -> dict[str, int]:
 
 def pending_findings(conn: sqlite3.Connection, project_id: str) -> int:
     """Findings awaiting review for the project (lesson findings are shared by every project)."""
-    return conn.execute(
-        """SELECT count(*) FROM rem_findings WHERE status = 'pending'
-           AND (project_id = ? OR operation IN ('staleness_scan', 'duplicate_detection', 'community_detection'))""",
-        [project_id]).fetchone()[0]
+    return conn.execute(PENDING_FINDINGS, [project_id]).fetchone()[0]
 
 
 def open_current(path: str, timeout: float, known_migrations: set[str] | None = None) -> sqlite3.Connection | None:

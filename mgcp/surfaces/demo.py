@@ -57,17 +57,17 @@ async def load(store, data: dict, now: datetime) -> str:
                         last_refined=refined, usage_count=item.get("usage_count", 0),
                         last_used=_ago(now, 2) if item.get("usage_count") else None,
                         tags=item.get("tags", []), relationships=links.get(item["id"], []))
-        await store.import_lesson(lesson, versions)
+        await store.lessons.import_with_history(lesson, versions)
     path = data["project"]["path"]
     for query in data.get("queries", []):
-        await store.log_query(query["text"], None, _ago(now, query["days_ago"]))
+        await store.lessons.log_query(query["text"], None, _ago(now, query["days_ago"]))
     catalogue: dict = {}
     for session in data["sessions"]:
         changes = session.get("catalogue_changes") or {}
         if changes:
             catalogue = {k: v for k, v in catalogue.items() if k not in (changes.get("remove") or [])}
             catalogue.update(changes.get("set") or {})
-        await store.save_context(
+        await store.context.save(
             path, session["session_id"], notes=session.get("notes"),
             todos=[Todo(content=t["content"], status=t.get("status", "pending")) for t in session.get("todos", [])],
             decisions=session.get("decisions") or [], active_files=session.get("active_files") or [],
@@ -79,9 +79,8 @@ def run_demo(db: str | None, as_json: bool) -> None:
     import yaml
 
     from mgcp import engine
-    from mgcp.config import load_config
-    from mgcp.config import OPERATIONS
-    from mgcp.persistence import Store
+    from mgcp.config import OPERATIONS, load_config
+    from mgcp.persistence.store import Store
     from mgcp.surfaces import format
 
     path = Path(db) if db else _default_path()

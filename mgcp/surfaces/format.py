@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from mgcp.models import ContextSnapshot, Lesson, LessonVersion, RemFinding, RemStatus
+from mgcp.models import (ContextAt, ContextSnapshot, Lesson, LessonVersion, ProjectContext, RemCycleReport,
+                         RemFinding, RemReport, RemRun, RemStatus)
 
 
 def field(label: str, value: str) -> str:
@@ -79,4 +80,62 @@ def rem_status(s: RemStatus) -> str:
     lines.append("")
     lines.append(f"  {s.pending_findings} finding(s) pending review"
                  + (" - run `mgcp rem review`" if s.pending_findings else ""))
+    return "\n".join(lines)
+
+
+def project(ctx: ProjectContext) -> str:
+    lines = [f"{ctx.project_name}  ({ctx.project_path}, project {ctx.project_id}, session {ctx.session_count})"]
+    if ctx.notes:
+        lines.append(f"notes: {ctx.notes}")
+    lines += [f"  [{'x' if t.status == 'completed' else ' '}] {t.content}" for t in ctx.todos]
+    if ctx.recent_decisions:
+        lines.append("recent decisions:")
+        lines += [f"  - {d}" for d in ctx.recent_decisions]
+    if ctx.active_files:
+        lines.append("active files: " + ", ".join(ctx.active_files))
+    if ctx.catalogue:
+        lines.append("catalogue keys: " + ", ".join(sorted(ctx.catalogue)))
+    return "\n".join(lines)
+
+
+def context_at(result: ContextAt) -> str:
+    import json
+
+    head = f"context at the end of session {result.session}"
+    if result.snapshot.session_number != result.session:
+        head += f" (last saved in session {result.snapshot.session_number})"
+    return "\n".join([head, snapshot(result.snapshot), "catalogue (verified against its hash):",
+                      json.dumps(result.catalogue, indent=2, sort_keys=True, ensure_ascii=False)])
+
+
+def cycle(report: RemCycleReport) -> str:
+    ran = ", ".join(o.operation for o in report.operations) or "nothing (no operation is due)"
+    lines = [f"REM run {report.run_id} at session {report.session_number}: ran {ran} in {report.duration_ms:.0f} ms"]
+    for o in report.operations:
+        lines.append(f"  {o.operation:22} {o.findings:>4} new finding(s)" + (f"  FAILED: {o.error}" if o.error else ""))
+    return "\n".join(lines)
+
+
+def rem_run(result: RemRun) -> str:
+    lines = [cycle(result.report)]
+    if result.auto:
+        verb = "would apply" if result.dry_run else "applied"
+        lines.append(f"--auto {verb} {len(result.applied)} finding(s), left {len(result.left_pending)} pending for review")
+        lines += [f"  {verb}: {a.id}  {a.title}  ->  {a.option} ({a.why})" for a in result.applied]
+        if result.left_pending:
+            lines.append("  review the rest with `mgcp rem review`")
+    elif result.report.findings:
+        lines.append(f"{len(result.report.findings)} new finding(s); review them with `mgcp rem review`")
+    return "\n".join(lines)
+
+
+def rem_report(result: RemReport) -> str:
+    lines = [cycle(result.last_run) if result.last_run else
+             "no REM run yet for this project; start one with `mgcp rem run`"]
+    if result.last_run:
+        lines += [f"  {f.id}  [{f.status.value:8}] {f.operation:20} {f.title}" for f in result.last_run.findings]
+    lines.append("")
+    lines.append(f"{len(result.pending)} finding(s) waiting for review"
+                 + (" - run `mgcp rem review`:" if result.pending else "."))
+    lines += [f"  {f.id}  {f.operation:20} {f.title}" for f in result.pending]
     return "\n".join(lines)

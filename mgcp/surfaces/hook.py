@@ -12,7 +12,7 @@ Contract:
   database, a bad config) means exit status 0, nothing on stdout, and one line in the hook log
   (`config.hook_log_path()`).
 - It is fast: it runs before every session. The steady state imports only the stdlib, mgcp.config,
-  mgcp.schedule and the stdlib-only persistence.sessions -- never pydantic, typer, networkx,
+  mgcp.schedule and persistence.sessions (stdlib plus mgcp.config) -- never pydantic, typer, networkx,
   aiosqlite or mcp; sqlite-utils only when the database must be created or upgraded, yaml only when a
   config file exists. A locked database fails open after a short busy timeout.
 """
@@ -72,13 +72,11 @@ def run(session_id: str, cwd: str, source: str | None) -> str | None:
     """Register the session and return the reminder to show, or None when there is nothing to say."""
     conn = _open(str(config.db_path()))
     try:
-        path = sessions.normalize_path(cwd)
-        now = utcnow()
-        project_id, session, _ = sessions.register_session(conn, path, session_id, source, now)
-        settings = config.load_config().for_project(path)
+        project_id, session, _ = sessions.register_session(conn, cwd, session_id, source, utcnow())
+        settings = config.load_config().for_project(config.normalize_path(cwd))
         last_runs = sessions.last_runs(conn, project_id)
-        due = [op for op, _strategy, _params, _last, _due_at, is_due in plan(settings, last_runs, session)
-               if is_due]
+        due = [op for op, _strategy, _params, _last, _due_at, due_now in plan(settings, last_runs, session)
+               if due_now]
         pending = sessions.pending_findings(conn, project_id)
     finally:
         conn.close()

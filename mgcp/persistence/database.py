@@ -1,6 +1,6 @@
-"""The async connection, transactions and row-level change capture that every store method uses.
+"""The async connection, transactions and row-level change capture that the store uses.
 
-Every write goes through `_insert`, `_update` or `_delete`. While a `recording()` block is open they
+Every write that an undo may have to take back goes through `insert`, `update` or `delete`. While a `recording()` block is open they
 also capture the before and after image of each row they touch, keyed by the table's natural key,
 so that an applied REM action can later be undone exactly (`restore`), and refused where a later
 change would be overwritten.
@@ -8,15 +8,17 @@ change would be overwritten.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, AsyncIterator
 
 import aiosqlite
 
-from mgcp.errors import ConflictError, DatabaseError
+from mgcp.errors import ConflictError, DatabaseError, NotFoundError
 from mgcp.persistence import migrate as migrations
 
 # The natural key of each table an undoable action may touch.
@@ -42,7 +44,10 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class StoreCore:
+class Database:
+    """One aiosqlite connection with transactions (nested blocks are savepoints) and, inside
+    `recording()`, row-level change capture."""
+
     def __init__(self, conn: aiosqlite.Connection, path: str):
         self.conn = conn
         self.path = path
@@ -51,9 +56,12 @@ class StoreCore:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path) -> AsyncIterator["StoreCore"]:
-        """Upgrade the database if needed (sync, before the async connection), then open it."""
-        report = migrations.open_and_migrate(path)
+    async def open(cls, path, create: bool = True) -> AsyncIterator["Database"]:
+        """Upgrade the database if needed (sync, in a worker thread, before the async connection
+        opens), then open it. With `create=False` a missing file is an error, and nothing is made."""
+        if not create and not Path(path).is_file():
+            raise NotFoundError(f"no database at {path} (create one with `mgcp db migrate` or a first save)")
+        report = await asyncio.to_thread(migrations.open_and_migrate, path)
         for name, failures in report.failures.items():
             for failure in failures:
                 print(f"mgcp: migration {name} skipped {failure}; it will be retried", file=sys.stderr)
@@ -74,13 +82,21 @@ class StoreCore:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        """One write transaction (BEGIN IMMEDIATE); nested blocks join the outermost one."""
+        """One write transaction (BEGIN IMMEDIATE). A block opened inside another is a savepoint,
+        as in sqlite-utils' `atomic()`: its failure rolls back only its own writes."""
         if self._depth:
+            name = f"sp{self._depth}"
+            await self.conn.execute(f"SAVEPOINT {name}")
             self._depth += 1
             try:
                 yield
+            except BaseException:
+                await self.conn.execute(f"ROLLBACK TO {name}")
+                await self.conn.execute(f"RELEASE {name}")
+                raise
             finally:
                 self._depth -= 1
+            await self.conn.execute(f"RELEASE {name}")
             return
         await self.conn.execute("BEGIN IMMEDIATE")
         self._depth = 1
@@ -128,15 +144,16 @@ class StoreCore:
         async with self.conn.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
-    async def _row(self, table: str, key: dict) -> dict | None:
+    async def row(self, table: str, key: dict) -> dict | None:
         where = " AND ".join(f"{k} = ?" for k in key)
         row = await self.fetchone(f"SELECT * FROM {table} WHERE {where}", list(key.values()))
         return dict(row) if row else None
 
-    def _key(self, table: str, row: dict) -> dict:
+    @staticmethod
+    def key_of(table: str, row: dict) -> dict:
         return {k: row[k] for k in KEYS[table]}
 
-    async def _insert(self, table: str, row: dict) -> int:
+    async def insert(self, table: str, row: dict) -> int:
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         cur = await self.conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
@@ -145,57 +162,82 @@ class StoreCore:
             key = dict(row)
             if "id" in KEYS[table] and "id" not in key:
                 key["id"] = rowid
-            after = await self._row(table, self._key(table, key))
-            self._changes.append({"table": table, "key": self._key(table, key), "before": None, "after": after})
+            after = await self.row(table, self.key_of(table, key))
+            self._changes.append({"table": table, "key": self.key_of(table, key), "before": None, "after": after})
         return rowid
 
-    async def _update(self, table: str, key: dict, values: dict) -> None:
-        before = await self._row(table, key) if self._changes is not None else None
+    async def update(self, table: str, key: dict, values: dict) -> None:
+        before = await self.row(table, key) if self._changes is not None else None
         sets = ", ".join(f"{c} = ?" for c in values)
         where = " AND ".join(f"{k} = ?" for k in key)
         await self.conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", [*values.values(), *key.values()])
         if self._changes is not None and before is not None:
-            after = await self._row(table, key)
+            after = await self.row(table, key)
             if after != before:
                 self._changes.append({"table": table, "key": key, "before": before, "after": after})
 
-    async def _delete(self, table: str, key: dict) -> None:
-        before = await self._row(table, key) if self._changes is not None else None
+    async def delete(self, table: str, key: dict) -> None:
+        before = await self.row(table, key) if self._changes is not None else None
         where = " AND ".join(f"{k} = ?" for k in key)
         await self.conn.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
         if self._changes is not None and before is not None:
             self._changes.append({"table": table, "key": key, "before": before, "after": None})
 
-    async def _upsert(self, table: str, key: dict, values: dict) -> None:
-        if await self._row(table, key) is None:
-            await self._insert(table, {**key, **values})
+    async def upsert(self, table: str, key: dict, values: dict) -> None:
+        if await self.row(table, key) is None:
+            await self.insert(table, {**key, **values})
         else:
-            await self._update(table, key, values)
+            await self.update(table, key, values)
 
-    async def restore(self, changes: list[dict]) -> None:
-        """Put every recorded row back as it was, newest change first.
+    # -- undo -----------------------------------------------------------------------------------
 
-        Refuses (ConflictError, nothing written) when a row no longer looks as the change left it:
-        undoing then would overwrite a later change.
+    async def restore(self, changes: list[dict], force: bool = False) -> list[dict]:
+        """Put every recorded row back as it was, newest change first; returns the keys touched.
+
+        A row whose content no longer looks as the change left it was changed later: restoring it
+        would overwrite that change, so the whole restore is refused (ConflictError listing every
+        such row, nothing written) unless `force`. Retrieval counters (COUNTERS) are not content:
+        they never conflict and keep their current values.
         """
+        conflicts, touched = [], []
         async with self.transaction():
             for change in reversed(changes):
                 table, key = change["table"], change["key"]
-                current = await self._row(table, key)
-                if current != change["after"]:
-                    raise ConflictError(
-                        f"{table} row {', '.join(str(v) for v in key.values())} changed after this "
-                        "action; undo would overwrite that change"
-                    )
-                if change["before"] is None:
-                    await self._delete(table, key)
+                current = await self.row(table, key)
+                if _content(table, current) != _content(table, change["after"]):
+                    conflicts.append(_describe_conflict(table, key, change["after"], current))
+                before = change["before"]
+                if before is not None and current is not None:
+                    before = {**before, **{c: current[c] for c in COUNTERS.get(table, ()) if c in current}}
+                if before is None:
+                    if current is not None:
+                        await self.delete(table, key)
                 elif current is None:
-                    await self._insert(table, change["before"])
+                    await self.insert(table, before)
                 else:
-                    values = {c: v for c, v in change["before"].items() if c not in key}
-                    await self._update(table, key, values)
-                if table == "lessons":
-                    await self._reindex_lesson(key["id"])
+                    await self.update(table, key, {c: v for c, v in before.items() if c not in key})
+                touched.append({"table": table, "key": key})
+            if conflicts and not force:
+                raise ConflictError("undo would overwrite a later change: " + "; ".join(conflicts),
+                                    details=conflicts)
+        return touched
 
-    async def _reindex_lesson(self, lesson_id: str) -> None:  # provided by LessonStore
-        raise NotImplementedError
+
+# Columns that count retrievals rather than hold content: an undo neither checks nor restores them.
+COUNTERS = {"lessons": ("usage_count", "last_used"), "project_contexts": ("last_accessed",)}
+
+
+def _content(table: str, row: dict | None) -> dict | None:
+    if row is None:
+        return None
+    return {k: v for k, v in row.items() if k not in COUNTERS.get(table, ())}
+
+
+def _describe_conflict(table: str, key: dict, expected: dict | None, current: dict | None) -> str:
+    name = f"{table} row {', '.join(str(v) for v in key.values())}"
+    if current is None:
+        return f"{name} was deleted since"
+    if expected is None:
+        return f"{name} was created since"
+    changed = sorted(c for c in current if c not in COUNTERS.get(table, ()) and current.get(c) != expected.get(c))
+    return f"{name} changed since ({', '.join(changed)})"

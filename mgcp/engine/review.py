@@ -1,0 +1,71 @@
+"""The review queue: which findings a project sees, which still speak, and which comes next.
+
+A review of project P -- from the CLI, the MCP server or `--auto` -- shows the findings about the
+lessons every project shares, and P's own context findings; never another project's. Findings
+are queued oldest first. A finding whose subject changed since it was raised (a lesson refined,
+merged, archived, deleted, or an orphan linked) is stale: it is marked so and leaves the queue.
+"""
+
+from __future__ import annotations
+
+from mgcp.config import SHARED_OPERATIONS
+from mgcp.errors import NotFoundError
+from mgcp.models import FindingStatus, LessonStatus, RemFinding, ReviewStep
+from mgcp.persistence.store import Store
+
+
+def visible_to(finding: RemFinding, project_id: str) -> bool:
+    return finding.operation in SHARED_OPERATIONS or finding.project_id == project_id
+
+
+async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFinding:
+    """The finding, if a review of this project may show it (else NotFoundError, as if unknown)."""
+    finding = await store.rem.get_finding(finding_id)
+    project = await store.context.known_project(project_path)
+    if not visible_to(finding, project.project_id):
+        raise NotFoundError(f"finding {finding_id} belongs to another project; review it from that project")
+    return finding
+
+
+async def is_stale(store: Store, finding: RemFinding) -> str | None:
+    """Why the finding no longer applies, or None."""
+    for lesson_id, version in finding.subject.items():
+        if not await store.lessons.exists(lesson_id):
+            return f"lesson {lesson_id} no longer exists"
+        lesson = await store.lessons.get(lesson_id)
+        if lesson.version != version:
+            return f"lesson {lesson_id} was refined (v{version} -> v{lesson.version})"
+        if lesson.status != LessonStatus.active:
+            return f"lesson {lesson_id} is {lesson.status.value}"
+    if finding.kind == "orphan":  # links are not versioned: look at them directly
+        lesson = await store.lessons.get(finding.data["lesson"])
+        if lesson.relationships:
+            return f"lesson {lesson.id} has been linked since"
+    return None
+
+
+async def _still_speaking(store: Store, findings: list[RemFinding]) -> list[RemFinding]:
+    """The findings that are not stale; the stale ones are marked so on the way."""
+    result = []
+    for finding in findings:
+        if await is_stale(store, finding):
+            async with store.transaction():
+                await store.rem.set_finding_status(finding.id, FindingStatus.stale)
+            continue
+        result.append(finding)
+    return result
+
+
+async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
+    """The project's review queue: pending findings it may see, oldest first."""
+    project = await store.context.known_project(project_path)
+    return await _still_speaking(store, await store.rem.findings(project.project_id, "pending"))
+
+
+async def next_finding(store: Store, project_path: str, after: str | None = None) -> ReviewStep:
+    """What the project reviews next: the first pending finding queued after `after` (the one
+    just answered or skipped; None: from the start), with how many wait after it and in all."""
+    project = await store.context.known_project(project_path)
+    ahead = await _still_speaking(store, await store.rem.findings(project.project_id, "pending", after=after))
+    total = len(await store.rem.findings(project.project_id, "pending"))
+    return ReviewStep(finding=ahead[0] if ahead else None, remaining=max(len(ahead) - 1, 0), pending=total)

@@ -1,0 +1,5 @@
+"""`python -m mgcp.surfaces.cli ...` is the `mgcp` command."""
+
+from mgcp.surfaces.cli import main
+
+main()

@@ -1,0 +1,97 @@
+"""The `mgcp` Typer app, the options every command shares, output helpers, and `main`: the one
+place where errors become messages and exit codes.
+
+Exit codes: 0 success; 1 a failure the message explains (MgcpError); 2 bad usage or bad input
+(InvalidInputError, and Typer's usage errors); 130 interrupted. Results go to stdout (`--json`: one
+document), progress and logs to stderr; under `--json` an error is a JSON document on stderr too.
+Command modules (one per noun) import this module; this module imports none of them.
+"""
+
+import json as jsonlib
+import os
+import sys
+from typing import Annotated, Any, Awaitable, Callable, Optional
+
+import typer
+
+from mgcp.errors import MgcpError
+from mgcp.surfaces.common import print_json  # noqa: F401  (the commands' JSON output)
+
+app = typer.Typer(help="mgcp: versioned lessons and project context for coding agents, with REM consolidation.",
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+
+Db = Annotated[Optional[str], typer.Option("--db", help="Database file (default: $MGCP_DB, $MGCP_DATA_DIR/lessons.db, ~/.mgcp/lessons.db).")]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+Project = Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current directory); need not exist.")]
+Config = Annotated[Optional[str], typer.Option("--config", help="rem-config.yaml to use (default: $MGCP_REM_CONFIG, the data dir's, else built-in defaults).")]
+
+
+def noun(name: str, help: str) -> typer.Typer:
+    """A sub-app for one noun (`mgcp lesson ...`), registered on the main app."""
+    sub = typer.Typer(help=help, no_args_is_help=True)
+    app.add_typer(sub, name=name)
+    return sub
+
+
+def echo(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def note(text: str) -> None:
+    """Progress and remarks: stderr, so that stdout stays the result."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def with_store(db: str | None, work: Callable[[Any], Awaitable[Any]], create: bool = True) -> Any:
+    """Open (and upgrade) the database, run `work(store)` and return its result. Commands that only
+    read pass `create=False`: a missing database is then an error and nothing is created."""
+    import asyncio
+
+    from mgcp.config import db_path
+    from mgcp.persistence.store import Store
+
+    async def run():
+        async with Store.open(db_path(db), create=create) as store:
+            return await work(store)
+
+    return asyncio.run(run())
+
+
+def project_path(path: str | None) -> str:
+    from mgcp.config import normalize_path
+
+    return normalize_path(path if path else os.getcwd())
+
+
+def load_config(path: str | None):
+    from mgcp.config import load_config as load
+
+    return load(path)
+
+
+def _fail(message: str, code: int) -> None:
+    if "--json" in sys.argv[1:]:
+        print(jsonlib.dumps({"error": message, "exit_code": code}, ensure_ascii=False), file=sys.stderr)
+    else:
+        print(f"Error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main() -> None:
+    """Run the CLI on sys.argv (the `mgcp` console script)."""
+    try:
+        code = app(standalone_mode=False)
+    except MgcpError as exc:
+        _fail(str(exc), exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        print("Interrupted; nothing was applied half-way.", file=sys.stderr)
+        sys.exit(130)
+    except typer.TyperException as exc:  # bad usage: one line, exit code 2, as for bad input
+        message = exc.format_message()
+        if not message:  # a bare `mgcp lesson`, whose help was just printed
+            sys.exit(getattr(exc, "exit_code", 2))
+        where = exc.ctx.command_path if getattr(exc, "ctx", None) else "mgcp"
+        _fail(f"{message} (see `{where} --help`)", getattr(exc, "exit_code", 2))
+    except UnicodeError as exc:  # e.g. an argument that is not valid UTF-8
+        _fail(f"input is not valid text ({exc.reason})", 2)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,349 @@
+"""The MCP tools' bodies: each parses its arguments, calls the store or the engine, and returns
+JSON. The server plumbing (registration, errors, transport) is in `mcp_server`, the only importer
+of the `mcp` SDK. Each method's docstring is the tool's description for the agent; the numbered
+findings are shaped for an AskUserQuestion-style prompt by `finding_prompt`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Awaitable, Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from mgcp.errors import InvalidInputError
+from mgcp.models import RelationshipType, RemFinding, ReviewStep
+from mgcp.surfaces.common import to_jsonable
+
+# AskUserQuestion headers are short chips (at most 12 characters).
+HEADERS = {
+    "duplicate_merge": "Duplicate", "duplicate_review": "Near-dup", "unlinked_cluster": "Cluster",
+    "orphan": "Orphan", "stale_unused": "Unused", "popular_unrefined": "Needs update",
+    "unmatched_trigger": "Old trigger", "theme": "New lesson", "uncaptured_decision": "Decision",
+    "stale_todo": "Old todo",
+}
+OPERATION_HEADERS = {
+    "staleness_scan": "Stale", "duplicate_detection": "Duplicate", "community_detection": "Links",
+    "knowledge_extraction": "Extraction", "context_summary": "Summary",
+}
+MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
+
+ProjectPath = Annotated[str, Field(description="The project's absolute path (the agent's working "
+                                               "directory); it need not exist on disk.")]
+LessonId = Annotated[str, Field(description="The lesson id, e.g. 'verify-api-signatures'.")]
+SessionId = Annotated[str | None, Field(description="The agent's session id, if known.")]
+
+
+class TodoInput(BaseModel):
+    content: str = Field(description="What is to be done.")
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+def header_for(finding: RemFinding) -> str:
+    header = HEADERS.get(finding.kind) or OPERATION_HEADERS.get(finding.operation)
+    return (header or finding.kind.replace("_", " ").capitalize())[:12]
+
+
+def finding_prompt(finding: RemFinding) -> dict[str, Any]:
+    """One finding as an AskUserQuestion-style question: options in the engine's order, numbered
+    from 1 (the number is what rem_answer takes); multi-select where an option picks a subset."""
+    options, needs_input, choices = [], [], None
+    for number, option in enumerate(finding.options, 1):
+        entry = {"number": number,
+                 "label": option.label + (" (Recommended)" if number == finding.recommended else ""),
+                 "description": option.description}
+        if option.needs_input:
+            entry["needs_input"] = option.needs_input
+            needs_input.append({"option": number, "prompt": option.needs_input})
+        if option.multi_select:
+            entry["multi_select"] = True
+            choices = choices or list(option.multi_select)
+        options.append(entry)
+    skip = next((n for n, o in enumerate(finding.options, 1) if o.action == "skip"), None)
+    if len(options) > MAX_PROMPT_OPTIONS and skip is not None:
+        # "skip for now" is what not answering means.
+        options = [o for o in options if o["number"] != skip]
+    how = [f"Call rem_answer with project_path, finding_id={finding.id!r} and the chosen option number."]
+    for item in needs_input:
+        how.append(f"Option {item['option']} needs text: pass it as input ({item['prompt']}).")
+    if choices:
+        subset = next(n for n, o in enumerate(finding.options, 1) if o.multi_select)
+        how.append(f"Option {subset} picks a subset: ask which of choices (multi-select), then pass "
+                   "them as selection.")
+    return {
+        "finding_id": finding.id,
+        "operation": finding.operation,
+        "question": f"{finding.title}\n\n{finding.description}",
+        "header": header_for(finding),
+        "options": options,
+        "recommended": finding.recommended,
+        "multiSelect": choices is not None,
+        "choices": choices or [],
+        "needs_input": needs_input,
+        "skip_option": skip,
+        "how_to_answer": " ".join(how),
+    }
+
+
+class Service:
+    """What every tool needs: the database and the REM config, both resolved per call. Each call
+    opens the store and closes it before returning, so no lock is held between calls."""
+
+    def __init__(self, db: str | None, config: str | None, log: Callable[[str], None]):
+        self.db, self.config, self.log = db, config, log
+
+    async def run(self, work: Callable[[Any], Awaitable[Any]], create: bool = True) -> Any:
+        from mgcp.config import db_path
+        from mgcp.persistence.store import Store
+
+        async with Store.open(db_path(self.db), create=create) as store:
+            return await work(store)
+
+    def rem_config(self):
+        from mgcp.config import load_config
+
+        return load_config(self.config)
+
+
+def _path(project_path: str) -> str:
+    from mgcp.config import normalize_path
+
+    return normalize_path(project_path)
+
+
+class Tools:
+    """The tools, one method each (registered by name in NAMES order)."""
+
+    NAMES = ("add_lesson", "refine_lesson", "query_lessons", "get_lesson_history", "link_lessons",
+             "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
+             "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo")
+
+    def __init__(self, service: Service):
+        self.service = service
+
+    # -- lessons ------------------------------------------------------------------------------------
+
+    async def add_lesson(
+        self,
+        lesson_id: LessonId,
+        trigger: Annotated[str, Field(description="When the lesson applies: the situation and keywords an agent would search for.")],
+        action: Annotated[str, Field(description="What to do in that situation.")],
+        rationale: Annotated[str | None, Field(description="Why.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Tags, e.g. ['testing', 'sqlite'].")] = None,
+        parent_id: Annotated[str | None, Field(description="The id of a broader parent lesson.")] = None,
+        session_id: SessionId = None,
+    ) -> dict[str, Any]:
+        """Store a new reusable lesson (version 1). Call it when you learned something that will help
+        in future sessions: a mistake to avoid, a check that paid off. Returns the lesson."""
+        return to_jsonable(await self.service.run(lambda s: s.lessons.add(
+            lesson_id, trigger, action, rationale, tags or [], parent_id, session_id=session_id)))
+
+    async def refine_lesson(
+        self,
+        lesson_id: LessonId,
+        reason: Annotated[str, Field(description="Why the current version was insufficient (required; kept in the history).")],
+        trigger: Annotated[str | None, Field(description="A new trigger (omit to keep).")] = None,
+        action: Annotated[str | None, Field(description="A new action (omit to keep).")] = None,
+        rationale: Annotated[str | None, Field(description="A new rationale (omit to keep).")] = None,
+        tags: Annotated[list[str] | None, Field(description="New tags, replacing the old (omit to keep).")] = None,
+        session_id: SessionId = None,
+    ) -> dict[str, Any]:
+        """Improve an existing lesson: writes version N+1 and keeps every earlier version with the
+        reason. Call it when a lesson proved wrong, vague or incomplete. Returns the new lesson."""
+        return to_jsonable(await self.service.run(lambda s: s.lessons.refine(
+            lesson_id, reason, trigger, action, rationale, tags, session_id), create=False))
+
+    async def query_lessons(
+        self,
+        text: Annotated[str, Field(description="The situation or task, in words, e.g. 'writing a database migration'.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="How many lessons at most.")] = 5,
+        project_path: Annotated[str | None, Field(description="The project's path, to attribute the query (optional).")] = None,
+    ) -> dict[str, Any]:
+        """Find the active lessons most relevant to a situation, best first. Call it before starting
+        unfamiliar work. Each returned lesson counts as retrieved (usage count, last used), and the
+        query is logged for REM's staleness scan. Returns {"results": [lesson + score]}."""
+        results = await self.service.run(
+            lambda s: s.query(text, limit, _path(project_path) if project_path else None), create=False)
+        return {"results": [{"score": round(score, 4), **to_jsonable(lesson)} for lesson, score in results]}
+
+    async def get_lesson_history(self, lesson_id: LessonId) -> dict[str, Any]:
+        """Every version of a lesson, oldest first, each with the reason it was refined. Call it to
+        see how a lesson evolved before refining it. Returns {"lesson_id", "versions": [...]}."""
+        versions = await self.service.run(lambda s: s.lessons.versions(lesson_id), create=False)
+        return {"lesson_id": lesson_id, "versions": to_jsonable(versions)}
+
+    async def link_lessons(
+        self,
+        source: Annotated[str, Field(description="One lesson id.")],
+        target: Annotated[str, Field(description="The other lesson id.")],
+        type: Annotated[RelationshipType, Field(description="The relationship.")] = RelationshipType.related,
+    ) -> dict[str, Any]:
+        """Link two lessons (both directions) so that finding one leads to the other. Returns
+        {"source", "target", "type", "added"} (added is false when they were already linked)."""
+        rel = RelationshipType(type).value
+        added = await self.service.run(lambda s: s.lessons.link(source, target, rel), create=False)
+        return {"source": source, "target": target, "type": rel, "added": added}
+
+    # -- project context -----------------------------------------------------------------------------
+
+    async def save_project_context(
+        self,
+        project_path: ProjectPath,
+        session_id: SessionId = None,
+        notes: Annotated[str | None, Field(description="Where things stand, for the next session (replaces the notes).")] = None,
+        todos: Annotated[list[TodoInput] | None, Field(description="The full todo list (replaces the previous list).")] = None,
+        decisions: Annotated[list[str] | None, Field(description="Decisions made this session (appended; the last 10 are kept current).")] = None,
+        active_files: Annotated[list[str] | None, Field(description="Files in play (replaces the list).")] = None,
+        catalogue: Annotated[dict[str, Any] | None, Field(description="The project's catalogue: a JSON object of what the project contains (replaces it; history keeps deltas).")] = None,
+    ) -> dict[str, Any]:
+        """Save where the project stands so the next session can pick up: call it before a session
+        ends or after a milestone. Omitted fields keep their values. A save that changes anything is
+        kept as a history row. Returns {"saved", "snapshot", "message"}."""
+        from mgcp.models import Todo
+
+        path = _path(project_path)
+        todo_models = None if todos is None else [Todo(content=t.content, status=t.status) for t in todos]
+        snap = await self.service.run(lambda s: s.context.save(
+            path, session_id, notes, todo_models, decisions, active_files, catalogue))
+        message = (f"saved session {snap.session_number} of {path}" if snap
+                   else "nothing changed; no history row written")
+        return {"saved": snap is not None, "snapshot": to_jsonable(snap), "message": message}
+
+    async def get_project_context(self, project_path: ProjectPath) -> dict[str, Any]:
+        """The project's current context: notes, todos, recent decisions, active files, catalogue and
+        session count. Call it at the start of a session to resume where the last one stopped."""
+        return to_jsonable(await self.service.run(lambda s: s.context.get_project(_path(project_path)), create=False))
+
+    async def get_context_history(
+        self,
+        project_path: ProjectPath,
+        limit: Annotated[int | None, Field(ge=1, le=1_000_000, description="Only the last N snapshots.")] = None,
+    ) -> dict[str, Any]:
+        """The project's saved snapshots, oldest first (the last N with limit): what changed from
+        session to session. Returns {"history": [snapshot, ...]}."""
+        rows = await self.service.run(lambda s: s.context.history(_path(project_path), limit), create=False)
+        return {"history": to_jsonable(rows)}
+
+    async def get_context_at_session(
+        self,
+        project_path: ProjectPath,
+        session: Annotated[int, Field(ge=0, le=2**62, description="The session number.")],
+    ) -> dict[str, Any]:
+        """The project's context as it was at the end of a session, with the catalogue rebuilt from
+        history and verified against its recorded hash. Call it to see what was known back then."""
+        return to_jsonable(await self.service.run(lambda s: s.context.at(_path(project_path), session), create=False))
+
+    # -- REM --------------------------------------------------------------------------------------
+
+    async def rem_status(self, project_path: ProjectPath) -> dict[str, Any]:
+        """REM schedule for the project: for each operation its last run, the session it is next due
+        and whether it is due now, plus the number of findings awaiting review. Marks findings whose
+        subject changed since as stale; changes nothing else."""
+        from mgcp import engine
+
+        cfg = self.service.rem_config()
+        return to_jsonable(await self.service.run(lambda s: engine.status(s, cfg, _path(project_path)), create=False))
+
+    async def rem_report(self, project_path: ProjectPath) -> dict[str, Any]:
+        """The project's last REM run with every finding it raised (their status now), and every
+        finding waiting for this project's review, without running anything. Returns
+        {"report": last run or null, "pending": [...], "message"}."""
+        from mgcp import engine
+
+        result = await self.service.run(lambda s: engine.report(s, _path(project_path)), create=False)
+        waiting = f"{len(result.pending)} finding(s) waiting for review"
+        if result.last_run is None:
+            message = f"no REM run yet for this project (start one with rem_run); {waiting}"
+        else:
+            message = (f"last run {result.last_run.run_id} at session {result.last_run.session_number}: "
+                       f"{len(result.last_run.findings)} finding(s); {waiting}")
+        return {"report": to_jsonable(result.last_run), "pending": to_jsonable(result.pending), "message": message}
+
+    def _step(self, step: ReviewStep) -> dict[str, Any]:
+        return {"finding": finding_prompt(step.finding) if step.finding else None,
+                "remaining": step.remaining, "pending": step.pending}
+
+    async def rem_run(
+        self,
+        project_path: ProjectPath,
+        operations: Annotated[list[str] | None, Field(description=(
+            "Operations to run even if not due: staleness_scan, duplicate_detection, "
+            "community_detection, knowledge_extraction, context_summary. Omit to run what is due."))] = None,
+    ) -> dict[str, Any]:
+        """Run a REM consolidation cycle (the due operations, or the named ones) and start the review.
+        Returns {"run": summary, "finding": the first pending finding or null, "remaining": how many
+        more are pending after it, "message"}. Present the finding to the user as one question
+        (AskUserQuestion: question, header, options, multiSelect), then call rem_answer with their
+        choice; it returns the next finding. Nothing is changed until the user answers."""
+        from mgcp import engine
+
+        path = _path(project_path)
+        engine.check_operations(operations)
+        cfg = self.service.rem_config()
+
+        async def work(store):
+            result = await engine.run(store, cfg, path, operations, progress=self.service.log)
+            return result.report, await engine.next_finding(store, path)
+
+        report, step = await self.service.run(work)
+        failed = [o.operation for o in report.operations if o.error]
+        message = (f"REM run {report.run_id} at session {report.session_number}: ran "
+                   + (", ".join(o.operation for o in report.operations) or "nothing (no operation is due)")
+                   + f"; {len(report.findings)} new finding(s), {step.pending} pending review"
+                   + (f"; FAILED: {', '.join(failed)}" if failed else "")
+                   + ("" if step.finding else "; no findings to review"))
+        ran = [{"operation": o.operation, "new_findings": o.findings, "duration_ms": o.duration_ms,
+                **({"error": o.error} if o.error else {})} for o in report.operations]
+        return {"run": {"run_id": report.run_id, "session_number": report.session_number,
+                        "duration_ms": report.duration_ms, "operations": ran,
+                        "new_findings": len(report.findings)},
+                **self._step(step), "message": message}
+
+    async def rem_answer(
+        self,
+        project_path: ProjectPath,
+        finding_id: Annotated[str, Field(description="The finding_id of the question answered.")],
+        option: Annotated[int, Field(ge=1, le=1000, description="The chosen option's number (from 1).")],
+        input: Annotated[str | None, Field(description="Text for an option that needs input (see needs_input).")] = None,
+        selection: Annotated[list[str] | None, Field(description="For a multi-select option: the chosen ids (a subset of choices).")] = None,
+    ) -> dict[str, Any]:
+        """Apply the user's answer to a REM finding of this project (one transaction, undoable with
+        rem_undo) and get the next question of the same project. Returns {"result": what changed,
+        "finding": the next pending finding in the same shape or null, "remaining": how many more
+        after it, "pending": how many in all, "message"}. A "skip" answer leaves the finding pending
+        and moves on."""
+        from mgcp import engine
+
+        path = _path(project_path)
+        cfg = self.service.rem_config()
+
+        async def work(store):
+            outcome = await engine.resolve(store, cfg, finding_id, option, input or None, selection,
+                                           project_path=path)
+            return outcome, await engine.next_finding(store, path, after=outcome.finding_id)
+
+        outcome, step = await self.service.run(work, create=False)
+        if step.finding:
+            message = f"{outcome.message}. Next question: finding {step.finding.id} ({step.remaining} more after it)."
+        elif step.pending:
+            message = (f"{outcome.message}. No more findings in this pass; {step.pending} skipped "
+                       "finding(s) stay pending (rem_run shows them again).")
+        else:
+            message = f"{outcome.message}. No findings remain."
+        return {"result": to_jsonable(outcome), **self._step(step), "message": message}
+
+    async def rem_undo(
+        self,
+        finding_id: Annotated[str | None, Field(description="Undo this applied finding.")] = None,
+        run_id: Annotated[int | None, Field(ge=1, le=2**62, description="Or: undo every action of this REM run.")] = None,
+        force: Annotated[bool, Field(description="Overwrite later changes (ask the user first: without force the refusal lists them).")] = False,
+    ) -> dict[str, Any]:
+        """Undo an applied REM finding, or every action of a run, restoring exactly what changed.
+        Refused, with what would be overwritten, if the content changed since (retrieval counts
+        never block it); force overwrites. Give finding_id or run_id. Returns {"message"}."""
+        from mgcp import engine
+
+        if (finding_id is None) == (run_id is None):
+            raise InvalidInputError("name a finding id or a run id (one of them)")
+        message = await self.service.run(lambda s: engine.undo_finding(s, finding_id, force) if finding_id
+                                         else engine.undo_run(s, run_id, force), create=False)
+        return {"message": message}
