@@ -237,7 +237,7 @@ def w_latency(a) -> dict:
     async def main():
         result = {}
         async with Store.open(a.db) as store:
-            ids = [r[0] for r in await store.fetchall("SELECT id FROM lessons ORDER BY id")]
+            ids = [r[0] for r in await store.db.fetchall("SELECT id FROM lessons ORDER BY id")]
             for what in a.what:
                 runs = []
                 for run in range(a.runs + 1):  # run 0 is the warm-up

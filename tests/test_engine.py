@@ -97,3 +97,18 @@ def test_a_failing_operation_is_reported_and_the_others_still_run(db, run, monke
     assert by_op["duplicate_detection"].error == "ValueError: the analysis blew up"
     assert by_op["staleness_scan"].error is None
     assert "staleness_scan" in state and "duplicate_detection" not in state  # its cursor did not move
+
+
+def test_every_option_an_operation_offers_is_one_the_engine_can_apply():
+    import ast
+
+    from conftest import ROOT
+    from mgcp.engine import ACTIONS
+
+    offered = set()
+    for path in sorted((ROOT / "mgcp" / "operations").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "FindingOption":
+                offered |= {k.value.value for k in node.keywords
+                            if k.arg == "action" and isinstance(k.value, ast.Constant)}
+    assert offered and offered <= set(ACTIONS) | {"skip"}, offered - set(ACTIONS)

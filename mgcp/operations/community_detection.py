@@ -12,8 +12,8 @@ Louvain (python-louvain, `random_state=seed`, nodes and edges added in sorted or
 graph always gives the same partition) runs on each connected part of the graph on its own, with the
 rest of the graph standing by as one node that carries its weight: the modularity gain of every move
 is then the gain it has in the whole graph (no community spans two parts anyway), but each part
-stops when it has converged instead of waiting for the slowest one. On the benchmark's data this
-gives the same partition in 1.7 s instead of 2.9 s at 10k lessons, 30 s instead of 113 s at 100k.
+stops when it has converged instead of waiting for the slowest one (benchmarks/README.md has the
+figures).
 
 Communities of two or more members are returned with an id (sha256 of the sorted member ids, 12
 hex), a title (a phrase the members share, else their most distinctive words) and an extractive

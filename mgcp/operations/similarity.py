@@ -17,27 +17,24 @@ after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007)
   violated, and likewise for y). So only documents that meet in a prefix posting list are candidates,
   and each candidate is verified with an exact sparse dot product.
 - At the duplicate thresholds (0.8) a prefix holds only a document's few rarest words, but those are
-  often topic words: at 10k lessons a lesson still meets ~150 earlier ones in its prefix lists, of
-  which almost none come near the threshold (278 of 1.5M share enough words). So each document also
+  often topic words: a lesson still meets many earlier ones in its prefix lists, of which almost
+  none come near the threshold. So each document also
   takes a second route when it is cheaper: count, in C (`Counter`), how many of its rarest words
   every earlier document shares, and check only those sharing at least the number a match needs
   (`_counting_prefix` gives the bound). The route is chosen per document by comparing posting
-  entries to count with candidates to check (`COUNTING_COST`; on the benchmark 10 beats 4 by a
-  second at 10k lessons and ties with it at 100k); both routes are exact. At 10k lessons this takes
-  about 2.7 s instead of 4.2 s; at 100k, 44 s instead of about 54 s (vectors not included).
+  entries to count with candidates to check (`COUNTING_COST`); both routes are exact.
 - The result is exact (same pairs as brute force), deterministic, and memory is linear in the
   total number of words. MinHash-LSH would be approximate and, in pure Python, slower to hash; a
   plain inverted index on all tokens would touch every pair sharing a common word.
 - At low thresholds (community detection's 0.35) the prefix covers most of a document and nearly
-  every pair sharing a topic word becomes a candidate (11.8M candidates for 9.5k edges at 10k
-  lessons). A graph needs each lesson's nearest neighbours, not every weak pair, so `nearest` answers
+  every pair sharing a topic word becomes a candidate. A graph needs each lesson's nearest neighbours, not every weak pair, so `nearest` answers
   that instead: a document's candidates are the documents sharing the most of its *distinctive*
   words (carried by at most `DISTINCTIVE_DF` documents; counted in C by `Counter`), the best
   `CANDIDATES_PER_NEIGHBOUR * k` of them are scored exactly, and the k strongest at or above the
   threshold are kept. Approximate by design: a pair that shares only common words is never a
-  candidate. On the benchmark's 10k lessons, with k=5, 84% of the exact edges are among the pairs
-  scored (7,913 of 9,474; the missed ones share the fewest distinctive words), in 2.3 s instead of
-  60 s; the modularity of the partition stays 0.975.
+  candidate (the missed edges are those sharing the fewest distinctive words).
+
+What each choice bought on the benchmark is in benchmarks/README.md.
 """
 
 from __future__ import annotations

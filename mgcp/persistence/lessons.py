@@ -213,11 +213,11 @@ class Lessons:
                 if a.lesson_id == b.lesson_id and b.version == a.version + 1]
 
     async def set_lifecycle(self, lesson_id: str, status: LessonStatus, reason: str | None = None,
-                            superseded_by: str | None = None, project_id: str | None = None) -> None:
+                            superseded_by: str | None = None) -> None:
+        """Archive, delete (softly), supersede or reactivate a lesson; its rows and history stay."""
         await self.get(lesson_id)
         await self.db.upsert("lesson_lifecycle", {"lesson_id": lesson_id}, {
-            "status": status.value, "superseded_by": superseded_by, "project_id": project_id,
-            "reason": reason, "changed_at": utcnow(),
+            "status": status.value, "superseded_by": superseded_by, "reason": reason, "changed_at": utcnow(),
         })
 
     async def link(self, source: str, target: str, rel_type: str = "related",
