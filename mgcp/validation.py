@@ -49,12 +49,16 @@ def check_text(field: str, value: str | None, *, required: bool = True, limit: i
     value = value.strip()
     if required and not value:
         raise InvalidInputError(f"{field} must not be empty")
-    if len(value) > limit:
-        raise InvalidInputError(f"{field} is too long ({len(value)} characters; the limit is {limit})")
-    kind = find_secret(value)
-    if kind:
-        raise InvalidInputError(f"{field} appears to contain {kind}; secrets are never stored")
+    _check_size_and_secrets(field, value, limit)
     return value
+
+
+def _check_size_and_secrets(what: str, text: str, limit: int) -> None:
+    if len(text) > limit:
+        raise InvalidInputError(f"{what} is too long ({len(text)} characters; the limit is {limit})")
+    kind = find_secret(text)
+    if kind:
+        raise InvalidInputError(f"{what} appears to contain {kind}; secrets are never stored")
 
 
 def check_lesson_id(value: str, field: str = "lesson id") -> str:
@@ -76,10 +80,5 @@ def check_catalogue(catalogue) -> dict:
 
     if not isinstance(catalogue, dict):
         raise InvalidInputError("the catalogue must be a JSON object")
-    text = json.dumps(catalogue, ensure_ascii=False)
-    if len(text) > MAX_CATALOGUE:
-        raise InvalidInputError(f"the catalogue is too large ({len(text)} characters; the limit is {MAX_CATALOGUE})")
-    kind = find_secret(text)
-    if kind:
-        raise InvalidInputError(f"the catalogue appears to contain {kind}; secrets are never stored")
+    _check_size_and_secrets("the catalogue", json.dumps(catalogue, ensure_ascii=False), MAX_CATALOGUE)
     return catalogue

@@ -121,7 +121,7 @@ def review(project: Project = None, config: Config = None, db: Db = None):
         while True:
             answer = _ask(f"\nChoose 1-{len(finding.options)}, s to skip, q to quit: ")
             if answer is None or answer.lower() in ("q", "quit"):
-                return echo(f"Stopped. {done} applied, {skipped} skipped; {step.pending - done} left pending.")
+                return echo(f"Stopped. {done} applied, {skipped} skipped; {step.pending} finding(s) still pending.")
             if answer.lower() in ("s", "skip", ""):
                 skipped += 1
                 break

@@ -1,0 +1,56 @@
+"""Transactions nest as savepoints; undo restores content and leaves retrieval counters."""
+
+import asyncio
+
+import pytest
+
+from mgcp.errors import ConflictError
+from mgcp.persistence.database import Database
+
+
+def run(path, work):
+    async def main():
+        async with Database.open(path) as db:
+            return await work(db)
+    return asyncio.run(main())
+
+
+async def names(db):
+    return [r[0] for r in await db.fetchall("SELECT id FROM lessons ORDER BY id")]
+
+
+def lesson(lesson_id):
+    return {"id": lesson_id, "trigger": "t", "action": "a", "version": 1, "created_at": "2026-01-01T00:00:00+00:00",
+            "last_refined": "2026-01-01T00:00:00+00:00"}
+
+
+def test_a_failed_inner_block_rolls_back_only_its_own_writes(db):
+    async def work(d):
+        async with d.transaction():
+            await d.insert("lessons", lesson("outer"))
+            with pytest.raises(RuntimeError):
+                async with d.transaction():
+                    await d.insert("lessons", lesson("inner"))
+                    raise RuntimeError("inner fails")
+        return await names(d)
+
+    assert run(db, work) == ["outer"]
+
+
+def test_restore_leaves_counters_and_refuses_a_content_change(db):
+    async def work(d):
+        async with d.recording() as changes:
+            await d.insert("lessons", lesson("x"))
+            await d.update("lessons", {"id": "x"}, {"action": "changed"})
+        await d.conn.execute("UPDATE lessons SET usage_count = 7, last_used = 'now' WHERE id = 'x'")
+        update = [c for c in changes if c["before"] is not None]
+        await d.restore(update)
+        row = await d.row("lessons", {"id": "x"})
+        await d.conn.execute("UPDATE lessons SET action = 'later' WHERE id = 'x'")
+        with pytest.raises(ConflictError) as refused:
+            await d.restore(update)
+        return row, refused.value.details, await d.row("lessons", {"id": "x"})
+
+    restored, details, after = run(db, work)
+    assert (restored["action"], restored["usage_count"], restored["last_used"]) == ("a", 7, "now")
+    assert details == ["lessons row x changed since (action)"] and after["action"] == "later"

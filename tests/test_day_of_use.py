@@ -1,0 +1,292 @@
+"""A day of use on one database: the SessionStart hook, the CLI, the MCP server and a person at
+`mgcp rem review` take turns on two projects, then every promise is checked at once.
+
+P carries the demo project's lessons and 46 sessions of history (mgcp/demo_data.yaml, as in
+tests/planted.py, under P's path); Q carries the first 20 of those sessions, so both projects raise
+the same themes and each must see only its own context findings.
+"""
+
+import asyncio
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+import yaml
+from mcp.client.stdio import StdioServerParameters
+
+from clihelp import mgcp
+from conftest import dump
+from mgcp.config import SHARED_OPERATIONS
+from mgcp.persistence.sessions import project_id_for
+from mgcp.persistence.store import Store
+from mgcp.surfaces.demo import DATA, load
+from test_hook import HOOK, payload
+from test_mcp_server import SERVE, Client
+
+P, Q = "/work/day/p", "/work/day/q"
+PID, QID = project_id_for(P), project_id_for(Q)
+Q_SESSIONS = 20
+
+
+def sql(db, query, *params) -> list:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
+def cli(db, *args, stdin="") -> str:
+    code, out, err = mgcp(*args, "--db", db, stdin=stdin)
+    assert code == 0, (args, err)
+    return out
+
+
+def hook(db, session_id, source, cwd) -> int:
+    """Run the hook as Claude Code does; returns the project's session number (checked against the
+    number the reminder names, when it prints one)."""
+    result = subprocess.run([sys.executable, str(HOOK)], input=payload(session_id, source, cwd), text=True,
+                            capture_output=True, env={**os.environ, "MGCP_DB": str(db)}, timeout=60)
+    assert (result.returncode, result.stderr) == (0, ""), result
+    number = sql(db, "SELECT session_count FROM project_contexts WHERE project_path = ?", cwd)[0][0]
+    if result.stdout:
+        text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert int(re.search(r"session (\d+)", text).group(1)) == number, text
+    return number
+
+
+def finding(db, finding_id) -> dict:
+    kind, op, owner, options, subject, status = sql(db, "SELECT kind, operation, project_id, options, subject, "
+                                                        "status FROM rem_findings WHERE id = ?", finding_id)[0]
+    return {"id": finding_id, "kind": kind, "operation": op, "project_id": owner, "status": status,
+            "actions": [o["action"] for o in json.loads(options)], "subject": json.loads(subject)}
+
+
+def option(db, finding_id, action) -> int:
+    return finding(db, finding_id)["actions"].index(action) + 1
+
+
+def assert_visible(db, project_id, finding_ids):
+    """What a project is shown: shared lesson findings, and its own context findings only."""
+    for finding_id in finding_ids:
+        f = finding(db, finding_id)
+        assert f["operation"] in SHARED_OPERATIONS or f["project_id"] == project_id, f
+
+
+def query_affected(db, finding_id):
+    """`mgcp lesson query` for every active lesson the finding touched (bumps usage counters)."""
+    ids = set(finding(db, finding_id)["subject"])
+    for (changes,) in sql(db, "SELECT changes FROM rem_actions WHERE finding_id = ? AND undone_at IS NULL", finding_id):
+        ids |= {c["key"]["id"] for c in json.loads(changes) if c["table"] == "lessons"}
+    for lesson_id in sorted(ids):
+        trigger, status = sql(db, "SELECT trigger, status FROM lessons LEFT JOIN lesson_lifecycle ON lesson_id = id "
+                                  "WHERE id = ?", lesson_id)[0]
+        if status in (None, "active"):
+            found = json.loads(cli(db, "lesson", "query", trigger, "--limit", "5", "--project", P, "--json"))
+            assert lesson_id in [r["id"] for r in found], (lesson_id, trigger)
+
+
+class Person:
+    """A person at `mgcp rem review`, typing into its stdin: merges the agent's duplicate, keeps the
+    first extraction finding's draft as it is, skips the rest."""
+
+    def __init__(self, db, merge):
+        self.db, self.merge, self.drafted, self.lines = db, merge, None, []
+
+    def readline(self) -> str:
+        if not self.lines:
+            shown = re.findall(r"  -  finding (\w+)", sys.stdout.getvalue())[-1]
+            f = finding(self.db, shown)
+            if shown == self.merge:
+                self.lines = [str(option(self.db, shown, "merge"))]
+            elif f["operation"] == "knowledge_extraction" and self.drafted is None:
+                self.drafted, self.lines = shown, [str(option(self.db, shown, "draft_lesson")), ""]
+            else:
+                self.lines = ["s"]
+        return self.lines.pop(0) + "\n"
+
+
+def undo(db, finding_id, *flags):
+    return mgcp("rem", "undo", finding_id, *flags, "--db", db)
+
+
+def test_a_day_of_use(tmp_path, db):
+    data = yaml.safe_load(DATA.read_text())
+    data["project"]["path"] = P
+    q_data = {"project": {"path": Q}, "lessons": [], "sessions": data["sessions"][:Q_SESSIONS]}
+
+    async def build():
+        async with Store.open(db) as store:
+            async with store.transaction():
+                for d in (data, q_data):
+                    await load(store, d, datetime.now(timezone.utc))
+    asyncio.run(build())
+    s0, saves, notes = len(data["sessions"]), [], None
+    for n, session in enumerate(data["sessions"], 1):  # what `context at` must give, in time order
+        notes = session.get("notes") or notes
+        saves.append((n, notes))
+
+    params = StdioServerParameters(command=sys.executable, args=[*SERVE, "--db", str(db)],
+                                   env={"MGCP_DATA_DIR": str(tmp_path / "mcp-data"), "HOME": str(tmp_path / "home")})
+    with open(tmp_path / "server.log", "w") as errlog:
+        agent = Client(params, errlog)
+        try:
+            day(db, tmp_path, agent, s0, saves)
+            assert agent.stream_errors == []
+        finally:
+            agent.close()
+
+
+def day(db, tmp_path, agent, s0, saves):
+    def save(surface, sid, notes, session=None):
+        """A save of P from the CLI or over MCP; `session` None: an identical repeat, which must
+        write nothing."""
+        decision, todo = f"decided: {notes}", f"follow up {notes}"
+        doc = (json.loads(cli(db, "context", "save", "--project", P, "--session-id", sid, "--notes", notes,
+                              "--decision", decision, "--todo", todo, "--json")) if surface == "cli" else
+               agent.ok("save_project_context", project_path=P, session_id=sid, notes=notes,
+                        decisions=[decision], todos=[{"content": todo}]))
+        assert doc["saved"] == (session is not None), doc
+        if session is not None:
+            assert doc["snapshot"]["session_number"] == session, doc
+            saves.append((session, notes))
+
+    # -- morning: sessions start, resume, clear and compact; saves from both surfaces ---------------
+    assert hook(db, "A", "startup", P) == s0 + 1
+    save("cli", "A", "a1: started the refund flow", s0 + 1)
+    assert hook(db, "X", "startup", Q) == Q_SESSIONS + 1
+    cli(db, "context", "save", "--project", Q, "--session-id", "X", "--notes", "q: audit log")
+    assert hook(db, "B", "startup", P) == s0 + 2
+    save("mcp", "B", "b1: refunds call stripe", s0 + 2)
+    assert hook(db, "A", "resume", P) == s0 + 2  # a known id continues the CURRENT session
+    save("cli", "A", "a2: resumed A, refunds idempotent", s0 + 2)
+    assert hook(db, "C", "clear", P) == s0 + 3
+    save("mcp", "C", "c1: webhooks for refunds", s0 + 3)
+    save("mcp", "C", "c1: webhooks for refunds")
+    assert hook(db, "C", "compact", P) == s0 + 3
+    save("cli", "A", "a3: back in A after B and C", s0 + 3)
+    save("cli", "A", "a3: back in A after B and C")
+    assert sql(db, "SELECT count(*) FROM context_history WHERE project_id = ?", PID)[0][0] == len(saves)
+    assert dict(sql(db, "SELECT session_id, session_number FROM project_sessions WHERE session_id IN "
+                        "('A', 'B', 'C', 'X')")) == {"A": s0 + 1, "B": s0 + 2, "C": s0 + 3, "X": Q_SESSIONS + 1}
+
+    # -- midday: a CI dry run writes nothing; the agent reviews P over MCP ----------------------------
+    before = dump(db)
+    preview = json.loads(cli(db, "rem", "run", "--auto", "--dry-run", "--project", P, "--json"))
+    assert preview["dry_run"] and preview["applied"] and dump(db) == before
+
+    f = agent.ok("rem_run", project_path=P)["finding"]
+    shown_p = [f["finding_id"]]
+
+    def answer(kind, action, **extra):
+        fid = shown_p[-1]
+        assert finding(db, fid)["kind"] == kind
+        result = agent.ok("rem_answer", project_path=P, finding_id=fid, option=option(db, fid, action), **extra)
+        assert result["result"]["action"] == action
+        shown_p.extend([result["finding"]["finding_id"]] if result["finding"] else [])
+        return fid, next(iter(finding(db, fid)["subject"]))
+
+    answer("popular_unrefined", "skip")
+    answer("stale_unused", "archive")
+    answer("stale_unused", "keep")
+    docker, lesson_id = shown_p[-1], next(iter(finding(db, shown_p[-1])["subject"]))
+    old = sql(db, "SELECT trigger, version FROM lessons WHERE id = ?", lesson_id)
+    answer("unmatched_trigger", "update_trigger", input="when docker rebuilds reinstall every dependency")
+    query_affected(db, docker)
+    assert undo(db, docker)[0] == 0
+    assert sql(db, "SELECT trigger, version FROM lessons WHERE id = ?", lesson_id) == old
+    vacuum, lesson_id = answer("unmatched_trigger", "update_trigger", input="when autovacuum lags on hot tables")
+    cli(db, "lesson", "refine", lesson_id, "--action", "Tune autovacuum_vacuum_scale_factor per table",
+        "--reason", "the global setting was too coarse")  # a real content change after the resolve
+    query_affected(db, vacuum)
+    before = dump(db)
+    code, _, err = undo(db, vacuum)
+    assert code == 1 and "overwrite" in err and dump(db) == before
+    assert undo(db, vacuum, "--force", "--yes")[0] == 0
+    merge = shown_p[-1]  # the agent shows it to its user; meanwhile a person reviews Q
+    assert finding(db, merge)["kind"] == "duplicate_merge"
+
+    # -- afternoon: a person reviews Q, typing into `mgcp rem review`'s stdin ----------------------------
+    cli(db, "rem", "run", "--project", Q)
+    queue = [q["id"] for q in json.loads(cli(db, "rem", "report", "--project", Q, "--json"))["pending"]]
+    person = Person(db, merge)
+    out = cli(db, "rem", "review", "--project", Q, stdin=person)
+    shown_q, drafted = re.findall(r"  -  finding (\w+)", out), person.drafted
+    assert drafted and "Review finished: 2 applied" in out
+    assert shown_q == [q for q in queue if finding(db, q)["status"] != "stale"]  # the merge made some stale
+    assert_visible(db, QID, shown_q)
+
+    # the same finding answered twice, once from each surface: applied once
+    assert "already applied" in agent.error("rem_answer", project_path=P, finding_id=merge,
+                                            option=option(db, merge, "merge"))
+    assert "another project" in agent.error("rem_answer", project_path=P, finding_id=drafted, option=1)
+    pending_p = agent.ok("rem_report", project_path=P)["pending"]
+    shown_p += [p["id"] for p in pending_p] + [next(p["id"] for p in pending_p if p["kind"] == "unlinked_cluster")]
+    cluster, _ = answer("unlinked_cluster", "link_all")
+    code, _, err = mgcp("rem", "resolve", cluster, "--option", option(db, cluster, "link_all"), "--project", Q,
+                        "--db", db)
+    assert code == 1 and "already applied" in err
+    for twice in (merge, cluster):
+        assert sql(db, "SELECT count(*) FROM rem_actions WHERE finding_id = ?", twice)[0][0] == 1
+    assert_visible(db, PID, shown_p)
+
+    # -- evening: a new session, CI applies what the policy allows, a save under A -------------------
+    assert hook(db, "D", "startup", P) == s0 + 4
+    auto = json.loads(cli(db, "rem", "run", "--auto", "--project", P, "--json"))
+    applied = [a["id"] for a in auto["applied"]]
+    assert applied and not auto["dry_run"]
+    assert_visible(db, PID, applied + [a["id"] for a in auto["left_pending"]])
+    query_affected(db, applied[0])
+    assert undo(db, applied[0])[0] == 0
+    save("mcp", "A", "a4: evening, back in A once more", s0 + 4)
+    assert hook(db, "E", "startup", P) == s0 + 5  # a session with no save
+
+    check_promises(db, tmp_path, saves, current=s0 + 5)
+
+
+def check_promises(db, tmp_path, saves, current):
+    # every applied finding can still be undone (tried on a copy, newest first)
+    copy = tmp_path / "copy.db"
+    with sqlite3.connect(db) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    live = [fid for (fid,) in sql(db, "SELECT finding_id FROM rem_actions WHERE finding_id IS NOT NULL "
+                                      "AND undone_at IS NULL ORDER BY id DESC")]
+    assert len(live) == len(set(live)), "a finding was applied twice"
+    for fid in live:
+        query_affected(copy, fid)
+        code, _, err = undo(copy, fid)
+        assert code == 0, (fid, finding(db, fid)["kind"], err)
+    for (fid,) in sql(db, "SELECT finding_id FROM rem_actions WHERE finding_id IS NOT NULL AND undone_at IS NOT NULL"):
+        assert sql(db, "SELECT status FROM rem_findings WHERE id = ?", fid)[0][0] in ("pending", "stale")
+
+    # `context at`: the last save of each session in time order; nothing before the first; refused past now
+    assert [n for n, _ in saves] == sorted(n for n, _ in saves)
+    for n in range(1, current + 1):
+        expected = [notes for session, notes in saves if session <= n][-1]
+        at = json.loads(cli(db, "context", "at", "--project", P, "--session", n, "--json"))
+        assert (at["session"], at["snapshot"]["notes"]) == (n, expected), n
+    assert mgcp("context", "at", "--project", P, "--session", 0, "--db", db)[0] == 2
+    code, _, err = mgcp("context", "at", "--project", P, "--session", current + 1, "--db", db)
+    assert code == 2 and f"which is {current}" in err
+
+    # the report lists every pending finding each project may see
+    for path, project_id in ((P, PID), (Q, QID)):
+        report = json.loads(cli(db, "rem", "report", "--project", path, "--json"))
+        marks = ", ".join("?" * len(SHARED_OPERATIONS))
+        pending = sql(db, f"SELECT id FROM rem_findings WHERE status = 'pending' AND (project_id = ? "
+                          f"OR operation IN ({marks}))", project_id, *SHARED_OPERATIONS)
+        assert sorted(f["id"] for f in report["pending"]) == sorted(r[0] for r in pending) != []
+
+    # lesson history has no gaps: versions 1..N for every lesson at version N (after every undo, too)
+    for path in (db, copy):
+        versions = {}
+        for lesson_id, version in sql(path, "SELECT lesson_id, version FROM lesson_versions ORDER BY version"):
+            versions.setdefault(lesson_id, []).append(version)
+        gaps = {lesson_id: (version, versions.get(lesson_id))
+                for lesson_id, version in sql(path, "SELECT id, version FROM lessons")
+                if versions.get(lesson_id) != list(range(1, version + 1))}
+        assert gaps == {}, f"{path.name}: lesson version -> versions in lesson_versions"
