@@ -96,11 +96,10 @@ class Todo(BaseModel):
             return cls(content=str(value))
         fields = {k: v for k, v in value.items() if v is not None or k not in ("status", "priority")}
         fields["content"] = str(value.get("content") or value.get("text") or value.get("title") or "")
-        for key in ("status", "created_at", "notes"):
-            if key in fields and fields[key] is not None and not isinstance(fields[key], str):
-                fields[key] = str(fields[key])
-        if "priority" in fields and not isinstance(fields["priority"], (str, int)) or isinstance(fields.get("priority"), bool):
-            fields["priority"] = str(fields["priority"])
+        for key, kinds in (("status", str), ("created_at", str), ("notes", str), ("priority", (str, int))):
+            value = fields.get(key)
+            if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+                fields[key] = str(value)
         return cls(**fields)
 
 

@@ -3,13 +3,11 @@ findings, and the --auto policy. Surfaces call these functions (and the store's 
 context methods); they decide nothing of their own.
 """
 
-from mgcp.engine.actions import (ACTIONS, Outcome, apply_auto, auto_decision, resolve, undo_finding,
-                                 undo_run)
-from mgcp.engine.cycle import check_operations, report, run, run_cycle, schedules, status
-from mgcp.engine.review import finding_for, is_stale, next_finding, pending_findings, visible_to
+from mgcp.engine.actions import ACTIONS, Outcome, resolve, undo_finding, undo_run
+from mgcp.engine.cycle import check_operations, report, run, run_cycle, status
+from mgcp.engine.review import next_finding, pending_findings
 
 __all__ = [
-    "ACTIONS", "Outcome", "apply_auto", "auto_decision", "check_operations", "finding_for", "is_stale",
-    "next_finding", "pending_findings", "report", "resolve", "run", "run_cycle", "schedules", "status",
-    "undo_finding", "undo_run", "visible_to",
+    "ACTIONS", "Outcome", "check_operations", "next_finding", "pending_findings", "report", "resolve", "run",
+    "run_cycle", "status", "undo_finding", "undo_run",
 ]

@@ -349,52 +349,15 @@ async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
 async def _undo(store: Store, actions: list[dict], force: bool) -> None:
     conflicts = []
     for action in reversed(actions):
+        reason = f"forced undo of REM action {action['action']}"
         try:
-            await store.restore(action["changes"])
-        except ConflictError as exc:  # collect them all, so that --force can show every one
+            await store.restore(action["changes"], force, reason)
+        except ConflictError as exc:  # go on, so that every conflict is listed; all is rolled back
             conflicts += exc.details
-            if force:
-                await _force_restore(store, action)
+            await store.restore(action["changes"], True, reason)
         await store.rem.mark_action_undone(action["id"])
         if action["finding_id"]:
             await store.rem.set_finding_status(action["finding_id"], FindingStatus.pending)
-    if conflicts and not force:
+    if conflicts:
         raise ConflictError("undo would overwrite later changes: " + "; ".join(conflicts)
                             + ". Nothing was undone; --force shows them and asks", details=conflicts)
-
-
-async def _force_restore(store: Store, action: dict) -> None:
-    """Undo over later changes without rewinding history: a lesson changed since is brought back
-    to its earlier content as a new version (or, if the action created it, soft-deleted); every
-    other row is restored as recorded."""
-    changes = action["changes"]
-    changed_since = set()
-    for change in changes:
-        if change["table"] == "lessons":
-            current = await store.lessons.get(change["key"]["id"]) if await store.lessons.exists(change["key"]["id"]) else None
-            last = next(c["after"] for c in reversed(changes) if c["table"] == "lessons" and c["key"] == change["key"])
-            if current is None or last is None or current.version != last["version"] or \
-                    (current.trigger, current.action, current.rationale) != (last["trigger"], last["action"], last["rationale"]):
-                changed_since.add(change["key"]["id"])
-
-    def lesson_of(change: dict) -> str | None:
-        if change["table"] == "lessons":
-            return change["key"]["id"]
-        if change["table"] == "lesson_versions":
-            return (change["after"] or change["before"])["lesson_id"]
-        return None
-
-    await store.restore([c for c in changes if lesson_of(c) not in changed_since], force=True)
-    reason = f"forced undo of REM action {action['action']}"
-    for lesson_id in sorted(changed_since):
-        before = next(c["before"] for c in changes if c["table"] == "lessons" and c["key"]["id"] == lesson_id)
-        if before is None:
-            if await store.lessons.exists(lesson_id):
-                await store.lessons.set_lifecycle(lesson_id, LessonStatus.deleted, reason=reason)
-            continue
-        current = await store.lessons.get(lesson_id)
-        earlier = {"trigger": before["trigger"], "action": before["action"], "rationale": before["rationale"],
-                   "tags": json.loads(before["tags"] or "[]")}
-        if (current.trigger, current.action, current.rationale, current.tags) != tuple(earlier.values()):
-            await store.lessons.refine(lesson_id, f"{reason}: content of v{before['version']} restored",
-                                       **earlier, relationships=json.loads(before["relationships"] or "[]"))

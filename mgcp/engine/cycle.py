@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Callable
+from typing import AsyncIterator, Callable
 
 from mgcp import schedule
 from mgcp.config import OPERATIONS, RemConfig
@@ -72,18 +72,23 @@ def _finding_id(fingerprint: str, run_id: int) -> str:
 
 async def run(store: Store, config: RemConfig, project_path: str, operations: list[str] | None = None,
               auto: bool = False, dry_run: bool = False, progress: Progress | None = None) -> RemRun:
-    """`rem run`: the cycle, then with `auto` the policy's answers to the project's queue. A dry
-    run analyses first (no lock held), then writes everything in one transaction that it rolls
-    back, so it shows exactly what would happen and changes nothing."""
+    """`rem run`: the cycle, then with `auto` the policy's answers to the project's queue.
+
+    Each operation's analysis runs with no transaction open; a normal run then writes what it found
+    at once, so a failure or an interrupt later keeps the work done. A dry run analyses every
+    operation first, then writes everything in one transaction that it rolls back: it shows
+    exactly what would happen, changes nothing, and never holds the lock while it analyses."""
     if dry_run and not auto:
         raise InvalidInputError("--dry-run goes with --auto")
     operations = check_operations(operations)
+    t0 = time.perf_counter()
     project = await store.context.known_project(project_path)
-    plan, analyses = await _analyse(store, config, project, operations, progress)
+    plan = _plan(config, project, await store.rem.state(project.project_id), operations)
+    analyses = _analyse(store, config, project, plan, progress)
 
-    async def write() -> RemRun:
+    async def write(analyses) -> RemRun:
         await store.context.ensure_project(project.project_path)
-        report = await _record(store, project, plan, analyses, auto)
+        report = await _record(store, project, plan, analyses, auto, t0)
         if not auto:
             return RemRun(report=report)
         applied, left = await apply_auto(store, config, project.project_path,
@@ -91,19 +96,16 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
         return RemRun(report=report, auto=True, dry_run=dry_run, applied=applied, left_pending=left)
 
     if not dry_run:
-        return await write()
+        return await write(analyses)
+    done = [analysis async for analysis in analyses]
     async with store.preview():
-        return await write()
+        return await write(_replay(done))
 
 
 async def run_cycle(store: Store, config: RemConfig, project_path: str,
-                    operations: list[str] | None = None, progress: Progress | None = None,
-                    auto: bool = False) -> RemCycleReport:
+                    operations: list[str] | None = None, progress: Progress | None = None) -> RemCycleReport:
     """Run the due operations (or the named ones) for the project and store their findings."""
-    operations = check_operations(operations)
-    project = await store.context.ensure_project(project_path)
-    plan, analyses = await _analyse(store, config, project, operations, progress)
-    return await _record(store, project, plan, analyses, auto)
+    return (await run(store, config, project_path, operations, progress=progress)).report
 
 
 @dataclass
@@ -118,45 +120,52 @@ class _Analysis:
     error: str | None = None
 
 
-async def _analyse(store: Store, config: RemConfig, project: ProjectContext,
-                   operations: list[str] | None, progress: Progress | None):
-    """What is due (or named) and each operation's analysis. Nothing is written and no transaction
-    is open, so the write lock stays free however long this takes; the CPU-bound work of each
+def _plan(config: RemConfig, project: ProjectContext, state: dict, operations: list[str] | None) -> list[OperationSchedule]:
+    """The operations this run covers: the named ones, else those due."""
+    plan = schedules(config, project.project_path, state, project.session_count)
+    return [p for p in plan if (p.operation in operations if operations else p.due)]
+
+
+async def _analyse(store: Store, config: RemConfig, project: ProjectContext, plan: list[OperationSchedule],
+                   progress: Progress | None) -> AsyncIterator[_Analysis]:
+    """Each planned operation's analysis, one by one. Nothing is written and no transaction is
+    open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering."""
     progress = progress or (lambda message: None)
-    session = project.session_count
-    plan = schedules(config, project.project_path, await store.rem.state(project.project_id), session)
-    chosen = [p for p in plan if (p.operation in operations if operations else p.due)]
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id)
-    analyses = []
-    for index, plan_item in enumerate(chosen, 1):
+    for index, plan_item in enumerate(plan, 1):
         op, t0 = plan_item.operation, time.perf_counter()
-        progress(f"[{index}/{len(chosen)}] {op} ...")
+        progress(f"[{index}/{len(plan)}] {op} ...")
         try:
             findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
             analysis = _Analysis(plan_item, findings, summary, output, 0.0)
         except Exception as exc:  # reported in the run; the other operations still run
             analysis = _Analysis(plan_item, [], {}, None, 0.0, f"{type(exc).__name__}: {exc}")
         analysis.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
-        progress(f"[{index}/{len(chosen)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
+        progress(f"[{index}/{len(plan)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
-        analyses.append(analysis)
-    return chosen, analyses
+        yield analysis
+
+
+async def _replay(analyses: list[_Analysis]) -> AsyncIterator[_Analysis]:
+    for analysis in analyses:
+        yield analysis
 
 
 async def _record(store: Store, project: ProjectContext, plan: list[OperationSchedule],
-                  analyses: list[_Analysis], auto: bool) -> RemCycleReport:
-    """Write the run: per operation, its output, new findings and schedule cursor in one
-    transaction (a failed operation writes nothing and its cursor does not move)."""
-    t0, session = time.perf_counter(), project.session_count
+                  analyses: AsyncIterator[_Analysis], auto: bool, t0: float) -> RemCycleReport:
+    """Write the run as the analyses arrive: per operation, its output, new findings and schedule
+    cursor in one transaction (a failed operation writes nothing and its cursor does not move).
+    `t0`: when the run started (perf_counter), for its duration."""
+    session = project.session_count
     async with store.transaction():
         run_id = await store.rem.start_run(project.project_id, session, [p.operation for p in plan], auto)
     report = RemCycleReport(run_id=run_id, project_id=project.project_id,
                             project_path=project.project_path, session_number=session,
                             started_at=utcnow(), auto=auto)
     errors = []
-    for analysis in analyses:
+    async for analysis in analyses:
         op = analysis.plan.operation
         result = OperationResult(operation=op, duration_ms=analysis.duration_ms, summary=analysis.summary,
                                  error=analysis.error)
@@ -170,7 +179,7 @@ async def _record(store: Store, project: ProjectContext, plan: list[OperationSch
         if result.error:
             errors.append(f"{op}: {result.error}")
         report.operations.append(result)
-    report.duration_ms = round(sum(a.duration_ms for a in analyses) + (time.perf_counter() - t0) * 1000, 1)
+    report.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
     async with store.transaction():
         await store.rem.finish_run(run_id, report.duration_ms, len(report.findings), errors,
                                    [r.model_dump() for r in report.operations])

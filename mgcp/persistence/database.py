@@ -204,7 +204,7 @@ class Database:
             for change in reversed(changes):
                 table, key = change["table"], change["key"]
                 current = await self.row(table, key)
-                if _content(table, current) != _content(table, change["after"]):
+                if not same_content(table, current, change["after"]):
                     conflicts.append(_describe_conflict(table, key, change["after"], current))
                 before = change["before"]
                 if before is not None and current is not None:
@@ -225,6 +225,11 @@ class Database:
 
 # Columns that count retrievals rather than hold content: an undo neither checks nor restores them.
 COUNTERS = {"lessons": ("usage_count", "last_used"), "project_contexts": ("last_accessed",)}
+
+
+def same_content(table: str, a: dict | None, b: dict | None) -> bool:
+    """Whether two images of a row hold the same content (retrieval counters aside)."""
+    return _content(table, a) == _content(table, b)
 
 
 def _content(table: str, row: dict | None) -> dict | None:

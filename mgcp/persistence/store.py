@@ -9,13 +9,24 @@ savepoints).
 
 from __future__ import annotations
 
+import json
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
+from mgcp.models import LessonStatus
 from mgcp.persistence.context import Contexts
-from mgcp.persistence.database import Database
+from mgcp.persistence.database import Database, same_content
 from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.rem import RemLedger
+
+
+def _lesson_of(change: dict) -> str | None:
+    """The lesson a recorded change belongs to (its row, or one of its versions)."""
+    if change["table"] == "lessons":
+        return change["key"]["id"]
+    if change["table"] == "lesson_versions":
+        return (change["after"] or change["before"])["lesson_id"]
+    return None
 
 
 class Store:
@@ -45,12 +56,43 @@ class Store:
     def recording(self):
         return self.db.recording()
 
-    async def restore(self, changes: list[dict], force: bool = False) -> None:
-        """Undo recorded changes (see Database.restore), keeping the search index in step."""
+    async def restore(self, changes: list[dict], force: bool = False, reason: str = "forced undo") -> None:
+        """Undo recorded changes (see Database.restore), keeping the search index in step.
+
+        Forced over later changes, it never rewinds a lesson's history: a lesson whose content
+        changed since is brought back to its earlier content as a new version (`reason` says why),
+        or soft-deleted if the changes created it; every other row is restored as recorded."""
         async with self.db.transaction():
-            touched = await self.db.restore(changes, force)
+            changed = await self._lessons_changed_since(changes) if force else {}
+            rows = [c for c in changes if _lesson_of(c) not in changed]
+            touched = await self.db.restore(rows, force)
             for lesson_id in dict.fromkeys(t["key"]["id"] for t in touched if t["table"] == "lessons"):
                 await self.lessons.reindex(lesson_id)
+            for lesson_id, earlier in changed.items():
+                await self._bring_back(lesson_id, earlier, reason)
+
+    async def _lessons_changed_since(self, changes: list[dict]) -> dict[str, dict | None]:
+        """Lessons whose content differs from what the changes left: id -> the row before them."""
+        first, last = {}, {}
+        for change in changes:
+            if change["table"] == "lessons":
+                first.setdefault(change["key"]["id"], change["before"])
+                last[change["key"]["id"]] = change["after"]
+        return {lesson_id: first[lesson_id] for lesson_id, after in last.items()
+                if not same_content("lessons", await self.db.row("lessons", {"id": lesson_id}), after)}
+
+    async def _bring_back(self, lesson_id: str, earlier: dict | None, reason: str) -> None:
+        if not await self.lessons.exists(lesson_id):
+            return
+        if earlier is None:
+            await self.lessons.set_lifecycle(lesson_id, LessonStatus.deleted, reason=reason)
+            return
+        current = await self.lessons.get(lesson_id)
+        text = {"trigger": earlier["trigger"], "action": earlier["action"], "rationale": earlier["rationale"],
+                "tags": json.loads(earlier["tags"] or "[]")}
+        if (current.trigger, current.action, current.rationale, current.tags) != tuple(text.values()):
+            await self.lessons.refine(lesson_id, f"{reason}: content of v{earlier['version']} restored", **text,
+                                      relationships=json.loads(earlier["relationships"] or "[]"))
 
     async def query(self, text: str, limit: int = 10, project_path: str | None = None):
         """Lessons for a situation (see Lessons.query), the query attributed to the project at
