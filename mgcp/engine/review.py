@@ -67,5 +67,5 @@ async def next_finding(store: Store, project_path: str, after: str | None = None
     just answered or skipped; None: from the start), with how many wait after it and in all."""
     project = await store.context.known_project(project_path)
     ahead = await _still_speaking(store, await store.rem.findings(project.project_id, "pending", after=after))
-    total = len(await store.rem.findings(project.project_id, "pending"))
+    total = await store.rem.count_findings(project.project_id, "pending")
     return ReviewStep(finding=ahead[0] if ahead else None, remaining=max(len(ahead) - 1, 0), pending=total)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from mgcp.config import SHARED_OPERATIONS
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import FindingOption, FindingStatus, RemFinding
+from mgcp.persistence import sessions
 from mgcp.persistence.database import Database, dumps, utcnow
 
 
@@ -22,6 +22,24 @@ def finding_from_row(row) -> RemFinding:
         status=d["status"], created_at=d["created_at"], resolved_at=d["resolved_at"],
         chosen_option=d["chosen_option"],
     )
+
+
+def _where(project_id: str | None, status: str | None, run_id: int | None, after: str | None):
+    """The WHERE clause (and its parameters) selecting findings, for `findings` and its count."""
+    clauses, params = ["1"], []
+    if project_id is not None:
+        clauses.append(sessions.VISIBLE_TO_PROJECT)
+        params.append(project_id)
+    if after is not None:
+        clauses.append("(created_at, rowid) > (SELECT created_at, rowid FROM rem_findings WHERE id = ?)")
+        params.append(after)
+    if status:
+        clauses.append("status = ?")
+        params.append(status)
+    if run_id is not None:
+        clauses.append("run_id = ?")
+        params.append(run_id)
+    return " AND ".join(clauses), params
 
 
 MIN_PREFIX = 8  # the shortest finding-id prefix accepted in place of the whole id
@@ -107,21 +125,14 @@ class RemLedger:
         """Findings in queue order (oldest first). `project_id`: those a review of that project
         shows (its own, and every finding about the shared lessons). `after`: only those queued
         after that finding."""
-        sql, params = "SELECT * FROM rem_findings WHERE 1", []
-        if project_id is not None:
-            sql += f" AND (project_id = ? OR operation IN ({', '.join('?' * len(SHARED_OPERATIONS))}))"
-            params += [project_id, *SHARED_OPERATIONS]
-        if after is not None:
-            sql += " AND (created_at, rowid) > (SELECT created_at, rowid FROM rem_findings WHERE id = ?)"
-            params.append(after)
-        if status:
-            sql += " AND status = ?"
-            params.append(status)
-        if run_id is not None:
-            sql += " AND run_id = ?"
-            params.append(run_id)
-        rows = await self.db.fetchall(sql + " ORDER BY created_at, rowid", params)
+        where, params = _where(project_id, status, run_id, after)
+        rows = await self.db.fetchall(f"SELECT * FROM rem_findings WHERE {where} ORDER BY created_at, rowid", params)
         return [finding_from_row(r) for r in rows]
+
+    async def count_findings(self, project_id: str | None = None, status: str | None = "pending") -> int:
+        """How many findings `findings` would list."""
+        where, params = _where(project_id, status, None, None)
+        return (await self.db.fetchone(f"SELECT count(*) FROM rem_findings WHERE {where}", params))[0]
 
     async def set_finding_status(self, finding_id: str, status: FindingStatus,
                                  chosen_option: int | None = None, input_text: str | None = None) -> None:

@@ -24,8 +24,10 @@ INSERT_SESSION = """INSERT INTO project_sessions (project_id, session_id, sessio
                     VALUES (?, ?, ?, ?, ?)"""
 ADVANCE_PROJECT = """UPDATE project_contexts SET session_count = ?, last_session_id = ?, last_accessed = ?
                      WHERE project_id = ?"""
-PENDING_FINDINGS = f"""SELECT count(*) FROM rem_findings WHERE status = 'pending'
-    AND (project_id = ? OR operation IN ({', '.join(repr(op) for op in SHARED_OPERATIONS)}))"""
+# The rem_findings a review of a project shows (parameter: its id): its own, and every finding
+# about the lessons all projects share.
+VISIBLE_TO_PROJECT = f"(project_id = ? OR operation IN ({', '.join(repr(op) for op in SHARED_OPERATIONS)}))"
+PENDING_FINDINGS = f"SELECT count(*) FROM rem_findings WHERE status = 'pending' AND {VISIBLE_TO_PROJECT}"
 
 
 def project_id_for(path: str) -> str:
