@@ -13,12 +13,11 @@ import json
 import sys
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, AsyncIterator
 
 import aiosqlite
 
-from mgcp.errors import ConflictError, DatabaseError, NotFoundError
+from mgcp.errors import ConflictError, DatabaseError
 from mgcp.persistence import migrate as migrations
 
 # The natural key of each table an undoable action may touch.
@@ -59,8 +58,8 @@ class Database:
     async def open(cls, path, create: bool = True) -> AsyncIterator["Database"]:
         """Upgrade the database if needed (sync, in a worker thread, before the async connection
         opens), then open it. With `create=False` a missing file is an error, and nothing is made."""
-        if not create and not Path(path).is_file():
-            raise NotFoundError(f"no database at {path} (create one with `mgcp db migrate` or a first save)")
+        if not create:
+            migrations.require_existing(path)
         report = await asyncio.to_thread(migrations.open_and_migrate, path)
         for name, failures in report.failures.items():
             for failure in failures:

@@ -21,7 +21,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from mgcp.errors import DatabaseError
+from mgcp.errors import DatabaseError, NotFoundError
 from mgcp.resources import migrations_dir
 
 MIGRATION_SET = "mgcp"
@@ -79,6 +79,12 @@ def check_file(path: str | os.PathLike) -> None:
         with open(p, "rb") as fh:
             if fh.read(16) != SQLITE_HEADER:
                 raise DatabaseError(f"{path} is not an SQLite database; refusing to touch it")
+
+
+def require_existing(path: str | os.PathLike) -> None:
+    """For commands that only read: a missing database is an error (NotFoundError), never made."""
+    if not Path(path).is_file():
+        raise NotFoundError(f"no database at {path} (create one with `mgcp db migrate` or a first save)")
 
 
 def _applied(conn: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -174,8 +180,7 @@ def open_and_migrate(path: str | os.PathLike) -> MigrationReport:
 def status(path: str | os.PathLike) -> dict:
     """Applied and pending migrations and row counts per table, without modifying anything."""
     check_file(path)
-    if not Path(path).exists():
-        return {"applied": [], "pending": migration_names(), "tables": {}}
+    require_existing(path)
     conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
     try:
         pending = pending_migrations(conn)

@@ -34,12 +34,9 @@ def status(db: Db = None, json: Json = False):
     Example: mgcp db status --json
     """
     from mgcp.config import db_path
-    from mgcp.errors import NotFoundError
     from mgcp.persistence import migrate as migrations
 
     path = db_path(db)
-    if not path.is_file():
-        raise NotFoundError(f"no database at {path} (create one with `mgcp db migrate`)")
     result = {"database": str(path), **migrations.status(path)}
     if json:
         return print_json(result)
