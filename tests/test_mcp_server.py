@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -382,3 +383,33 @@ def test_stdout_carries_only_protocol_messages(client, kb):
     client.error("get_lesson_history", lesson_id="no-such-lesson")
     client._await(client.session.send_ping())
     assert client.stream_errors == []
+
+
+# -- a long cycle does not make the server deaf ------------------------------------------------------
+
+SLOW_SERVE = ["-c", "import time; from mgcp.operations import staleness_scan as op; run = op.run; "
+                    "op.run = lambda *a, **k: (time.sleep(3), run(*a, **k))[1]; "
+                    "from mgcp.surfaces.cli import main; main()", "serve"]
+
+
+def test_another_call_answers_while_a_rem_cycle_runs(tmp_path, run):
+    """An operation that takes 3 s (a stand-in for a cycle at scale) runs in a worker thread, so
+    rem_status, sent while rem_run is still working, answers within a second."""
+    path = tmp_path / "lessons.db"
+    open_and_migrate(path)
+    params = StdioServerParameters(command=sys.executable, args=[*SLOW_SERVE, "--db", str(path)],
+                                   env={"MGCP_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path / "home")})
+    with open(tmp_path / "server.log", "w") as errlog:
+        client = Client(params, errlog)
+        try:
+            cycle = asyncio.run_coroutine_threadsafe(client.session.call_tool(
+                "rem_run", {"project_path": PROJECT, "operations": ["staleness_scan"]}), client.loop)
+            time.sleep(1.0)
+            started = time.perf_counter()
+            status = client.ok("rem_status", project_path=PROJECT)
+            answered_in = time.perf_counter() - started
+            assert not cycle.done() and answered_in < 1.0, answered_in
+            assert status["project_path"] == PROJECT
+            assert not cycle.result(timeout=60).is_error
+        finally:
+            client.close()
