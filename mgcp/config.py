@@ -10,6 +10,7 @@ file, the key and the allowed values.
 from __future__ import annotations
 
 import copy
+import math
 import os
 from pathlib import Path
 # No `typing` import: the SessionStart hook imports this module and typing costs it ~5 ms.
@@ -53,9 +54,9 @@ DEFAULTS: dict[str, dict] = {
 
 # What each strategy needs, with its allowed values (for messages).
 STRATEGY_KEYS = {
-    "linear": {"interval": "a whole number >= 1"},
-    "fibonacci": {"intervals": "a list of whole numbers >= 1, increasing"},
-    "logarithmic": {"base_interval": "a number > 0", "scale": "a number > 0"},
+    "linear": {"interval": "a whole number from 1 to 1000000000"},
+    "fibonacci": {"intervals": "a list of whole numbers from 1 to 1000000000, increasing"},
+    "logarithmic": {"base_interval": "a number > 0, at most 1000000000", "scale": "a number > 0, at most 1000000000"},
 }
 SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
 
@@ -127,13 +128,23 @@ def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
     import yaml
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1} is 0x{data[exc.start]:02x})") from None
+    try:
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}: not valid YAML{where}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a rem-config") from None
+    except ValueError:  # a number of thousands of digits
+        raise ConfigError(f"{path}: holds a number too large to be a setting") from None
     return parse_config(raw, str(path))
 
 
@@ -183,12 +194,16 @@ def _merge_operations(target: dict, given: object, source: str, prefix: str) -> 
                 )
 
 
+MAX_SETTING = 1_000_000_000  # larger numbers are typos; they would also overflow SQLite's integers
+
+
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_SETTING
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value <= MAX_SETTING)
 
 
 def _check_value(source: str, where: str, key: str, value: object, defaults: dict) -> None:
@@ -203,13 +218,13 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
               and all(a < b for a, b in zip(value, value[1:])))
         wrong = not ok and STRATEGY_KEYS["fibonacci"]["intervals"]
     elif key in ("base_interval", "scale"):
-        wrong = not (_is_number(value) and value > 0) and "a number > 0"
+        wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
     elif key.endswith("threshold"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
     elif isinstance(defaults.get(key), float):
-        wrong = not (_is_number(value) and value >= 0) and "a number >= 0"
+        wrong = not (_is_number(value) and value >= 0) and "a number from 0 to 1000000000"
     elif isinstance(defaults.get(key), int):
-        wrong = not (_is_int(value) and value >= 0) and "a whole number >= 0"
+        wrong = not (_is_int(value) and value >= 0) and "a whole number from 0 to 1000000000"
     else:
         allowed = sorted(set(defaults) | SCHEDULE_KEYS)
         raise ConfigError(f"{source}: unknown key '{where}'; allowed: {', '.join(allowed)}")

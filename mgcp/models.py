@@ -244,13 +244,15 @@ class AutoResult(BaseModel):
 
 
 class RemRun(BaseModel):
-    """One `rem run`: the cycle's report and, with --auto, what was applied and what was left."""
+    """One `rem run`: the cycle's report and, with --auto, what was applied, what was left, and
+    what another process answered while this one was applying (skipped)."""
 
     report: RemCycleReport
     auto: bool = False
     dry_run: bool = False
     applied: list[AutoResult] = Field(default_factory=list)
     left_pending: list[AutoResult] = Field(default_factory=list)
+    settled_elsewhere: list[AutoResult] = Field(default_factory=list)
 
 
 class ReviewStep(BaseModel):

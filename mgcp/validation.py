@@ -5,6 +5,7 @@ Pure functions; they raise InvalidInputError with a one-line message naming the 
 
 from __future__ import annotations
 
+import math
 import re
 
 from mgcp.errors import InvalidInputError
@@ -12,6 +13,7 @@ from mgcp.errors import InvalidInputError
 MAX_TEXT = 20_000       # one lesson field or one note
 MAX_SHORT = 1_000       # a trigger, a tag, a todo, a decision
 MAX_CATALOGUE = 1_000_000  # a project catalogue, as JSON
+MAX_DEPTH = 64          # nesting levels of a catalogue
 LESSON_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 # Patterns of credentials that must never be stored in shared knowledge. Each is specific enough
@@ -53,7 +55,19 @@ def check_text(field: str, value: str | None, *, required: bool = True, limit: i
     return value
 
 
+def check_unicode(what: str, text: str) -> str:
+    """Text must be valid Unicode to be stored and read back byte-exact: no unpaired surrogates
+    (what Python makes of invalid UTF-8 bytes in arguments, or a lone JSON escape such as \\ud800)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid text (an unpaired surrogate or invalid UTF-8 byte "
+                                f"at character {exc.start + 1})") from None
+    return text
+
+
 def _check_size_and_secrets(what: str, text: str, limit: int) -> None:
+    check_unicode(what, text)
     if len(text) > limit:
         raise InvalidInputError(f"{what} is too long ({len(text)} characters; the limit is {limit})")
     kind = find_secret(text)
@@ -76,9 +90,37 @@ def check_list(field: str, values: list[str] | None, limit: int = MAX_SHORT) -> 
 
 
 def check_catalogue(catalogue) -> dict:
+    """A catalogue is stored as JSON and must read back exactly as given: a JSON object, at most
+    MAX_DEPTH levels deep, of text (valid Unicode), whole numbers that fit in 64 bits, finite
+    decimals, booleans and nulls; at most MAX_CATALOGUE characters, and no secrets."""
     import json
 
     if not isinstance(catalogue, dict):
         raise InvalidInputError("the catalogue must be a JSON object")
+    stack = [(catalogue, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH and isinstance(value, (dict, list)):
+            raise InvalidInputError(f"the catalogue is nested too deeply (more than {MAX_DEPTH} levels)")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InvalidInputError("the catalogue's keys must be text")
+                check_unicode("a catalogue key", key)
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str):
+            check_unicode("a catalogue value", value)
+        elif isinstance(value, bool) or value is None:
+            pass
+        elif isinstance(value, int):
+            if not -2**63 <= value < 2**63:
+                raise InvalidInputError("the catalogue holds a whole number too large to store (at most 64 bits)")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InvalidInputError("the catalogue holds NaN or Infinity, which JSON cannot carry")
+        else:
+            raise InvalidInputError(f"the catalogue holds a {type(value).__name__}, which is not JSON")
     _check_size_and_secrets("the catalogue", json.dumps(catalogue, ensure_ascii=False), MAX_CATALOGUE)
     return catalogue

@@ -298,10 +298,11 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
 
 
 async def apply_auto(store: Store, config: RemConfig, project_path: str,
-                     findings: list[RemFinding]) -> tuple[list[AutoResult], list[AutoResult]]:
-    """Apply what the policy allows; returns (applied, left pending). A finding that another
-    process settled meanwhile is neither: it is skipped (a concurrent --auto is no failure)."""
-    applied, left = [], []
+                     findings: list[RemFinding]) -> tuple[list[AutoResult], list[AutoResult], list[AutoResult]]:
+    """Apply what the policy allows; returns (applied, left pending, settled elsewhere). A finding
+    that another process answered meanwhile (another --auto, a person reviewing) is skipped and
+    listed as such: a concurrent --auto is no failure."""
+    applied, left, settled = [], [], []
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action == "merge"):
@@ -314,11 +315,11 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str,
         try:
             outcome = await resolve(store, config, finding.id, finding.recommended, auto=True)
             applied.append(entry.model_copy(update={"why": why, "result": outcome.message}))
-        except SettledError:
-            continue
+        except SettledError as exc:
+            settled.append(entry.model_copy(update={"result": str(exc)}))
         except ConflictError as exc:
             left.append(entry.model_copy(update={"result": str(exc)}))
-    return applied, left
+    return applied, left, settled
 
 
 # -- undo -----------------------------------------------------------------------------------------

@@ -91,9 +91,10 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
         report = await _record(store, project, plan, analyses, auto, t0)
         if not auto:
             return RemRun(report=report)
-        applied, left = await apply_auto(store, config, project.project_path,
-                                         await review.pending_findings(store, project.project_path))
-        return RemRun(report=report, auto=True, dry_run=dry_run, applied=applied, left_pending=left)
+        applied, left, settled = await apply_auto(store, config, project.project_path,
+                                                  await review.pending_findings(store, project.project_path))
+        return RemRun(report=report, auto=True, dry_run=dry_run, applied=applied, left_pending=left,
+                      settled_elsewhere=settled)
 
     if not dry_run:
         return await write(analyses)

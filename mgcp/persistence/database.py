@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import sys
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ from typing import Any, AsyncIterator
 
 import aiosqlite
 
-from mgcp.errors import ConflictError, DatabaseError
+from mgcp.errors import ConflictError, InvalidInputError
 from mgcp.persistence import migrate as migrations
 
 # The natural key of each table an undoable action may touch.
@@ -66,14 +67,19 @@ class Database:
                 print(f"mgcp: migration {name} skipped {failure}; it will be retried", file=sys.stderr)
         try:
             conn = await aiosqlite.connect(str(path), isolation_level=None)
-        except Exception as exc:  # pragma: no cover - file vanished between the two opens
-            raise DatabaseError(f"cannot open {path}: {exc}") from None
+        except sqlite3.Error as exc:  # pragma: no cover - the file changed between the two opens
+            raise migrations.explain(exc, path) from None
         try:
             await conn.execute(f"PRAGMA busy_timeout = {migrations.BUSY_TIMEOUT_MS}")
             await conn.execute("PRAGMA foreign_keys = ON")
             await conn.execute("PRAGMA synchronous = NORMAL")
             conn.row_factory = aiosqlite.Row
             yield cls(conn, str(path))
+        except sqlite3.Error as exc:  # a full disk, a lock held too long, a file made read-only
+            raise migrations.explain(exc, path) from None
+        except UnicodeEncodeError as exc:  # text that SQLite cannot store (an unpaired surrogate)
+            raise InvalidInputError(f"text is not valid Unicode (an unpaired surrogate at position "
+                                    f"{exc.start}); nothing was stored") from None
         finally:
             await conn.close()
 
@@ -90,8 +96,9 @@ class Database:
             try:
                 yield
             except BaseException:
-                await self.conn.execute(f"ROLLBACK TO {name}")
-                await self.conn.execute(f"RELEASE {name}")
+                if self.conn.in_transaction:  # SQLite rolls back by itself after some errors (disk full)
+                    await self.conn.execute(f"ROLLBACK TO {name}")
+                    await self.conn.execute(f"RELEASE {name}")
                 raise
             finally:
                 self._depth -= 1
@@ -103,10 +110,16 @@ class Database:
             yield
         except BaseException:
             self._depth = 0
-            await self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                await self.conn.execute("ROLLBACK")
             raise
         self._depth = 0
-        await self.conn.execute("COMMIT")
+        try:
+            await self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:  # a failed COMMIT (disk full) leaves the transaction open
+                await self.conn.execute("ROLLBACK")
+            raise
 
     @asynccontextmanager
     async def preview(self) -> AsyncIterator[None]:
@@ -119,7 +132,8 @@ class Database:
             yield
         finally:
             self._depth = 0
-            await self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                await self.conn.execute("ROLLBACK")
 
     @asynccontextmanager
     async def recording(self) -> AsyncIterator[list[dict]]:

@@ -17,6 +17,7 @@ schema current never import sqlite-utils.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
@@ -53,38 +54,113 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     that is refused is never modified.
     """
     check_file(path)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        if not Path(path).exists():
+            _create(Path(path))
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except (OSError, sqlite3.Error) as exc:
+        raise explain(exc, path) from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        pending_migrations(conn)  # refuses foreign, corrupt and newer files
+        pending_migrations(conn, path)  # refuses foreign, corrupt and newer files
         conn.execute("PRAGMA foreign_keys = ON")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         conn.close()
-        raise DatabaseError(f"{path} is not a usable SQLite database ({exc})") from None
+        raise explain(exc, path) from None
     except BaseException:
         conn.close()
         raise
     return conn
 
 
+def _create(path: Path) -> None:
+    """A new, empty database in WAL mode at `path`. It is made beside `path` and linked into place,
+    so that no crash ever leaves a zero-byte file there (which every later start would refuse)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        conn = sqlite3.connect(scratch)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")  # writes the header: the file is a database now
+        finally:
+            conn.close()
+        os.link(scratch, path)
+    except FileExistsError:
+        pass  # another process created it first: use theirs
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
 def check_file(path: str | os.PathLike) -> None:
+    """Refuse, before anything opens it, a path that cannot be an mgcp database: a directory, an
+    empty file, a file that is not SQLite, a path through a file."""
     p = Path(path)
     if p.is_dir():
         raise DatabaseError(f"{path} is a directory, not a database file")
-    if p.exists() and p.stat().st_size > 0:
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise DatabaseError(f"cannot use {path}: {parent} is a file, not a directory")
+            break
+    if not p.exists():
+        return
+    try:
         with open(p, "rb") as fh:
-            if fh.read(16) != SQLITE_HEADER:
-                raise DatabaseError(f"{path} is not an SQLite database; refusing to touch it")
+            header = fh.read(16)
+    except OSError as exc:
+        raise explain(exc, path) from None
+    if not header:
+        raise DatabaseError(f"{path} is an empty file (0 bytes), not an mgcp database; nothing was "
+                            "changed (remove it to start a new database there)")
+    if header != SQLITE_HEADER:
+        raise DatabaseError(f"{path} is not an SQLite database; refusing to touch it")
+
+
+def explain(exc: BaseException, path: str | os.PathLike) -> DatabaseError:
+    """A fault of the file system or of SQLite as the user can act on it: what is wrong, where."""
+    name = getattr(exc, "sqlite_errorname", "")
+    errno_name = {errno.ENOSPC: "FULL", errno.EDQUOT: "FULL", errno.EFBIG: "FULL", errno.EROFS: "READONLY",
+                  errno.EACCES: "DENIED", errno.EPERM: "DENIED", errno.ENOTDIR: "NOTDIR"}
+    kind = errno_name.get(getattr(exc, "errno", None), "")
+    folder = Path(path).parent
+    if name.startswith("SQLITE_IOERR") and _free_bytes(folder) < 64 * 1024:
+        kind = "FULL"  # a write that failed for want of space is often reported as an I/O error
+    if name.startswith("SQLITE_FULL") or kind == "FULL":
+        return DatabaseError(f"the disk is full (writing {path}); the change was not made")
+    if name.startswith("SQLITE_READONLY") or name.startswith("SQLITE_CANTOPEN") or kind in ("READONLY", "DENIED"):
+        if Path(path).exists() and not os.access(path, os.W_OK):
+            return DatabaseError(f"{path} is read-only; mgcp needs to write to it")
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            return DatabaseError(f"the directory {folder} is read-only; mgcp needs to write {Path(path).name} "
+                                 "and its -wal and -shm files there")
+        return DatabaseError(f"cannot open {path} for writing ({exc})")
+    if kind == "NOTDIR":
+        return DatabaseError(f"cannot use {path}: a part of the path is a file, not a directory")
+    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
+        return DatabaseError(f"{path} is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} s); try again")
+    if name.startswith("SQLITE_CORRUPT") or name.startswith("SQLITE_NOTADB"):
+        return DatabaseError(f"{path} is corrupt ({exc}); `mgcp db check` says what is damaged")
+    if name.startswith("SQLITE_IOERR") or isinstance(exc, OSError):
+        return DatabaseError(f"cannot read or write {path} ({exc})")
+    return DatabaseError(f"database error on {path}: {exc}")
 
 
 def require_existing(path: str | os.PathLike) -> None:
     """For commands that only read: a missing database is an error (NotFoundError), never made."""
+    check_file(path)
     if not Path(path).is_file():
         raise NotFoundError(f"no database at {path} (create one with `mgcp db migrate` or a first save)")
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        stats = os.statvfs(folder)
+    except (OSError, AttributeError):  # no such folder, or no statvfs on this system
+        return 1 << 62
+    return stats.f_bavail * stats.f_frsize
 
 
 def _applied(conn: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -101,13 +177,13 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
 
 
-def pending_migrations(conn: sqlite3.Connection) -> list[str]:
+def pending_migrations(conn: sqlite3.Connection, path: str | os.PathLike = "the database") -> list[str]:
     """Known migrations not applied yet. Refuses foreign, corrupt and newer databases."""
     try:
         tables = _tables(conn)
         applied = {name for name, _ in _applied(conn)}
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseError(f"the database file is corrupt or not SQLite ({exc})") from None
+    except sqlite3.Error as exc:
+        raise explain(exc, path) from None
     user_tables = [t for t in tables if not t.startswith("sqlite_")]
     if user_tables and LEGACY_MARKER_TABLE not in tables and MIGRATIONS_TABLE not in tables:
         raise DatabaseError(
@@ -163,7 +239,8 @@ def apply_migrations(conn: sqlite3.Connection) -> MigrationReport:
                     report.applied.append(name)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite has rolled back by itself after some errors (disk full)
+                conn.execute("ROLLBACK")
             raise
     return report
 
@@ -173,25 +250,34 @@ def open_and_migrate(path: str | os.PathLike) -> MigrationReport:
     conn = connect(path)
     try:
         return apply_migrations(conn)
+    except sqlite3.Error as exc:
+        raise explain(exc, path) from None
     finally:
         conn.close()
 
 
+def connect_readonly(path: str | os.PathLike) -> sqlite3.Connection:
+    """A read-only connection to an existing mgcp database (checked first; nothing is created)."""
+    require_existing(path)
+    try:
+        return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise explain(exc, path) from None
+
+
 def status(path: str | os.PathLike) -> dict:
     """Applied and pending migrations and row counts per table, without modifying anything."""
-    check_file(path)
-    require_existing(path)
-    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+    conn = connect_readonly(path)
     try:
-        pending = pending_migrations(conn)
+        pending = pending_migrations(conn, path)
         tables = {
             t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
             for t in sorted(_tables(conn))
             if not t.startswith("sqlite_") and not t.startswith("lesson_search_")
         }
         applied = [{"name": n, "applied_at": at} for n, at in _applied(conn)]
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseError(f"{path} is corrupt or not SQLite ({exc})") from None
+    except sqlite3.Error as exc:
+        raise explain(exc, path) from None
     finally:
         conn.close()
     return {"applied": applied, "pending": pending, "tables": tables}

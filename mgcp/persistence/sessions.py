@@ -76,7 +76,8 @@ def register_session(conn: sqlite3.Connection, path: str, session_id: str, sourc
         conn.execute("COMMIT")
         return project_id, count, True
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite has rolled back by itself after some errors (disk full)
+            conn.execute("ROLLBACK")
         raise
 
 

@@ -26,17 +26,38 @@ def print_json(value: Any) -> None:
 
 
 def read_catalogue(source: str) -> dict:
-    """A catalogue from a JSON file, or '-' for standard input; must be a JSON object."""
+    """A catalogue from a JSON file, or '-' for standard input: UTF-8 text (a byte-order mark is
+    allowed) holding one JSON object. What it holds is checked when it is saved."""
     try:
-        text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
+        data = _read_stdin() if source == "-" else open(source, "rb").read()
     except OSError as exc:
         raise InvalidInputError(f"cannot read catalogue {source}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"catalogue {source} is not UTF-8 text") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InvalidInputError(f"catalogue {source} is UTF-16 text; save it as UTF-8")
     try:
-        value = json.loads(text)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"catalogue {source} is not UTF-8 text (byte {exc.start + 1} is "
+                                f"0x{data[exc.start]:02x})") from None
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"catalogue {source} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise InvalidInputError(f"catalogue {source} is nested too deeply") from None
+    except ValueError as exc:  # NaN or Infinity, or a whole number of thousands of digits
+        what = "a whole number too large to store (at most 64 bits)" if "integer" in str(exc) else exc
+        raise InvalidInputError(f"catalogue {source} cannot be stored: it holds {what}") from None
     if not isinstance(value, dict):
         raise InvalidInputError(f"catalogue {source} must be a JSON object at the top level")
     return value
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name}, which JSON cannot carry")
+
+
+def _read_stdin() -> bytes:
+    if hasattr(sys.stdin, "buffer"):
+        return sys.stdin.buffer.read()
+    return sys.stdin.read().encode("utf-8", "surrogateescape")  # a text stream put in its place

@@ -10,20 +10,30 @@ FastMCP). The tools' bodies are in `mcp_tools`; this module registers them and o
 - An `MgcpError` becomes a tool error (isError) whose text is the message the CLI prints after
   "Error: "; any other exception becomes a tool error too (and a traceback on stderr); the server
   keeps running.
+- Every request gets an answer. A line the SDK cannot parse (not JSON, not UTF-8, text with an
+  unpaired surrogate, nested too deeply) gets a JSON-RPC error, with the request's id when it can be
+  read, instead of leaving the client waiting; the server goes on.
 - Ctrl-C (SIGINT) or SIGTERM ends it promptly: a call in flight is rolled back, never half-applied.
 """
 
 from __future__ import annotations
 
 import functools
+import io
+import json
 import logging
 import os
 import signal
 import sys
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
+import anyio
+import mcp_types
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 from mgcp import __version__
 from mgcp.errors import MgcpError
@@ -50,6 +60,9 @@ def guarded(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
 
     @functools.wraps(fn)
     async def wrapper(*args, **kwargs):
+        for name, value in kwargs.items():
+            if not _valid_text(value):
+                return tool_error(f"{name} is not valid text (an unpaired surrogate); nothing was done")
         try:
             return await fn(*args, **kwargs)
         except MgcpError as exc:
@@ -92,4 +105,104 @@ def serve(db: str | None, config: str | None) -> None:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     log.info("mgcp %s: MCP server on stdio, database %s", __version__, db_path(db))
-    server.run("stdio")
+    anyio.run(_run_stdio, server)
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """The SDK's stdio transport, reading its lines through CheckedLines. (The SDK's own
+    `run("stdio")` does the same with unchecked lines; its low-level server has no public name.)"""
+    lines = CheckedLines()
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):
+        lines.answer_through(write_stream)
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+class CheckedLines:
+    """Standard input for the stdio transport, one JSON-RPC message a line. A line the SDK would
+    reject is answered here with a JSON-RPC error and not passed on: the SDK only logs such a line,
+    and a client would wait for ever for the answer."""
+
+    def __init__(self):
+        self._ready = anyio.Event()
+        self._answers = None
+
+    def answer_through(self, write_stream) -> None:
+        self._answers = write_stream
+        self._ready.set()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        # Invalid UTF-8 becomes lone surrogates (not U+FFFD, which would store altered text).
+        stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape"))
+        async for line in stdin:
+            if not line.strip():
+                continue
+            refused = rejection(line)
+            if refused is None:
+                yield line
+                continue
+            error, answer = refused
+            log.warning("mgcp: refused a message: %s", error.error.message)
+            if answer:
+                await self._ready.wait()
+                try:
+                    await self._answers.send(SessionMessage(error))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+
+def rejection(line: str) -> tuple[mcp_types.JSONRPCError, bool] | None:
+    """None for a line the SDK accepts; otherwise the JSON-RPC error that refuses it, and whether
+    to send it: a request is answered (with its id, or id null when the line is not JSON or the id
+    cannot be read); a notification or a response is not."""
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except Exception as exc:  # noqa: BLE001 -- whatever the SDK's parser says, the line is refused
+        lines = str(exc).splitlines()
+        reason = (lines[1] if len(lines) > 1 else str(exc)).split(" [type=")[0].strip()
+    try:
+        message = json.loads(line)  # more lenient: lone surrogates and deeper nesting parse
+    except RecursionError:
+        return _error(None, PARSE_ERROR, "Parse error: the message is nested too deeply"), True
+    except ValueError:
+        return _error(None, PARSE_ERROR, "Parse error: the line is not JSON"
+                      + ("" if _valid_text(line) else " in UTF-8")), True
+    if not isinstance(message, dict):
+        return _error(None, INVALID_REQUEST, "Invalid Request: a message is a JSON object"), True
+    request_id = message.get("id")
+    answer = "method" in message and "id" in message
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or not _valid_text(request_id):
+        request_id = None
+    if not _valid_text(line) or not _valid_text(message):
+        return _error(request_id, INVALID_PARAMS, "Invalid params: text is not valid Unicode "
+                      "(invalid UTF-8 or an unpaired surrogate)"), answer
+    return _error(request_id, INVALID_REQUEST, f"Invalid Request: {reason[:300]}"), answer
+
+
+def _error(request_id, code: int, message: str) -> mcp_types.JSONRPCError:
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                  error=mcp_types.ErrorData(code=code, message=message))
+
+
+def _valid_text(value: Any) -> bool:
+    """Whether every string in `value` (nested lists and dicts included) is valid Unicode."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif hasattr(item, "model_dump"):
+            stack.append(item.model_dump())
+    return True

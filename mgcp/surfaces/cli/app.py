@@ -77,8 +77,22 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+def _check_arguments(args: list[str]) -> None:
+    """Arguments must be valid UTF-8: an invalid byte (which Python keeps as a lone surrogate) is
+    refused up front, naming the argument, before any command runs."""
+    for number, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")[:80]
+            option = args[number - 2] if number > 1 and args[number - 2].startswith("--") else None
+            what = f"the value of {option}" if option else f"argument {number}"
+            _fail(f"{what} ({shown!r}) is not valid UTF-8 text", 2)
+
+
 def main() -> None:
     """Run the CLI on sys.argv (the `mgcp` console script)."""
+    _check_arguments(sys.argv[1:])
     try:
         code = app(standalone_mode=False)
     except MgcpError as exc:

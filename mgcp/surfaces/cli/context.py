@@ -53,7 +53,7 @@ def show(project: Project = None, db: Db = None, json: Json = False):
 
 @context_app.command("history")
 def history(project: Project = None,
-            limit: Annotated[Optional[int], typer.Option("--limit", min=1)] = None,
+            limit: Annotated[Optional[int], typer.Option("--limit", min=1, max=1_000_000)] = None,
             db: Db = None, json: Json = False):
     """List the project's saved snapshots, oldest first (the last N with --limit).
 
@@ -68,7 +68,7 @@ def history(project: Project = None,
 
 
 @context_app.command("at")
-def at(session: Annotated[int, typer.Option("--session", min=0, help="Session number.")],
+def at(session: Annotated[int, typer.Option("--session", min=0, max=2**62, help="Session number.")],
        project: Project = None, db: Db = None, json: Json = False):
     """Show the context at the end of a session, the catalogue rebuilt from history and verified by hash.
 

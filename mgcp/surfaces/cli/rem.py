@@ -153,7 +153,7 @@ def review(project: Project = None, config: Config = None, db: Db = None):
 
 @rem_app.command("resolve")
 def resolve(finding_id: Annotated[str, typer.Argument(metavar="FINDING_ID")],
-            option: Annotated[int, typer.Option("--option", help="The option number (from 1).")],
+            option: Annotated[int, typer.Option("--option", min=1, max=1000, help="The option number (from 1).")],
             input_text: Annotated[Optional[str], typer.Option("--input", help="Text the option asks for (ids or numbers for a selection).")] = None,
             project: Project = None, config: Config = None, db: Db = None, json: Json = False):
     """Apply one option of a finding of this project (for scripts and agents).
@@ -172,7 +172,7 @@ def resolve(finding_id: Annotated[str, typer.Argument(metavar="FINDING_ID")],
 
 @rem_app.command("undo")
 def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_ID]")] = None,
-         run: Annotated[Optional[int], typer.Option("--run", help="Undo every action of this run.")] = None,
+         run: Annotated[Optional[int], typer.Option("--run", min=1, max=2**62, help="Undo every action of this run.")] = None,
          force: Annotated[bool, typer.Option("--force", help="If later changes would be overwritten, show them and ask.")] = False,
          yes: Annotated[bool, typer.Option("--yes", help="With --force: overwrite without asking.")] = False,
          db: Db = None, json: Json = False):
