@@ -11,7 +11,7 @@ Two kinds of database:
   `<path>.labels.json`.
 
 * `build_legacy_db(path, lessons, seed)`: a pre-versioning database made from
-  `corpus/legacy-schema.sql`, with legacy-style rows: refined lessons carry "\\n\\n[vN] <reason>"
+  the legacy schema (kept in migration 0001), with legacy-style rows: refined lessons carry "\\n\\n[vN] <reason>"
   annotations in `rationale` (or the bare reason when the rationale was empty), relationships as
   JSON, projects with todos, decisions and a catalogue.
 
@@ -46,9 +46,14 @@ from pathlib import Path
 
 SYNTH_VERSION = 5  # bump when the data changes: cached databases are keyed by it
 
-LEGACY_SCHEMA = Path(os.environ.get("MGCP_LEGACY_SCHEMA", "/work/shared/corpus/legacy-schema.sql"))
-if not LEGACY_SCHEMA.is_file():
-    LEGACY_SCHEMA = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "legacy-schema.sql"
+# The legacy schema as migration 0001 keeps it (the tables an existing user's database has).
+LEGACY_MIGRATION = Path(__file__).resolve().parents[1] / "migrations" / "0001_legacy_tables.py"
+
+
+def legacy_schema() -> str:
+    namespace: dict = {}
+    exec(LEGACY_MIGRATION.read_text(), namespace)
+    return namespace["LEGACY_SCHEMA"]
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=timezone.utc)  # fixed "now" of the data (ages are relative)
 
@@ -537,7 +542,7 @@ def build_legacy_db(path: str | os.PathLike, n_lessons: int, seed: int = 7) -> d
     lessons, state = make_lessons(n_lessons, seed)
     rng, mint, topics = state["rng"], state["mint"], state["topics"]
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(LEGACY_SCHEMA.read_text())
+    conn.executescript(legacy_schema())
     conn.execute("PRAGMA synchronous = OFF")
     expected_versions = 0
     rows = []

@@ -436,3 +436,27 @@ def test_a_tool_given_text_that_is_not_unicode_refuses_it():
 
     result = asyncio.run(guarded(tool)(trigger="fine", tags=["ok", "bad \udc80"]))
     assert result.is_error and "tags is not valid text" in result.content[0].text
+
+
+def test_a_finding_answered_elsewhere_is_not_marked_stale_by_a_review_that_read_it_before(db, run):
+    """Found by the chaos suite: a review read an orphan finding as pending, another process linked
+    the orphan by applying it, and the review then saw a linked orphan and overwrote "applied" with
+    "stale" (the action stayed live)."""
+    from mgcp import engine
+    from mgcp.config import load_config
+    from mgcp.engine import review
+
+    async def scenario(store):
+        for n, words in enumerate(["webhook retry backoff", "webhook signature verify", "webhook dead letter queue",
+                                   "webhook timeout background job"]):
+            await store.lessons.add(f"hook-{n}", f"handling {words}", f"Do the {words} thing", tags=["webhooks"])
+        await store.lessons.add("lonely", "handling webhook retry backoff signature", "Do the webhook retry",
+                                tags=["webhooks"])
+        await engine.run(store, load_config(), "/p", ["community_detection"])
+        seen = await engine.pending_findings(store, "/p")
+        orphan = next(f for f in seen if f.kind == "orphan")
+        await engine.resolve(store, load_config(), orphan.id, orphan.recommended, project_path="/p")
+        await review._still_speaking(store, seen)  # the other process's review, with what it read before
+        return (await store.rem.get_finding(orphan.id)).status.value
+
+    assert run(db, scenario) == "applied"

@@ -50,7 +50,11 @@ async def _still_speaking(store: Store, findings: list[RemFinding]) -> list[RemF
     for finding in findings:
         if await is_stale(store, finding):
             async with store.transaction():
-                await store.rem.set_finding_status(finding.id, FindingStatus.stale)
+                # Again under the write lock: another process may have answered the finding since
+                # it was read, and its answer may be what makes it look stale (an orphan it linked).
+                current = await store.rem.get_finding(finding.id)
+                if current.status == FindingStatus.pending and await is_stale(store, current):
+                    await store.rem.set_finding_status(finding.id, FindingStatus.stale)
             continue
         result.append(finding)
     return result
