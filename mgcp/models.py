@@ -150,6 +150,11 @@ class SessionRegistration(BaseModel):
     is_new: bool
 
 
+# The answers that keep what a finding questioned ("keep", "keep both", "project-specific"): the
+# finding is then 'rejected', remembered, and not raised again for the same subject.
+REJECTING_ACTIONS = frozenset({"keep", "keep_both", "project_specific"})
+
+
 class FindingStatus(str, Enum):
     pending = "pending"
     applied = "applied"

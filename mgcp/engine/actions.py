@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from mgcp.config import RemConfig
 from mgcp.engine import review
 from mgcp.errors import ConflictError, InvalidInputError, SettledError
-from mgcp.models import AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
+from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.persistence.store import Store
 from mgcp.validation import check_lesson_id, check_text
 
-REJECTING = {"keep", "keep_both", "project_specific"}  # remembered: not raised again for this subject
 
 
 @dataclass
@@ -71,7 +70,7 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
             await store.rem.set_finding_status(finding.id, FindingStatus.stale)
         else:
             message, details = await executor(store, config, finding, input_text, selection)
-            status = FindingStatus.rejected if chosen.action in REJECTING else FindingStatus.applied
+            status = FindingStatus.rejected if chosen.action in REJECTING_ACTIONS else FindingStatus.applied
             await store.rem.set_finding_status(finding.id, status, option, input_text)
             lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
             await store.rem.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)

@@ -155,8 +155,8 @@ class Contexts:
         notes = check_text("notes", notes, required=False)
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
-        for todo in todos or []:
-            check_text("todo", todo.content)
+        if todos is not None:  # trimmed like every other text
+            todos = [todo.model_copy(update={"content": check_text("todo", todo.content)}) for todo in todos]
         if catalogue is not None:
             check_catalogue(catalogue)
         if session_id is not None:

@@ -163,7 +163,7 @@ def _free_bytes(folder: Path) -> int:
     return stats.f_bavail * stats.f_frsize
 
 
-def _applied(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+def applied_migrations(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     try:
         return conn.execute(
             f"SELECT name, applied_at FROM {MIGRATIONS_TABLE} WHERE migration_set = ? ORDER BY rowid",
@@ -173,15 +173,15 @@ def _applied(conn: sqlite3.Connection) -> list[tuple[str, str]]:
         return []  # no migrations table yet
 
 
-def _tables(conn: sqlite3.Connection) -> list[str]:
+def table_names(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
 
 
 def pending_migrations(conn: sqlite3.Connection, path: str | os.PathLike = "the database") -> list[str]:
     """Known migrations not applied yet. Refuses foreign, corrupt and newer databases."""
     try:
-        tables = _tables(conn)
-        applied = {name for name, _ in _applied(conn)}
+        tables = table_names(conn)
+        applied = {name for name, _ in applied_migrations(conn)}
     except sqlite3.Error as exc:
         raise explain(exc, path) from None
     user_tables = [t for t in tables if not t.startswith("sqlite_")]
@@ -200,7 +200,7 @@ def pending_migrations(conn: sqlite3.Connection, path: str | os.PathLike = "the 
     return [name for name in known if name not in applied]
 
 
-def _load(name: str):
+def load_migration(name: str):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"mgcp_migration_{name}", migrations_dir() / f"{name}.py")
@@ -224,10 +224,10 @@ def apply_migrations(conn: sqlite3.Connection) -> MigrationReport:
     db = sqlite_utils.Database(conn)
     Migrations(MIGRATION_SET).ensure_migrations_table(db)
     for name in pending:
-        migrate = _load(name)
+        migrate = load_migration(name)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if name not in {n for n, _ in _applied(conn)}:  # another process may have won the race
+            if name not in {n for n, _ in applied_migrations(conn)}:  # another process may have won the race
                 failures = migrate(db) or []
                 if failures:
                     report.failures[name] = failures
@@ -272,10 +272,10 @@ def status(path: str | os.PathLike) -> dict:
         pending = pending_migrations(conn, path)
         tables = {
             t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
-            for t in sorted(_tables(conn))
+            for t in sorted(table_names(conn))
             if not t.startswith("sqlite_") and not t.startswith("lesson_search_")
         }
-        applied = [{"name": n, "applied_at": at} for n, at in _applied(conn)]
+        applied = [{"name": n, "applied_at": at} for n, at in applied_migrations(conn)]
     except sqlite3.Error as exc:
         raise explain(exc, path) from None
     finally:

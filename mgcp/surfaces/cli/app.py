@@ -84,7 +84,7 @@ def _check_arguments(args: list[str]) -> None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")[:80]
+            shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")[:80]
             option = args[number - 2] if number > 1 and args[number - 2].startswith("--") else None
             what = f"the value of {option}" if option else f"argument {number}"
             _fail(f"{what} ({shown!r}) is not valid UTF-8 text", 2)

@@ -1,8 +1,12 @@
-"""`mgcp db migrate|status`: create, upgrade and inspect the database."""
+"""`mgcp db migrate|status|check`: create, upgrade, inspect and verify the database."""
+
+from typing import Annotated
+
+import typer
 
 from mgcp.surfaces.cli.app import Db, Json, echo, noun, note, print_json
 
-db_app = noun("db", "Create, upgrade and inspect the database.")
+db_app = noun("db", "Create, upgrade, inspect and verify the database.")
 
 
 @db_app.command("migrate")
@@ -50,3 +54,57 @@ def status(db: Db = None, json: Json = False):
     echo("tables:")
     for table, count in result["tables"].items():
         echo(f"  {table:28} {count:>9} row(s)")
+
+
+@db_app.command("check")
+def check(db: Db = None, json: Json = False,
+          repair: Annotated[bool, typer.Option("--repair", help="Also list the safe, lossless repairs.")] = False,
+          yes: Annotated[bool, typer.Option("--yes", help="With --repair: make them, in one transaction.")] = False):
+    """Verify the database read-only: file integrity, lesson versions, context history, REM actions, migrations.
+
+    Exit 0 when clean, 1 when problems are found. Example: mgcp db check --repair
+    """
+    from mgcp.config import db_path
+    from mgcp.errors import InvalidInputError
+    from mgcp.persistence import check as checks
+
+    if yes and not repair:
+        raise InvalidInputError("--yes goes with --repair")
+    path = db_path(db)
+    report = checks.check(path)
+    offered = [p for p in report.problems if p.repairable] if repair else []
+    applying = bool(offered) and yes
+    fixed = checks.repair(report) if applying else []
+    after = checks.check(path) if applying else report
+    if json:
+        document = after.to_dict()
+        if repair:
+            document["repairs"] = [p.to_dict() for p in (fixed if applying else offered)]
+            document["repaired"] = applying
+        if applying:
+            document["problems_before"] = [p.to_dict() for p in report.problems]
+        print_json(document)
+    else:
+        echo(f"database: {path}")
+        _print_report(report)
+        if offered:
+            echo("repaired:" if applying else "would repair (run again with --repair --yes to do it):")
+            for problem in fixed if applying else offered:
+                echo(f"  {problem.subject}: {problem.repair}")
+        if applying:
+            echo("after repair:")
+            _print_report(after)
+    if not after.ok:
+        raise typer.Exit(1)
+
+
+def _print_report(report) -> None:
+    for problem in report.problems:
+        echo(("warning: " if problem.level == "warning" else "") + str(problem)
+             + (" (repairable)" if problem.repairable else ""))
+    errors = sum(p.level != "warning" for p in report.problems)
+    if errors:
+        return echo(f"{errors} problem(s) found")
+    c = report.checked
+    echo(f"ok: {c['lessons']} lessons, {c['versions']} versions, {c['projects']} projects, "
+         f"{c['history_rows']} history rows, {c['findings']} findings checked")

@@ -1,0 +1,454 @@
+"""Verify a database without changing it (`mgcp db check`), and make the few repairs that lose nothing.
+
+`check(path)` opens the file read-only and runs every check in CHECKS. A check is a function of a
+connection that yields `Problem`s, one per object that is wrong. A problem that can be fixed
+without losing anything carries `fix`, which makes the change on a read-write connection;
+`repair(report)` runs the repairable checks again under one write lock (BEGIN IMMEDIATE), so it fixes
+what is wrong at that moment, and commits every fix at once. Nothing is repaired in a file that
+fails SQLite's integrity check: writing into a damaged file can only make it worse.
+
+What is checked:
+
+- the file: `PRAGMA integrity_check` and `PRAGMA foreign_key_check`;
+- migrations: the applied names are known, none is pending (only a warning: the next command
+  that opens the database applies them) and the tables of each applied migration exist;
+- lessons: `lesson_versions` holds versions 1..N, each once, N being the `lessons` row's version,
+  and version N has the row's text;
+- context: each project's catalogue, replayed from its deltas, matches every recorded hash; history
+  session numbers never go backwards nor past the project's session count; `project_sessions`
+  numbers are unique, increase in the order the sessions were seen, and stay within the count;
+- REM: an applied (or rejected) finding has a live action record, and a live action record's
+  finding is applied or rejected.
+
+Repairs: a lesson whose current version is missing from its history gets that version appended
+from the `lessons` row; a lesson with no versions at all gets migration 0004's backfill; a finding
+marked stale while its action is live is marked applied (or rejected) again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import groupby
+from typing import Callable, Iterator
+
+from mgcp.errors import DatabaseError
+from mgcp.models import REJECTING_ACTIONS
+from mgcp.persistence import migrate
+from mgcp.persistence.context import apply_delta, canonical, catalogue_hash
+
+# The tables each migration creates (0004 and 0005 only fill tables). FTS5's own shadow tables
+# (lesson_search_data, ...) come with lesson_search; the integrity check covers them.
+MIGRATION_TABLES = {
+    "0001_legacy_tables": ("lessons", "telemetry_events", "lesson_usage", "project_contexts",
+                           "workflows", "community_summaries"),
+    "0002_history_tables": ("lesson_versions", "context_history", "project_sessions",
+                            "lesson_lifecycle", "query_log"),
+    "0003_rem_tables": ("rem_state", "rem_runs", "rem_findings", "rem_actions", "community_runs",
+                        "context_summaries"),
+    "0006_lesson_search": ("lesson_search_docs", "lesson_search"),
+}
+BACKFILL = "0004_backfill_lesson_versions"
+CONTENT = ("trigger", "action", "rationale", "tags")  # the text lessons and lesson_versions share
+# Answering a finding stores its action record and one of these statuses in one transaction.
+RESOLVED = ("applied", "rejected")
+COUNTED = {"lessons": "lessons", "versions": "lesson_versions", "projects": "project_contexts",
+           "history_rows": "context_history", "sessions": "project_sessions",
+           "findings": "rem_findings", "actions": "rem_actions"}
+
+
+@dataclass
+class Problem:
+    check: str
+    subject: str  # the object that is wrong, e.g. "lesson retry-with-backoff"
+    message: str  # what is wrong with it, and what the user could do when mgcp cannot
+    level: str = "error"  # "warning": reported, but the database still counts as ok
+    repair: str | None = None  # what `--repair --yes` would change
+    fix: Callable[[sqlite3.Connection], None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def repairable(self) -> bool:
+        return self.fix is not None
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.message}"
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "subject": self.subject, "message": self.message,
+                "repairable": self.repairable, "level": self.level, "repair": self.repair}
+
+
+@dataclass
+class Report:
+    database: str
+    problems: list[Problem]
+    checked: dict[str, int | None]
+
+    @property
+    def ok(self) -> bool:
+        return all(p.level == "warning" for p in self.problems)
+
+    def to_dict(self) -> dict:
+        return {"database": self.database, "ok": self.ok,
+                "problems": [p.to_dict() for p in self.problems], "checked": self.checked}
+
+
+# -- the checks ------------------------------------------------------------------------------------
+
+def integrity(conn: sqlite3.Connection) -> Iterator[Problem]:
+    try:
+        messages = [m for (m,) in conn.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as exc:  # damage that stops the check itself
+        messages = [str(exc)]
+    for line in "\n".join(messages).splitlines():
+        if line != "ok" and not line.startswith("*** in database"):
+            yield Problem("integrity", "database file", f"{line} (the file is damaged; restore a backup)")
+
+
+def foreign_keys(conn: sqlite3.Connection) -> Iterator[Problem]:
+    for table, rowid, parent, fk in conn.execute("PRAGMA foreign_key_check").fetchall():
+        column = next(r[3] for r in conn.execute(f'PRAGMA foreign_key_list("{table}")') if r[0] == fk)
+        value = conn.execute(f'SELECT "{column}" FROM "{table}" WHERE rowid = ?', [rowid]).fetchone()[0]
+        yield Problem("foreign_keys", f"{table} row {rowid}", f"{column} {value!r} refers to no {parent} row")
+
+
+def migrations(conn: sqlite3.Connection) -> Iterator[Problem]:
+    known, tables = migrate.migration_names(), set(migrate.table_names(conn))
+    applied = [name for name, _ in migrate.applied_migrations(conn)]
+    for name in applied:
+        if name not in known:
+            yield Problem("migrations", f"migration {name}",
+                          "is not known to this mgcp (a newer mgcp applied it); upgrade mgcp to use this database")
+    pending = [name for name in known if name not in applied]
+    if pending:
+        yield Problem("migrations", "migrations",
+                      f"{len(pending)} migration{'s' if len(pending) > 1 else ''} pending; run `mgcp db migrate`",
+                      level="warning")
+    for name in [n for n in known if n in applied]:
+        for table in MIGRATION_TABLES.get(name, ()):
+            if table not in tables:
+                yield Problem("migrations", f"table {table}",
+                              f"is missing, though {name} that creates it is applied; restore a backup")
+
+
+def lesson_versions(conn: sqlite3.Connection) -> Iterator[Problem]:
+    versions = defaultdict(list)
+    for row in _rows(conn, "SELECT lesson_id, version, trigger, action, rationale, tags FROM lesson_versions"):
+        versions[row["lesson_id"]].append(row)
+    for lesson in _rows(conn, "SELECT id, version, trigger, action, rationale, tags FROM lessons ORDER BY id"):
+        yield from _lesson_problems(lesson, versions.get(lesson["id"], []))
+
+
+def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
+    subject, n = f"lesson {lesson['id']}", lesson["version"]
+    if not isinstance(n, int) or n < 1:  # the legacy table takes whatever an older writer put there
+        yield Problem("lessons", subject, f"its row has version {n!r}, not a whole number from 1")
+        return
+    if not rows:
+        yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n})",
+                      repair=f"backfill its versions as {BACKFILL} does", fix=_backfill)
+        return
+    numbers = [r["version"] for r in rows]
+    twice = sorted({v for v in numbers if numbers.count(v) > 1})
+    outside = sorted({v for v in numbers if not 1 <= v <= n})
+    missing = [v for v in range(1, n + 1) if v not in numbers]
+    if twice:
+        yield Problem("lessons", subject, f"has version {_join(twice)} more than once in lesson_versions")
+    if outside:
+        yield Problem("lessons", subject, f"has version {_join(outside)} in lesson_versions, outside 1..{n} "
+                                          f"(its row is at version {n}); see `mgcp lesson history {lesson['id']}`")
+    if missing == [n] and n > 1 and not twice and not outside:
+        yield Problem("lessons", subject, f"version {n}, its current one, is missing from lesson_versions",
+                      repair=f"append version {n} from the lessons row",
+                      fix=partial(_append_current, lesson["id"]))
+    elif missing:
+        yield Problem("lessons", subject, f"version {_join(missing)} missing from lesson_versions (expected 1..{n}); "
+                                          "a lost version cannot be rebuilt: restore a backup to recover it")
+    last = [r for r in rows if r["version"] == n]
+    if len(last) != 1:
+        return  # reported above: missing or recorded twice
+    differs = [c for c in CONTENT if _text(c, last[0][c]) != _text(c, lesson[c])]
+    if differs:
+        yield Problem("lessons", subject, f"its lessons row differs from its version {n} in {', '.join(differs)}; "
+                                          f"compare them with `mgcp lesson history {lesson['id']}`")
+
+
+def context_history(conn: sqlite3.Connection) -> Iterator[Problem]:
+    projects = _projects(conn)
+    rows = _rows(conn, """SELECT id, project_id, session_number, catalogue_hash, catalogue_delta
+                          FROM context_history ORDER BY project_id, id""")
+    for project_id, history in groupby(rows, key=lambda r: r["project_id"]):
+        if project_id in projects:  # rows of an unknown project: the foreign key check names them
+            yield from _history_problems(projects[project_id], list(history))
+
+
+def _history_problems(project: dict, rows: list[dict]) -> Iterator[Problem]:
+    path, count = project["project_path"], project["session_count"]
+    previous = None
+    for row in rows:
+        subject, n = f"context_history row {row['id']} of {path}", row["session_number"]
+        if previous is not None and n < previous["session_number"]:
+            yield Problem("context_history", subject,
+                          f"is session {n} but comes after row {previous['id']} of session "
+                          f"{previous['session_number']}: session numbers must not go backwards")
+        if n > count:
+            yield Problem("context_history", subject, f"is session {n}, past the project's session count {count}")
+        previous = row
+    yield from _replay(path, rows)
+
+
+def _replay(path: str, rows: list[dict]) -> Iterator[Problem]:
+    """Rebuild the catalogue from the deltas, as `Contexts.at` does, checking each recorded hash.
+
+    (`Contexts._replay` needs the async store and stops at the first mismatch with an error, so the
+    loop is repeated here over the same pure helpers.) It stops at the first row that fails: the
+    rows after it cannot be verified."""
+    catalogue: dict = {}
+    for row in rows:
+        subject = f"context_history row {row['id']} of {path}"
+        delta = _delta(row["catalogue_delta"])
+        if delta is None:
+            yield Problem("context_history", subject,
+                          "holds a catalogue delta that is not a delta object; later rows were not verified")
+            return
+        catalogue = apply_delta(catalogue, delta)
+        if row["catalogue_hash"] and catalogue_hash(catalogue) != row["catalogue_hash"]:
+            yield Problem("context_history", subject,
+                          f"session {row['session_number']}: the catalogue replayed from the deltas does not "
+                          "match the recorded hash (`mgcp context at` refuses it); later rows were not verified")
+            return
+
+
+def project_sessions(conn: sqlite3.Connection) -> Iterator[Problem]:
+    projects = _projects(conn)
+    rows = _rows(conn, """SELECT project_id, session_id, session_number FROM project_sessions
+                          ORDER BY project_id, rowid""")
+    for project_id, sessions in groupby(rows, key=lambda r: r["project_id"]):
+        project = projects.get(project_id)
+        if project is None:
+            yield Problem("sessions", f"project {project_id}",
+                          "has rows in project_sessions but no project_contexts row")
+            continue
+        path, count = project["project_path"], project["session_count"]
+        seen: dict[int, str] = {}
+        for s in sessions:
+            subject, n = f"session {s['session_id']} of {path}", s["session_number"]
+            if n in seen:
+                yield Problem("sessions", subject, f"has number {n}, as session {seen[n]} does")
+            elif seen and n < max(seen):
+                yield Problem("sessions", subject, f"has number {n}, below an earlier session's {max(seen)}: "
+                                                   "numbers must increase")
+            if n > count:
+                yield Problem("sessions", subject, f"has number {n}, past the project's session count {count}")
+            seen.setdefault(n, s["session_id"])
+
+
+def rem_actions(conn: sqlite3.Connection) -> Iterator[Problem]:
+    live = defaultdict(list)  # actions with no finding are a run's automatic output: not checked here
+    for action in _rows(conn, """SELECT id, finding_id, action, applied_at FROM rem_actions
+                                 WHERE undone_at IS NULL AND finding_id IS NOT NULL ORDER BY id"""):
+        live[action["finding_id"]].append(action)
+    for finding in _rows(conn, "SELECT id, status FROM rem_findings ORDER BY created_at, rowid"):
+        subject, status, actions = f"finding {finding['id']}", finding["status"], live.get(finding["id"])
+        if status in RESOLVED and not actions:
+            yield Problem("rem", subject, f"is {status} but has no live action record (it was undone or never "
+                                          "recorded), so `mgcp rem undo` cannot take it back")
+        elif status == "pending" and actions:
+            # Not repaired: marking it answered would take it out of the review queue behind the
+            # user's back. Undo restores what the action changed and leaves it pending.
+            yield Problem("rem", subject, f"is pending but its action #{actions[0]['id']} ({actions[0]['action']}) "
+                                          f"is live; `mgcp rem undo {finding['id']}` takes the action back")
+        elif status == "stale" and actions:
+            settled = "rejected" if actions[0]["action"] in REJECTING_ACTIONS else "applied"
+            yield Problem("rem", subject, f"is both applied and stale: marked stale while its action "
+                                          f"#{actions[0]['id']} ({actions[0]['action']}) is live",
+                          repair=f"mark it {settled} again (its action stays live and undoable)",
+                          fix=partial(_settle, finding["id"], settled, actions[0]["applied_at"]))
+
+
+CHECKS = [  # (name, check, the tables it reads: a check whose tables are missing is skipped)
+    ("integrity", integrity, ()),
+    ("foreign_keys", foreign_keys, ()),
+    ("migrations", migrations, ()),
+    ("lessons", lesson_versions, ("lessons", "lesson_versions")),
+    ("context_history", context_history, ("project_contexts", "context_history")),
+    ("sessions", project_sessions, ("project_contexts", "project_sessions")),
+    ("rem", rem_actions, ("rem_findings", "rem_actions")),
+]
+REPAIRABLE = ("lessons", "rem")
+
+
+# -- the repairs -----------------------------------------------------------------------------------
+
+def _append_current(lesson_id: str, conn: sqlite3.Connection) -> None:
+    conn.execute("""INSERT INTO lesson_versions (lesson_id, version, trigger, action, rationale, tags, timestamp)
+                    SELECT id, version, trigger, action, rationale, tags, last_refined FROM lessons
+                    WHERE id = ? AND NOT EXISTS (SELECT 1 FROM lesson_versions v
+                                                 WHERE v.lesson_id = lessons.id AND v.version = lessons.version)""",
+                 [lesson_id])
+
+
+def _backfill(conn: sqlite3.Connection) -> None:
+    """Migration 0004 again: it inserts versions only for lessons that have none, so running it for
+    each such lesson is harmless."""
+    import sqlite_utils
+
+    migrate.load_migration(BACKFILL)(sqlite_utils.Database(conn))
+
+
+def _settle(finding_id: str, status: str, applied_at: str, conn: sqlite3.Connection) -> None:
+    conn.execute("UPDATE rem_findings SET status = ?, resolved_at = ? WHERE id = ? AND status = 'stale'",
+                 [status, applied_at, finding_id])
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+def check(path) -> Report:
+    """Run every check on the database at `path`, read-only. A missing, foreign or unreadable file
+    raises the same errors as the other commands."""
+    conn = _open_readonly(path)
+    try:
+        return Report(str(path), run_checks(conn), _counts(conn))
+    except sqlite3.Error as exc:  # not damage (that is reported): a lock, a read error
+        raise migrate.explain(exc, path) from None
+    finally:
+        conn.close()
+
+
+def run_checks(conn: sqlite3.Connection, only: tuple[str, ...] | None = None) -> list[Problem]:
+    try:
+        tables = set(migrate.table_names(conn))
+    except sqlite3.DatabaseError:  # a damaged schema: only the checks that need no table run
+        tables = set()
+    problems = []
+    for name, run, needs in CHECKS:
+        if (only and name not in only) or not tables.issuperset(needs):
+            continue
+        try:
+            for problem in run(conn):
+                problems.append(problem)
+        except sqlite3.DatabaseError as exc:  # e.g. a damaged page under the rows it reads
+            problems.append(Problem(name, "database file", f"the {name} check could not finish: {exc}"))
+    if any(p.check == "integrity" for p in problems):
+        for problem in problems:
+            problem.fix = problem.repair = None
+    return problems
+
+
+def repair(report: Report) -> list[Problem]:
+    """Make the repairs `report` offers, in one transaction; returns the problems repaired.
+
+    The repairable checks run again once the write lock is held, so what is fixed is what is wrong
+    then, even if another process wrote since the report."""
+    if not any(p.repairable for p in report.problems):
+        return []
+    path = report.database
+    migrate.require_existing(path)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=migrate.BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise migrate.explain(exc, path) from None
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            fixed = [p for p in run_checks(conn, REPAIRABLE) if p.repairable]
+            for problem in fixed:
+                problem.fix(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:  # a lock held too long, a read-only file, a full disk
+        raise migrate.explain(exc, path) from None
+    finally:
+        conn.close()
+    return fixed
+
+
+def _open_readonly(path) -> sqlite3.Connection:
+    """A read-only connection, after the checks every command makes: a missing, foreign or newer
+    file is refused with their errors. A file whose schema cannot be read is opened all the same:
+    the integrity check then says what it can about the damage."""
+    conn = migrate.connect_readonly(path)
+    try:
+        migrate.table_names(conn)
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return conn
+        conn.close()
+        raise migrate.explain(exc, path) from None
+    try:
+        migrate.pending_migrations(conn, path)
+    except DatabaseError:
+        if not _unknown_migrations(conn):  # a newer mgcp's database is reported as a problem instead
+            conn.close()
+            raise
+    return conn
+
+
+def _unknown_migrations(conn: sqlite3.Connection) -> bool:
+    try:
+        return any(name not in migrate.migration_names() for name, _ in migrate.applied_migrations(conn))
+    except sqlite3.DatabaseError:
+        return False
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def _rows(conn: sqlite3.Connection, sql: str) -> list[dict]:
+    cur = conn.cursor()
+    cur.row_factory = sqlite3.Row
+    return [dict(r) for r in cur.execute(sql)]
+
+
+def _projects(conn: sqlite3.Connection) -> dict[str, dict]:
+    return {p["project_id"]: p for p in _rows(conn, """SELECT project_id, project_path,
+                                                       CAST(COALESCE(session_count, 0) AS INTEGER) AS session_count
+                                                       FROM project_contexts""")}
+
+
+def _counts(conn: sqlite3.Connection) -> dict[str, int | None]:
+    """Rows of each kind checked: 0 for a table not there (yet), None for one that cannot be read."""
+    try:
+        tables = set(migrate.table_names(conn))
+    except sqlite3.DatabaseError:
+        return dict.fromkeys(COUNTED)
+    return {name: _count(conn, table) if table in tables else 0 for name, table in COUNTED.items()}
+
+
+def _count(conn: sqlite3.Connection, table: str) -> int | None:
+    try:
+        return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    except sqlite3.DatabaseError:  # a damaged table (the checks report it)
+        return None
+
+
+def _text(column: str, value):
+    """A content column as compared: tags as the set of tags they hold, the rest as stored."""
+    if column != "tags":
+        return value
+    try:
+        tags = json.loads(value or "[]")
+    except ValueError:
+        return value
+    return sorted(canonical(t) for t in tags) if isinstance(tags, list) else tags
+
+
+def _delta(text: str | None) -> dict | None:
+    """A stored catalogue delta, or None when it is not one (NULL means no change)."""
+    try:
+        delta = json.loads(text) if text else {}
+    except ValueError:
+        return None
+    delta = {} if delta is None else delta
+    parts = ("added", "removed", "changed")
+    return delta if isinstance(delta, dict) and all(isinstance(delta.get(k, {}), dict) for k in parts) else None
+
+
+def _join(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers))

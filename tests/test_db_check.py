@@ -1,0 +1,357 @@
+"""`mgcp db check`: a database built through the real store checks clean; each kind of damage planted
+in a copy of it is found and named; `--repair` changes nothing without `--yes` and, with it, fixes
+what can be fixed without loss."""
+
+import asyncio
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from clihelp import mgcp
+from conftest import dump
+from legacy import LESSONS, build_legacy
+from mgcp import engine
+from mgcp.config import OPERATIONS, parse_config
+from mgcp.persistence.migrate import open_and_migrate
+from mgcp.persistence.store import Store
+from planted import PROJECT, build
+
+CONFIG = parse_config({}, "defaults")
+LESSON = "check-retry-flaky-calls"  # added here and refined twice: versions 1..3
+
+
+async def use(path) -> dict:
+    """A day of use on top of the planted project: a lesson refined twice, two sessions that change
+    the catalogue, a REM cycle, and findings applied, rejected, undone and gone stale. Returns the
+    ids of those findings."""
+    async with Store.open(path) as s:
+        await s.lessons.add(LESSON, "calling a flaky service", "Retry", tags=["http"])
+        await s.lessons.refine(LESSON, "retries need a limit", action="Retry with capped backoff")
+        await s.lessons.refine(LESSON, "clients retry in lockstep", action="Retry with capped backoff and jitter",
+                               tags=["http", "retry"])
+        catalogue = dict((await s.context.get_project(PROJECT)).catalogue)
+        await s.context.save(PROJECT, "check-session-1", notes="retries",
+                             catalogue={**catalogue, "retries": {"max": 3}})
+        await s.context.save(PROJECT, "check-session-2", catalogue={**catalogue, "retries": {"max": 5}})
+        await engine.run_cycle(s, CONFIG, PROJECT, list(OPERATIONS))
+        queue = {f.kind: f for f in await engine.pending_findings(s, PROJECT)}
+
+        async def answer(kind, action):
+            finding = queue[kind]
+            option = next(i for i, o in enumerate(finding.options, 1) if o.action == action)
+            await engine.resolve(s, CONFIG, finding.id, option)
+            return finding.id
+
+        ids = {"applied": await answer("duplicate_merge", "merge"),
+               "rejected": await answer("duplicate_review", "keep_both"),
+               "todo": await answer("stale_todo", "close_todo"),  # a save: a history row
+               "undone": await answer("stale_unused", "archive")}
+        await engine.undo_finding(s, ids["undone"])
+        stale = queue["popular_unrefined"]
+        await s.lessons.refine(next(iter(stale.subject)), "clearer", rationale="Pin with a lockfile.")
+        await engine.pending_findings(s, PROJECT)  # marks it stale on the way
+        ids["stale"] = stale.id
+    return ids
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    path = tmp_path_factory.mktemp("check") / "clean.db"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MGCP_DATA_DIR", str(path.parent / "data"))
+        env.setenv("HOME", str(path.parent / "home"))
+        env.delenv("MGCP_DB", raising=False)
+        env.delenv("MGCP_REM_CONFIG", raising=False)
+        open_and_migrate(path)
+        build(path)
+        ids = asyncio.run(use(path))
+    return path, ids
+
+
+@pytest.fixture
+def copy(built, tmp_path):
+    path = tmp_path / "copy.db"
+    shutil.copy(built[0], path)
+    return path
+
+
+@pytest.fixture
+def ids(built):
+    return built[1]
+
+
+def sql(path, query, *params) -> list:
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
+def check(path, *flags):
+    return mgcp("db", "check", "--db", path, *flags)
+
+
+def problems(path, *flags) -> list[str]:
+    """The problem lines of a check that must find something (exit 1, nothing on stderr)."""
+    code, out, err = check(path, *flags)
+    assert (code, err) == (1, ""), (code, out, err)
+    lines = out.splitlines()
+    assert lines[0] == f"database: {path}" and lines[-1].endswith("problem(s) found"), out
+    return lines[1:-1]
+
+
+def history(path) -> list[tuple]:
+    return sql(path, "SELECT id, session_number, catalogue_delta FROM context_history ORDER BY id")
+
+
+# -- a clean database ------------------------------------------------------------------------------
+
+def test_a_database_built_through_the_store_checks_clean(copy, ids):
+    statuses = dict(sql(copy, "SELECT id, status FROM rem_findings"))
+    assert [statuses[ids[k]] for k in ("applied", "rejected", "todo", "undone", "stale")] == [
+        "applied", "rejected", "applied", "pending", "stale"]
+    assert sql(copy, "SELECT count(*) FROM rem_actions WHERE undone_at IS NOT NULL") == [(1,)]
+    code, out, err = check(copy)
+    counts = {t: sql(copy, f"SELECT count(*) FROM {t}")[0][0]
+              for t in ("lessons", "lesson_versions", "project_contexts", "context_history", "rem_findings")}
+    assert (code, err) == (0, "")
+    assert out == (f"database: {copy}\nok: {counts['lessons']} lessons, {counts['lesson_versions']} versions, "
+                   f"{counts['project_contexts']} projects, {counts['context_history']} history rows, "
+                   f"{counts['rem_findings']} findings checked\n")
+
+
+def test_json_has_the_database_the_verdict_the_problems_and_the_counts(copy):
+    sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ? AND version = 2", LESSON)
+    code, out, err = check(copy, "--json")
+    assert (code, err) == (1, "")
+    document = json.loads(out)
+    assert set(document) == {"database", "ok", "problems", "checked"}
+    assert (document["database"], document["ok"]) == (str(copy), False)
+    assert [(p["check"], p["subject"], p["repairable"]) for p in document["problems"]] == [
+        ("lessons", f"lesson {LESSON}", False)]
+    assert {"check", "subject", "message", "repairable"} <= set(document["problems"][0])
+    assert document["checked"]["lessons"] == sql(copy, "SELECT count(*) FROM lessons")[0][0]
+    assert set(document["checked"]) >= {"lessons", "versions", "projects", "history_rows", "findings"}
+
+
+def test_a_legacy_database_is_clean_once_migrated(tmp_path):
+    path = tmp_path / "legacy.db"
+    build_legacy(path)
+    assert check(path)[:2] == (0, f"database: {path}\nwarning: migrations: 6 migrations pending; run `mgcp db migrate`"
+                                  f"\nok: {len(LESSONS)} lessons, 0 versions, 2 projects, 0 history rows, "
+                                  "0 findings checked\n")
+    open_and_migrate(path)
+    code, out, err = check(path)
+    assert (code, err) == (0, ""), out
+    assert out.splitlines()[1].startswith(f"ok: {len(LESSONS)} lessons, 6 versions, ")
+
+
+# -- one kind of damage per test -------------------------------------------------------------------
+
+def test_a_gap_in_a_lessons_versions(copy):
+    sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ? AND version = 2", LESSON)
+    assert problems(copy) == [f"lesson {LESSON}: version 2 missing from lesson_versions (expected 1..3); "
+                              "a lost version cannot be rebuilt: restore a backup to recover it"]
+
+
+def test_a_lessons_row_that_differs_from_its_last_version(copy):
+    sql(copy, "UPDATE lessons SET action = 'Never retry' WHERE id = ?", LESSON)
+    [line] = problems(copy)
+    assert line.startswith(f"lesson {LESSON}: its lessons row differs from its version 3 in action;")
+
+
+def test_a_lessons_row_whose_version_is_not_a_number(copy):
+    sql(copy, "UPDATE lessons SET version = 'three' WHERE id = ?", LESSON)
+    assert problems(copy) == [f"lesson {LESSON}: its row has version 'three', not a whole number from 1"]
+
+
+def test_tags_in_another_order_are_the_same_tags(copy):
+    sql(copy, """UPDATE lessons SET tags = '["retry","http"]' WHERE id = ?""", LESSON)
+    assert check(copy)[0] == 0
+
+
+def test_a_tampered_catalogue_delta_fails_its_hash(copy):
+    row_id, _, delta = next(r for r in history(copy) if "retries" in r[2] and '"max": 5' in r[2])
+    tampered = delta.replace('"max": 5', '"max": 50')
+    sql(copy, "UPDATE context_history SET catalogue_delta = ? WHERE id = ?", tampered, row_id)
+    [line] = problems(copy)
+    assert line.startswith(f"context_history row {row_id} of {PROJECT}: session ")
+    assert "does not match the recorded hash" in line
+
+
+def test_a_session_number_going_backwards(copy):
+    (row_id, number, _), (previous_id, previous, _) = history(copy)[-1], history(copy)[-2]
+    sql(copy, "UPDATE context_history SET session_number = 1 WHERE id = ?", row_id)
+    assert problems(copy) == [f"context_history row {row_id} of {PROJECT}: is session 1 but comes after row "
+                              f"{previous_id} of session {previous}: session numbers must not go backwards"]
+
+
+def test_a_session_number_used_twice(copy):
+    [(first,)] = sql(copy, "SELECT session_id FROM project_sessions WHERE session_number = 1")
+    [(last,)] = sql(copy, "SELECT session_id FROM project_sessions ORDER BY session_number DESC LIMIT 1")
+    sql(copy, "UPDATE project_sessions SET session_number = 1 WHERE session_id = ?", last)
+    assert problems(copy) == [f"session {last} of {PROJECT}: has number 1, as session {first} does"]
+
+
+def test_a_live_action_whose_finding_is_pending(copy, ids):
+    sql(copy, "UPDATE rem_findings SET status = 'pending' WHERE id = ?", ids["applied"])
+    [line] = problems(copy)
+    assert line.startswith(f"finding {ids['applied']}: is pending but its action #")
+    assert line.endswith(f"(merge) is live; `mgcp rem undo {ids['applied']}` takes the action back")
+
+
+def test_an_applied_finding_without_a_live_action(copy, ids):
+    sql(copy, "UPDATE rem_actions SET undone_at = '2025-01-01' WHERE finding_id = ?", ids["applied"])
+    assert problems(copy) == [f"finding {ids['applied']}: is applied but has no live action record (it was "
+                              "undone or never recorded), so `mgcp rem undo` cannot take it back"]
+
+
+def test_a_finding_both_applied_and_stale(copy, ids):
+    sql(copy, "UPDATE rem_findings SET status = 'stale' WHERE id = ?", ids["applied"])
+    [line] = problems(copy)
+    assert line.startswith(f"finding {ids['applied']}: is both applied and stale")
+    assert line.endswith("(merge) is live (repairable)")
+
+
+def test_an_unknown_migration(copy):
+    sql(copy, "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('mgcp', '9999_future', 'now')")
+    assert problems(copy) == ["migration 9999_future: is not known to this mgcp (a newer mgcp applied it); "
+                              "upgrade mgcp to use this database"]
+
+
+def test_a_missing_table(copy):
+    sql(copy, "DROP TABLE community_runs")
+    assert problems(copy) == ["table community_runs: is missing, though 0003_rem_tables that creates it is "
+                              "applied; restore a backup"]
+
+
+def test_a_pending_migration_is_a_warning(copy):
+    sql(copy, "DELETE FROM _sqlite_migrations WHERE name = '0006_lesson_search'")
+    code, out, err = check(copy)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1:] == ["warning: migrations: 1 migration pending; run `mgcp db migrate`",
+                                    out.splitlines()[-1]]
+    assert out.splitlines()[-1].startswith("ok: ")
+
+
+def test_a_foreign_key_violation(copy):
+    sql(copy, "INSERT INTO lesson_usage (lesson_id) VALUES ('no-such-lesson')")
+    [line] = problems(copy)
+    assert line.startswith("lesson_usage row ")
+    assert line.endswith(": lesson_id 'no-such-lesson' refers to no lessons row")
+
+
+def damage(path):
+    """Fill the database with enough rows that its middle is table pages, then overwrite a page there."""
+    sql(path, "CREATE TABLE filler (text TEXT)")
+    sql(path, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) "
+              "INSERT INTO filler SELECT i || printf('%.300c', 'x') FROM n")
+    assert "database file" not in check(path)[1]  # the file is sound before the damage
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:
+        fh.seek(size // 2 // 4096 * 4096)
+        fh.write(bytes(range(256)) * 16)
+
+
+def test_a_damaged_page(copy):
+    damage(copy)
+    lines = problems(copy)
+    assert lines and all(line.startswith("database file: ") for line in lines), lines
+    assert "(the file is damaged; restore a backup)" in lines[0]
+
+
+def test_a_damaged_schema_page_is_reported_rather_than_refused(copy):
+    with open(copy, "r+b") as fh:
+        fh.seek(100)  # page 1 after the file header: the root of sqlite_master
+        fh.write(b"\xff" * 3000)
+    assert problems(copy)[0] == ("database file: database disk image is malformed "
+                                 "(the file is damaged; restore a backup)")
+
+
+# -- repairs ---------------------------------------------------------------------------------------
+
+def plant_repairable(path, ids):
+    sql(path, "UPDATE rem_findings SET status = 'stale' WHERE id = ?", ids["applied"])
+    sql(path, "DELETE FROM lesson_versions WHERE lesson_id = ? AND version = 3", LESSON)
+
+
+def test_repair_without_yes_shows_the_repairs_and_changes_nothing(copy, ids):
+    plant_repairable(copy, ids)
+    before, rows = copy.read_bytes(), dump(copy)
+    code, out, err = check(copy, "--repair")
+    assert (code, err) == (1, "")
+    assert out.splitlines()[-3:] == ["would repair (run again with --repair --yes to do it):",
+                                     f"  lesson {LESSON}: append version 3 from the lessons row",
+                                     f"  finding {ids['applied']}: mark it applied again "
+                                     "(its action stays live and undoable)"]
+    assert (copy.read_bytes(), dump(copy)) == (before, rows)
+
+
+def test_repair_yes_fixes_and_checks_again(copy, ids):
+    plant_repairable(copy, ids)
+    code, out, err = check(copy, "--repair", "--yes")
+    assert (code, err) == (0, ""), out
+    assert "repaired:" in out.splitlines() and out.splitlines()[-2] == "after repair:"
+    assert out.splitlines()[-1].startswith("ok: ")
+    assert sql(copy, "SELECT status FROM rem_findings WHERE id = ?", ids["applied"]) == [("applied",)]
+    assert sql(copy, "SELECT trigger, action, rationale, tags FROM lesson_versions WHERE lesson_id = ? AND version = 3",
+               LESSON) == sql(copy, "SELECT trigger, action, rationale, tags FROM lessons WHERE id = ?", LESSON)
+    assert check(copy)[0] == 0
+
+
+def test_a_lesson_with_no_versions_is_backfilled(copy):
+    sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ?", LESSON)
+    code, out, err = check(copy, "--repair", "--yes", "--json")
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    assert (document["ok"], document["repaired"], [p["subject"] for p in document["repairs"]]) == (
+        True, True, [f"lesson {LESSON}"])
+    assert sql(copy, "SELECT version, reconstructed FROM lesson_versions WHERE lesson_id = ? ORDER BY version",
+               LESSON) == [(1, 1), (2, 1), (3, 0)]
+
+
+def test_a_damaged_file_is_never_repaired(copy, ids):
+    plant_repairable(copy, ids)
+    damage(copy)
+    before = copy.read_bytes()
+    lines = problems(copy, "--repair", "--yes")
+    assert not any("(repairable)" in line or "repair" in line for line in lines), lines
+    assert copy.read_bytes() == before
+
+
+def test_repair_leaves_what_it_cannot_fix_alone(copy):
+    sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ? AND version = 2", LESSON)
+    rows = dump(copy)
+    assert len(problems(copy, "--repair", "--yes")) == 1
+    assert dump(copy) == rows
+
+
+# -- files that are not mgcp databases -------------------------------------------------------------
+
+def foreign_sqlite(path):
+    sql(path, "CREATE TABLE invoices (id INTEGER)")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: None, "no database at"),
+    (lambda p: p.mkdir(), "is a directory, not a database file"),
+    (lambda p: p.write_bytes(b""), "is an empty file (0 bytes)"),
+    (lambda p: p.write_text("just some text, long enough to look like a file\n"), "is not an SQLite database"),
+    (foreign_sqlite, "belongs to another application"),
+], ids=["missing", "directory", "empty", "text", "another-app"])
+def test_a_file_that_is_not_an_mgcp_database_is_refused(tmp_path, make, message):
+    path = tmp_path / "x.db"
+    make(path)
+    before = sorted(tmp_path.iterdir())
+    code, out, err = check(path)
+    assert (code, out) == (2, "")
+    assert err.startswith("Error: ") and message in err and err.count("\n") == 1, err
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_yes_without_repair_is_refused(copy):
+    assert check(copy, "--yes") == (2, "", "Error: --yes goes with --repair\n")
