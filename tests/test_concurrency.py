@@ -52,3 +52,49 @@ def test_a_writer_killed_mid_write_leaves_the_database_consistent(db, run):
     assert [v for (v,) in conn.execute("SELECT version FROM lesson_versions ORDER BY version")] == list(range(1, count + 1))
     sessions = conn.execute("SELECT session_count FROM project_contexts").fetchone()
     assert sessions is None or sessions[0] == conn.execute("SELECT count(*) FROM project_sessions").fetchone()[0]
+
+
+def test_the_hook_and_a_save_go_through_while_a_rem_run_is_analysing(db, run, monkeypatch, tmp_path):
+    """REM holds no lock while it analyses: with the staleness scan held mid-analysis, the hook
+    (whose busy timeout is 2 s) and a CLI save in other processes succeed."""
+    import json
+    import os
+    import threading
+
+    from conftest import ROOT
+    from mgcp import engine
+    from mgcp.config import load_config
+    from mgcp.operations import staleness_scan
+
+    run(db, lambda s: s.lessons.add("held", "when REM analyses", "Nothing waits for it."))
+    analysing, release = threading.Event(), threading.Event()
+    real = staleness_scan.run
+
+    def held(*args, **kwargs):
+        analysing.set()
+        assert release.wait(60), "the test never released the analysis"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(staleness_scan, "run", held)
+    env = {**os.environ, "MGCP_DB": str(db), "MGCP_DATA_DIR": str(tmp_path / "data")}
+    results = {}
+
+    def others():
+        assert analysing.wait(60)
+        results["hook"] = subprocess.run([sys.executable, str(ROOT / "hooks" / "rem-cycle-trigger.py")],
+                                         input=json.dumps({"session_id": "during-rem", "cwd": "/p"}).encode(),
+                                         capture_output=True, env=env, timeout=60)
+        results["save"] = subprocess.run([sys.executable, "-m", "mgcp", "context", "save", "--project", "/p",
+                                          "--notes", "saved while REM analyses", "--db", str(db)],
+                                         capture_output=True, env=env, timeout=60)
+        release.set()
+
+    thread = threading.Thread(target=others)
+    thread.start()
+    run(db, lambda s: engine.run(s, load_config(), "/p", ["staleness_scan"]))
+    thread.join()
+    assert results["save"].returncode == 0, results["save"].stderr
+    assert results["hook"].returncode == 0 and not (tmp_path / "data" / "hook.log").exists()
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM project_sessions WHERE session_id = 'during-rem'").fetchone()[0] == 1
+    assert conn.execute("SELECT notes FROM context_history ORDER BY id DESC").fetchone()[0] == "saved while REM analyses"
