@@ -8,8 +8,11 @@ apply one twice. A migration may return a list of per-record failures: its good 
 the failures are reported, and it stays pending so the next start resumes it (backfills insert only
 what is missing).
 
-Refused, never modified: a file that is not SQLite, an SQLite file of another application, and a
-database with mgcp migrations this version does not know (made by a newer mgcp).
+Refused, never modified: a directory, an empty file, a file that is not SQLite, an SQLite file of
+another application, and a database with mgcp migrations this version does not know (made by a newer
+mgcp). A new database is built beside its path and linked into place, so a crash never leaves an
+empty file behind. `explain` turns file-system and SQLite faults into what the user can act on
+(read-only file or directory, full disk, a lock held too long, damage).
 
 The fast path (`pending_migrations`) uses only sqlite3 and the file names, so commands that find the
 schema current never import sqlite-utils.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import sqlite3
 from pathlib import Path
 
@@ -80,7 +84,7 @@ def _create(path: Path) -> None:
     """A new, empty database in WAL mode at `path`. It is made beside `path` and linked into place,
     so that no crash ever leaves a zero-byte file there (which every later start would refuse)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.new")
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
     try:
         conn = sqlite3.connect(scratch)
         try:

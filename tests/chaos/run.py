@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -156,6 +157,7 @@ class Writers:
         self.acks: list[dict] = []
         self.lock = threading.Lock()
         self.counts: dict[str, list[int]] = {}  # writer -> [attempts, acknowledged]
+        self.auto_applied = 0  # findings the --auto writer applied (each checked as an answer)
         self.hook_log = db.parent / "hook.log"
 
     def ack(self, writer: str, record: dict | None) -> None:
@@ -266,8 +268,10 @@ class Writers:
                                                   "community_detection", "--op", "duplicate_detection", "--json"],
                                lambda stdout: {"kind": "run", "run_id": json.loads(stdout)["report"]["run_id"]})
             if result is not None:
-                for applied in json.loads(result.stdout)["applied"]:
-                    self.ack("rem run --auto (findings applied)", {"kind": "answer", "finding": applied["id"]})
+                applied = [{"kind": "answer", "finding": a["id"]} for a in json.loads(result.stdout)["applied"]]
+                with self.lock:
+                    self.acks += applied
+                    self.auto_applied += len(applied)
 
     # -- verification ------------------------------------------------------------------------------
 
@@ -404,12 +408,13 @@ class Kills:
 
     def command(self, kind: str, args: list[str], db: Path | None = None, prepare=None) -> None:
         """A command killed at a random moment of its uninterrupted duration, then run again."""
-        probe = self.fresh(f"{kind[:8].strip()}-probe".replace(" ", "-"))
+        slug = re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-")
+        probe = self.fresh(f"{slug}-probe")
         if prepare:
             prepare(probe)
         duration = self._duration(args, probe)
         for k in range(self.kills):
-            db = self.fresh(f"{kind[:8].strip()}-{k}".replace(" ", "-"))
+            db = self.fresh(f"{slug}-{k}")
             if prepare:
                 prepare(db)
             proc = subprocess.Popen([*MGCP, *args, "--db", str(db)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -443,9 +448,10 @@ class Kills:
         probe = self.work / "legacy-probe.db"
         shutil.copy(legacy, probe)
         duration = self._duration(["db", "migrate"], probe)
+        cols = [c[1] for c in sqlite3.connect(legacy).execute("PRAGMA table_info(lessons)")]
         db = self.work / "legacy-killed.db"
-        shutil.copy(legacy, db)
-        for k in range(self.kills):  # killed again and again on the same file: each start resumes
+        for k in range(self.kills):  # each kill on a fresh copy, then a start that resumes it
+            shutil.copy(legacy, db)
             proc = subprocess.Popen([*MGCP, "db", "migrate", "--db", str(db)], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             time.sleep(self.rng.uniform(0.2, 1.0) * duration)
@@ -458,15 +464,14 @@ class Kills:
             conn.close()
             self.tally.check(integrity == "ok", f"migration killed: integrity {integrity}")
             self.done["migration"] = self.done.get("migration", 0) + 1
-        final = mgcp("db", "migrate", db=db)
-        self.tally.check(final.returncode == 0, f"migration after kills: {final.stderr.decode()[-400:]}")
-        ok, report = db_check(db)
-        self.tally.check(ok, f"db check after the resumed migration: {report[-600:]}")
-        conn = sqlite3.connect(db)
-        cols = [c[1] for c in sqlite3.connect(legacy).execute("PRAGMA table_info(lessons)")]
-        after = conn.execute(f"SELECT {', '.join(cols)} FROM lessons ORDER BY id").fetchall()
-        conn.close()
-        self.tally.check(after == before, "a legacy lesson row changed during the killed migrations")
+            again = mgcp("db", "migrate", db=db)
+            self.tally.check(again.returncode == 0, f"migration after a kill: {again.stderr.decode()[-400:]}")
+            ok, report = db_check(db)
+            self.tally.check(ok, f"db check after the resumed migration: {report[-600:]}")
+            conn = sqlite3.connect(db)
+            after = conn.execute(f"SELECT {', '.join(cols)} FROM lessons ORDER BY id").fetchall()
+            conn.close()
+            self.tally.check(after == before, "a legacy lesson row changed in a killed and resumed migration")
         self.migration_duration = duration
 
 
@@ -526,9 +531,10 @@ def main(argv: list[str] | None = None) -> int:
     tally.add("seed", seed)
     tally.add("writers at once", f"{len(writers.counts)} ({', '.join(sorted(writers.counts))})")
     tally.add("writing time", f"{writers.duration:.0f} s")
-    tally.add("writes attempted / acknowledged", f"{attempts} / {len(writers.acks)}")
+    tally.add("writes attempted / acknowledged", f"{attempts} / {sum(a for _, a in writers.counts.values())}")
     for name, (tried, acked) in sorted(writers.counts.items()):
         tally.add(f"  {name}", f"{acked} of {tried}")
+    tally.add("findings applied by --auto during the writes", writers.auto_applied)
     tally.add("acknowledged writes checked", checked)
     tally.add("sessions replayed with context at", writers.replayed)
     tally.add("kills (each followed by db check)", sum(kills.done.values()))
