@@ -2,7 +2,7 @@
 nothing acknowledged was lost or altered. Run from the repository root, in the environment mgcp is
 installed in:
 
-    python tests/chaos/run.py                     # the full run (about 4 minutes on 2 cores)
+    python tests/chaos/run.py                     # the full run (about 5 minutes on 2 cores)
     python tests/chaos/run.py --short             # what CI runs (tests/test_chaos.py), under a minute
 
 It prints one table and exits 1 if anything was lost, altered or left inconsistent. Stages:
