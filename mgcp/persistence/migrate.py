@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import sqlite3
 from pathlib import Path
 
@@ -83,6 +82,8 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
 def _create(path: Path) -> None:
     """A new, empty database in WAL mode at `path`. It is made beside `path` and linked into place,
     so that no crash ever leaves a zero-byte file there (which every later start would refuse)."""
+    import secrets  # here: it costs the hook several milliseconds to import, and this runs once
+
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
     try:
