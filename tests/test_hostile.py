@@ -99,6 +99,7 @@ CATALOGUES = {
     "NaN": (b'{"a": NaN}', "NaN"),
     "Infinity": (b'{"a": [1, -Infinity]}', "Infinity"),
     "overflowing decimal": (b'{"a": 1e400}', "Infinity"),
+    "enormous": (b'{"a": "' + b"x" * 1_100_000 + b'"}', "too long"),
 }
 
 
@@ -172,6 +173,7 @@ def test_a_bad_rem_config_is_one_line_and_the_hook_stays_silent(lessons_db, tmp_
     ["rem", "resolve", "0123456789abcdef", "--option", "9" * 25, "--project", "/p"],
 ])
 def test_numbers_beyond_64_bits_are_usage_errors(lessons_db, args):
+    assert cli("context", "save", "--project", "/p", "--notes", "n", "--db", str(lessons_db)).returncode == 0
     one_line_error(cli(*args, "--db", str(lessons_db)))
 
 
@@ -417,6 +419,9 @@ def test_every_raw_request_gets_an_answer_and_the_server_goes_on(lessons_db):
         server.send(server.call(51, b"get_context_history", b'{"project_path": "/p", "limit": %d}' % 2**70))
         answer = server.reply()
         assert answer["id"] == 51 and answer["result"]["isError"]
+        server.send(server.call(53, b"rem_undo", b'{"run_id": %d}' % 2**70))
+        answer = server.reply()
+        assert answer["id"] == 53 and answer["result"]["isError"]
         server.send(server.call(52, b"add_lesson", b'{"lesson_id": "fine", "trigger": "when \\u00e9 \\u0000", "action": "a"}'))
         answer = server.reply()
         assert answer["id"] == 52 and not answer["result"]["isError"], answer

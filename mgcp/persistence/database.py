@@ -75,8 +75,10 @@ class Database:
             await conn.execute("PRAGMA synchronous = NORMAL")
             conn.row_factory = aiosqlite.Row
             yield cls(conn, str(path))
-        except sqlite3.Error as exc:  # a full disk, a lock held too long, a file made read-only
-            raise migrations.explain(exc, path) from None
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
+                raise  # a bug in mgcp, not a fault of the file: keep its traceback
+            raise migrations.explain(exc, path) from None  # a full disk, a lock held too long, damage
         except UnicodeEncodeError as exc:  # text that SQLite cannot store (an unpaired surrogate)
             raise InvalidInputError(f"text is not valid Unicode (an unpaired surrogate at position "
                                     f"{exc.start}); nothing was stored") from None
