@@ -173,12 +173,21 @@ def w_quality(a) -> dict:
         planted = {frozenset(p) for p in labels["duplicate_pairs"]}
         mates = {frozenset(p) for p in labels["topic_mate_pairs"]}
         tp = len(found & planted)
-        # how hard the planted pairs are: their similarity in this corpus
+        # how hard the planted pairs are: their score in this corpus (0 below the candidate floor)
         from mgcp.operations.similarity import LexicalBackend, _dot
-        backend = LexicalBackend()
-        vecs = backend.vectors({l.id: lesson_text(l) for l in lessons})
-        sims = sorted(_dot(vecs[a_], vecs[b_]) for a_, b_ in labels["duplicate_pairs"])
-        mate_sims = sorted(_dot(vecs[a_], vecs[b_]) for a_, b_ in labels["topic_mate_pairs"])
+        if hasattr(duplicate_detection, "score_pairs"):
+            scores = duplicate_detection.score_pairs(lessons, settings, LexicalBackend())
+
+            def pair_score(x, y):
+                found_score = scores.get((min(x, y), max(x, y)))
+                return found_score.value if found_score else 0.0
+        else:  # the code before pairs were scored on their actions
+            vecs = LexicalBackend().vectors({l.id: lesson_text(l) for l in lessons})
+
+            def pair_score(x, y):
+                return _dot(vecs[x], vecs[y])
+        sims = sorted(pair_score(a_, b_) for a_, b_ in labels["duplicate_pairs"])
+        mate_sims = sorted(pair_score(a_, b_) for a_, b_ in labels["topic_mate_pairs"])
         out["dup"] = {
             "seconds": secs, "findings": len(found), "planted": len(planted), "true_positives": tp,
             "precision": tp / len(found) if found else 0.0, "recall": tp / len(planted),

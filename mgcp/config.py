@@ -37,7 +37,7 @@ DEFAULTS: dict[str, dict] = {
     "duplicate_detection": {
         "strategy": "linear", "interval": 10,
         "merge_threshold": 0.90, "review_threshold": 0.80, "auto_merge_threshold": 0.95,
-        "max_findings": 50,
+        "trigger_weight": 0.1, "trigger_support": 0.05, "containment_factor": 0.9, "max_findings": 50,
     },
     "community_detection": {
         "strategy": "fibonacci", "intervals": [5, 8, 13, 21, 34],
@@ -219,7 +219,7 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
         wrong = not ok and STRATEGY_KEYS["fibonacci"]["intervals"]
     elif key in ("base_interval", "scale"):
         wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
-    elif key.endswith("threshold"):
+    elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
     elif isinstance(defaults.get(key), float):
         wrong = not (_is_number(value) and value >= 0) and "a number from 0 to 1000000000"

@@ -1,15 +1,30 @@
 """Pure text helpers shared by the REM operations (and by persistence for query matching).
 
-Everything here is deterministic and stdlib-only: a tokenizer (lowercase words), a light suffix
-stemmer (so "pools", "pooling" and "pooled" meet), stop-word lists, trigger keywords, n-gram phrases
-that never cross a stop word or punctuation, and a normalizer for comparing todo and decision texts.
+Everything here is deterministic: a tokenizer (lowercase words), the Snowball English stemmer (so
+"pools", "pooling" and "pooled" meet), stop-word lists, trigger keywords, n-gram phrases that never
+cross a stop word or punctuation, and a normalizer for comparing todo and decision texts.
+
+What lesson similarity compares (`terms`, `join_compounds`, then `stems`) is read the way a
+reviewer reads a rule, so that wording variants meet:
+
+- Unicode compatibility forms and accents folded ("ﬁle" and "file", "café" and "cafe");
+- code identifiers split into words: camelCase, PascalCase, snake_case, kebab-case, dotted names
+  ("TailwindCSS" and "Tailwind CSS", "useEffect" and "use effect");
+- "n't" read as "not" ("don't" and "do not");
+- a small table of the verbs and phrases guidance uses most for one thing (SYNONYMS: "utilize",
+  "employ" and "leverage" are "use"; "make sure" is "ensure");
+- compounds written as one word or two meet when the corpus has both spellings (`join_compounds`:
+  "next js" becomes "nextjs" where "nextjs" occurs).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
+
+import Stemmer
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _CLAUSE = re.compile(r"[.,;:!?()\[\]{}\"\n\r\t]+|\s[-–—]+\s")
@@ -25,7 +40,7 @@ other others our ours ourselves out over own per same shall she should so some s
 their theirs them themselves then there these they this those though through thus to too under
 until up upon us very via was we were what whatever when whenever where whether which while who
 whom whose why will with within without would yet you your yours yourself yourselves
-also etc eg ie e g vs
+also etc eg ie e g vs must
 """.split())
 
 # Words every coding instruction uses; they carry no topic. Used for keywords and themes, not for
@@ -57,35 +72,99 @@ def tokenize(text: str | None) -> list[str]:
     return _WORD.findall((text or "").lower())
 
 
-@lru_cache(maxsize=1 << 16)  # a pure function; the cache only saves time on large corpora
+_STEMMER = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=1 << 18)  # a pure function; the cache only saves time on large corpora
 def stem(word: str) -> str:
-    """A light, deterministic suffix stripper: plurals, -ing, -ed, -ly. Not Porter; good enough to
-    make inflections of one word meet."""
-    w = word
-    if len(w) <= 3 or w.isdigit():
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        return w[:-3] + "y"
-    if w.endswith(("sses", "ches", "shes", "xes")):
-        return w[:-2]
-    if w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix in ("ing", "ed"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
-                w = w[:-1]  # running -> run, stopped -> stop
-            elif w.endswith(("at", "iz", "bl")):
-                w += "e"    # validating -> validate, optimized -> optimize
-            break
-    if w.endswith("ly") and len(w) > 5:
-        w = w[:-2]
-    return w
+    """The Snowball (Porter 2) English stem: "pooling", "pools" and "pooled" are "pool"."""
+    return _STEMMER.stemWord(word)
+
+
+# Words and phrases guidance uses for one thing, and the word they are compared as. Kept small and
+# literal: each entry is a variant seen in real rule files, never a loose association.
+SYNONYMS = {
+    "utilize": "use", "utilise": "use", "utilizing": "use", "utilising": "use", "employ": "use",
+    "leverage": "use", "leveraging": "use", "favor": "prefer", "favour": "prefer", "favoring": "prefer",
+    "favouring": "prefer", "never": "not", "dont": "not", "eschew": "avoid", "guarantee": "ensure",
+    "verify": "check", "validate": "check",
+    "whenever": "when", "utilization": "use", "usage": "use",
+}
+PHRASES = {  # (first word, second word[, third]) -> the word they are compared as
+    ("make", "sure"): "ensure", ("be", "sure"): "ensure", ("do", "not"): "not", ("refrain", "from"): "avoid",
+    ("stay", "away"): "avoid", ("in", "order"): "", ("as", "well", "as"): "and", ("set", "up"): "setup",
+}
+_PHRASE_FIRST = {key[0] for key in PHRASES}
+_IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NOT = re.compile(r"\b(?:(can)['’]t|(wo)n['’]t|(cannot))\b|(?<=\w)n['’]t\b", re.IGNORECASE)
+_FOLDED_WORD = re.compile(r"[a-z0-9]+")
+
+
+def fold(text: str | None) -> str:
+    """Text as similarity reads it: compatibility forms and accents folded, identifiers split into
+    words, "n't" as " not", lowercase (see the module docstring)."""
+    text = text or ""
+    if not text.isascii():
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    text = _NOT.sub(_not, text)
+    return _IDENTIFIER.sub(" ", text).lower()
+
+
+def _not(match: re.Match) -> str:
+    """ "can't" and "cannot" -> "can not", "won't" -> "will not", "doesn't" -> "does not"."""
+    if match.group(1) or match.group(3):
+        return "can not"
+    return "will not" if match.group(2) else " not"
+
+
+def terms(text: str | None) -> list[str]:
+    """The words of `text` as compared: folded, split at anything not a letter or digit (so
+    snake_case and kebab-case split too), synonyms and set phrases replaced."""
+    words = _FOLDED_WORD.findall(fold(text))
+    out: list[str] = []
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        if w in _PHRASE_FIRST:
+            for size in (3, 2):
+                key = tuple(words[i:i + size])
+                if len(key) == size and key in PHRASES:
+                    if PHRASES[key]:
+                        out.append(PHRASES[key])
+                    i += size
+                    break
+            else:
+                out.append(SYNONYMS.get(w, w))
+                i += 1
+            continue
+        out.append(SYNONYMS.get(w, w))
+        i += 1
+    return out
+
+
+def join_compounds(words: list[str], vocabulary: set[str] | frozenset[str]) -> list[str]:
+    """Two adjacent words become one where the corpus also writes them as one ("type script" ->
+    "typescript" when "typescript" is in `vocabulary`)."""
+    out: list[str] = []
+    i, n = 0, len(words)
+    while i < n:
+        if i + 1 < n and words[i] + words[i + 1] in vocabulary:
+            out.append(words[i] + words[i + 1])
+            i += 2
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+def stems(words: Iterable[str], stop: frozenset[str] = STOP_WORDS) -> list[str]:
+    """Stemmed words without stop words, pure numbers and one-letter words, in order."""
+    return [stem(t) for t in words if len(t) > 1 and t not in stop and not t.isdigit()]
 
 
 def content_tokens(text: str | None, stop: frozenset[str] = STOP_WORDS) -> list[str]:
     """Stemmed tokens without stop words, pure numbers and one-letter tokens, in text order."""
-    return [stem(t) for t in tokenize(text) if len(t) > 1 and t not in stop and not t.isdigit()]
+    return stems(tokenize(text), stop)
 
 
 def keywords(text: str | None) -> list[str]:

@@ -161,3 +161,82 @@ def test_custom_backend_is_used():
             return [(a, b, 0.99) for a, b in itertools.combinations(docs, 2)]
 
     assert len(duplicate_detection.run([REFACTOR, OTHER], SETTINGS, backend=Everything())) == 1
+
+
+# -- reading lessons as a reviewer does: pairs written for these tests ------------------------------
+
+def score(a: Lesson, b: Lesson, *others: Lesson) -> duplicate_detection.Score | None:
+    """The pair's score among a few unrelated lessons (so that idf has a corpus to work with)."""
+    background = [lesson(f"bg{i}", f"when {t}", f"Handle the {t} carefully and write it down.")
+                  for i, t in enumerate(["deploying", "logging", "caching", "queueing", "paging"])]
+    scores = duplicate_detection.score_pairs([a, b, *others, *background], SETTINGS, LexicalBackend())
+    return scores.get((min(a.id, b.id), max(a.id, b.id)))
+
+
+MERGE, REVIEW = SETTINGS["merge_threshold"], SETTINGS["review_threshold"]
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Utilize environment variables for every secret the service reads.",
+     "Use environment variables for every secret the service reads."),
+    ("Make sure every handler returns a typed response object.",
+     "Ensure every handler returns a typed response object."),
+    ("Do not commit generated files to the repository.",
+     "Never commit generated files to the repository."),
+    ("Don't commit generated files to the repository.",
+     "Do not commit generated files to the repository."),
+], ids=["use-utilize", "ensure-make-sure", "never-do-not", "dont-do-not"])
+def test_synonyms_meet(first, second):
+    found = score(lesson("a", "writing a service", first), lesson("b", "writing a service", second))
+    assert found is not None and found.value >= MERGE, found
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Style components with TailwindCSS utility classes only.", "Style components with Tailwind CSS utility classes only."),
+    ("Name variables in camelCase and constants in UPPER_CASE.", "Name variables in camel case and constants in upper case."),
+    ("Name database columns in snake_case everywhere.", "Name database columns in snake case everywhere."),
+    ("Configure the NextJS app router for every new page.", "Configure the Next JS app router for every new page."),
+], ids=["compound-case", "camel-case", "snake-case", "compound-joined"])
+def test_identifier_and_compound_spellings_meet(first, second):
+    found = score(lesson("a", "styling and naming", first), lesson("b", "styling and naming", second))
+    assert found is not None and found.value >= MERGE, found
+
+
+def test_a_rule_that_adds_a_qualifier_is_a_duplicate():
+    found = score(lesson("a", "handling errors in API routes", "Log every error with the request id."),
+                  lesson("b", "handling errors in API routes",
+                         "Log every error with the request id, for example through pino."))
+    assert found is not None and found.value >= REVIEW, found
+
+
+def test_a_general_rule_and_a_much_longer_specific_one_stay_apart():
+    found = score(lesson("a", "typing", "Use TypeScript for new code."),
+                  lesson("b", "typing", "Use TypeScript for new code with strict mode, noImplicitAny, exhaustive "
+                                        "switch checks, branded ids and zod schemas at every boundary."))
+    assert found is None or found.value < REVIEW, found
+
+
+def test_different_actions_under_one_trigger_stay_apart():
+    trigger = "writing React components in a Next.js app with the app router and server actions"
+    found = score(lesson("a", trigger, "Fetch data in server components, never in client effects."),
+                  lesson("b", trigger, "Keep each component file under two hundred lines."))
+    assert found is None or found.value < REVIEW, found
+
+
+def test_one_action_under_two_triggers_is_a_merge():
+    found = score(lesson("a", "building a React app", "Prefer functional components with hooks over classes."),
+                  lesson("b", "writing Vue single-file components", "Prefer functional components with hooks over classes."))
+    assert found is not None and found.copy and found.value >= MERGE, found
+
+
+def test_copies_are_duplicates_not_clusters_or_orphans():
+    from mgcp.operations import community_detection
+
+    rule = "Validate every request body with a schema before it reaches the handler."
+    lessons = [lesson(f"copy-{i}", f"rules file {i}: {topic}", rule, tags=["api"])
+               for i, topic in enumerate(["express apps", "fastify apps", "koa apps", "hono apps"])]
+    settings = DEFAULTS["community_detection"]
+    result = community_detection.run(lessons, None, settings)
+    assert [f for f in result.findings if f.kind in ("unlinked_cluster", "orphan")] == []
+    findings = duplicate_detection.run(lessons, SETTINGS)
+    assert len(findings) == 6 and all(f.kind == "duplicate_merge" and f.data["copy"] for f in findings)

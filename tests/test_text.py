@@ -14,7 +14,7 @@ def test_stem_leaves_short_words():
 
 
 def test_keywords_drop_stop_and_coding_words():
-    assert text.keywords("When you always use the connection pools") == ["connection", "pool"]
+    assert text.keywords("When you always use the connection pools") == ["connect", "pool"]
 
 
 def test_content_tokens_keep_negations():
@@ -23,12 +23,12 @@ def test_content_tokens_keep_negations():
 
 def test_phrases_never_cross_stop_words():
     found = text.phrases("connection pooling for the webhook retries")
-    assert ("connection", "pool") in found
+    assert ("connect", "pool") in found
     assert not any("webhook" in key and "pool" in key for key in found)
 
 
 def test_phrases_keep_the_first_surface_form():
-    assert text.phrases("Connection pooling")[("connection", "pool")] == "connection pooling"
+    assert text.phrases("Connection pooling")[("connect", "pool")] == "connection pooling"
 
 
 def test_normalize_ignores_case_and_punctuation():
@@ -41,3 +41,21 @@ def test_ngrams():
 
 def test_join_words():
     assert text.join_words(["a", "b", "c"]) == "a, b and c"
+
+
+def test_terms_fold_unicode_and_split_identifiers():
+    assert text.terms("Café ﬁle TailwindCSS useEffect snake_case kebab-case JSONParser") == [
+        "cafe", "file", "tailwind", "css", "use", "effect", "snake", "case", "kebab", "case", "json", "parser"]
+
+
+def test_terms_read_synonyms_and_negations_alike():
+    assert text.terms("Utilize it") == text.terms("use it") == text.terms("leverage it")
+    assert text.terms("Make sure it works") == text.terms("ensure it works")
+    assert text.terms("Don't mock it") == text.terms("do not mock it") == text.terms("never mock it")
+    assert text.terms("You can't") == text.terms("you cannot") == ["you", "can", "not"]
+    assert text.terms("It won't, it doesn't") == ["it", "will", "not", "it", "does", "not"]
+
+
+def test_compounds_meet_only_where_the_corpus_writes_both():
+    assert text.join_compounds(["next", "js", "app"], {"nextjs"}) == ["nextjs", "app"]
+    assert text.join_compounds(["next", "js", "app"], set()) == ["next", "js", "app"]

@@ -11,9 +11,12 @@ subject identity) and small formatting helpers.
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from datetime import datetime, timezone
 
+from mgcp import text
 from mgcp.models import Lesson
+from mgcp.operations.shared import CycleCache, shared
 
 
 def fingerprint(operation: str, kind: str, identity: str) -> str:
@@ -43,3 +46,17 @@ def parse_time(value: str | None) -> datetime | None:
 def lesson_text(lesson: Lesson) -> str:
     """What similarity compares: trigger, action and tags."""
     return " ".join([lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)])
+
+
+def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, tuple[str, ...]]:
+    """The lessons whose action another lesson also has, word for word once normalised (the same
+    rule copied into two places), each with that normalised action: equal values are copies."""
+    def compute():
+        groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for lesson in lessons:
+            key = tuple(text.stems(text.terms(lesson.action)))
+            if key:
+                groups[key].append(lesson.id)
+        return {lesson_id: key for key, ids in groups.items() if len(ids) > 1 for lesson_id in ids}
+
+    return shared(cache, ("copies", tuple((lesson.id, lesson.action) for lesson in lessons)), compute)

@@ -41,7 +41,7 @@ from functools import lru_cache
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
-from mgcp.operations import fingerprint, lesson_text, subject_identity, subject_of
+from mgcp.operations import copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend
 
@@ -107,10 +107,14 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         explicit_adj[a].add(b)
         explicit_adj[b].add(a)
 
+    # Copies of one rule are merges (duplicate detection raises them), not lessons to link: a
+    # cluster counts its distinct actions, and a copy is not raised as an orphan.
+    copy_of = copies(ordered, cache)
     cluster_findings = []
     for c in communities:
         size = len(c["member_ids"])
-        if not settings.get("min_cluster_size", 3) <= size <= MAX_LINKABLE:
+        distinct = len({copy_of.get(m, m) for m in c["member_ids"]})
+        if not settings.get("min_cluster_size", 3) <= distinct <= MAX_LINKABLE or size > MAX_LINKABLE:
             continue
         linked = _largest_component(c["member_ids"], explicit_adj)
         if len(linked) * 2 >= size:
@@ -120,7 +124,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     in_clusters = {m for f in cluster_findings for m in f.data["members"]}
     orphan_findings = []
     for lesson in ordered:
-        if explicit_adj.get(lesson.id) or lesson.id in in_clusters:
+        if explicit_adj.get(lesson.id) or lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
         neighbours = sorted(((w, n) for n, w in adjacency[lesson.id].items()), key=lambda x: (-x[0], x[1]))
         suggested = [n for _, n in neighbours[:MAX_SUGGESTIONS]]

@@ -1,42 +1,126 @@
 """duplicate_detection: pairs of active lessons that say the same thing.
 
-Similarity is the cosine of TF-IDF vectors over each lesson's trigger, action and tags, found for all
-pairs at or above `review_threshold` by prefix-filtered all-pairs search (see
-`mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text). Word order
-does not count, so reordered clauses stay near 1.0; a few swapped, added or removed words cost a
-little each; distinct lessons on one topic share their topic words but not the rest, and stay well
-below 0.80.
+A reviewer decides that two lessons are one by what they tell the agent to do, and then checks that
+they apply to the same kind of situation. So the score of a pair, from its action similarity a and
+its trigger similarity t, is
+
+    score = a + trigger_support x t x (1 - a) - trigger_weight x (1 - t) x a
+
+an unlike trigger lowers it a little, the same trigger closes a little of the gap to 1.
+
+- action similarity: the TF-IDF cosine of the two actions, over their terms as `mgcp.text` reads
+  them (folded, identifiers split, synonyms and compounds met, stemmed). When the shorter action's
+  terms all appear in the longer one, which adds only a little (a qualifier or an example: the
+  shorter has at least CONTAINED_MIN_TERMS terms and the longer at most CONTAINED_MAX_GROWTH times
+  as many), it is at least `containment_factor` x that containment.
+- trigger similarity: the cosine of the two triggers. With trigger_weight 0.1, one action under
+  two unrelated triggers scores 0.90; with trigger_support 0.05, two different actions under one
+  trigger (a = 0.5) score 0.525: a shared situation never makes two rules one.
+- tags never add to the score; among equal scores the pair sharing more tags comes first.
+- actions equal once normalised (one rule copied into two places) score at least the merge
+  threshold: a copy is a merge, whatever its trigger.
+
+Pairs are found by prefix-filtered all-pairs search over the actions (see
+`mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), at the
+lower of `review_threshold` and CONTAINMENT_FLOOR, then scored as above.
 
 Findings, strongest first, at most `max_findings`:
-- `duplicate_merge` (similarity >= merge_threshold): recommended "merge".
-- `duplicate_review` (review_threshold <= similarity < merge_threshold): recommended "keep_both".
-Each carries data {"similarity", "canonical", "other", "lessons": {id: {trigger, action, usage_count,
-version}}}; canonical is the one to keep: more usage, then more versions, then older, then smaller id.
+- `duplicate_merge` (score >= merge_threshold): recommended "merge".
+- `duplicate_review` (review_threshold <= score < merge_threshold): recommended "keep_both".
+Each carries data {"similarity", "action_similarity", "trigger_similarity", "copy", "canonical",
+"other", "lessons": {id: {trigger, action, usage_count, version}}}; canonical is the one to keep:
+more usage, then more versions, then older, then smaller id.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
+
 from mgcp.models import FindingOption, Lesson, RemFinding
-from mgcp.operations import fingerprint, lesson_text, parse_time, subject_identity, subject_of
+from mgcp.operations import copies, fingerprint, parse_time, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 from mgcp.text import shorten
 
 OPERATION = "duplicate_detection"
+CONTAINMENT_FLOOR = 0.6     # action cosine below which no pair is a candidate, containment or not
+CONTAINED_MIN_TERMS = 3     # a shorter action of fewer terms is not judged by containment
+CONTAINED_MAX_GROWTH = 2.0  # the longer action has at most this many times the shorter's terms
+
+
+@dataclass(frozen=True)
+class Score:
+    value: float
+    action: float
+    trigger: float
+    copy: bool
 
 
 def run(lessons: list[Lesson], settings: dict,
         backend: SimilarityBackend | None = None, cache: CycleCache | None = None) -> list[RemFinding]:
     backend = backend or LexicalBackend(cache)
-    ordered = sorted(lessons, key=lambda lesson: lesson.id)
-    by_id = {lesson.id: lesson for lesson in ordered}
-    docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
+    by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
     merge_at = float(settings["merge_threshold"])
     review_at = float(settings["review_threshold"])
-    pairs = backend.pairs(docs, review_at)
-    pairs.sort(key=lambda p: (-round(p[2], 9), min(p[0], p[1]), max(p[0], p[1])))
+    scored = score_pairs(list(by_id.values()), settings, backend, cache)
+    found = [(a, b, score) for (a, b), score in scored.items() if score.value >= review_at]
+    found.sort(key=lambda p: (-round(p[2].value, 9), -_shared_tags(by_id[p[0]], by_id[p[1]]), p[0], p[1]))
     limit = int(settings.get("max_findings", 50))
-    return [_finding(by_id[a], by_id[b], s, merge_at) for a, b, s in pairs[:limit]]
+    return [_finding(by_id[a], by_id[b], score, merge_at) for a, b, score in found[:limit]]
+
+
+def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBackend,
+                cache: CycleCache | None = None) -> dict[tuple[str, str], Score]:
+    """Every candidate pair (ids in order) with its score; see the module docstring."""
+    merge_at = float(settings["merge_threshold"])
+    trigger_weight = float(settings.get("trigger_weight", 0.1))
+    trigger_support = float(settings.get("trigger_support", 0.05))
+    factor = float(settings.get("containment_factor", 0.9))
+    floor = min(float(settings["review_threshold"]), CONTAINMENT_FLOOR)
+    actions = {lesson.id: lesson.action or "" for lesson in lessons}
+    triggers = {lesson.id: lesson.trigger or "" for lesson in lessons}
+    action_vecs = backend.vectors(actions)
+    trigger_vecs = backend.vectors(triggers)
+    copy_of = copies(lessons, cache)
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for lesson_id in sorted(copy_of):
+        groups[copy_of[lesson_id]].append(lesson_id)
+    candidates = {(min(a, b), max(a, b)): s for a, b, s in backend.pairs(actions, floor)}
+    for group in groups.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                candidates.setdefault((a, b), 1.0)
+    scores = {}
+    for (a, b), cosine in candidates.items():
+        is_copy = a in copy_of and copy_of[a] == copy_of.get(b)
+        action = max(cosine, factor * _containment(action_vecs[a], action_vecs[b]))
+        trigger = _dot(trigger_vecs[a], trigger_vecs[b])
+        value = action + trigger_support * trigger * (1.0 - action) - trigger_weight * (1.0 - trigger) * action
+        if is_copy:
+            value = max(value, merge_at)
+        scores[(a, b)] = Score(min(value, 1.0), min(action, 1.0), min(trigger, 1.0), is_copy)
+    return scores
+
+
+def _containment(a: dict[str, float], b: dict[str, float]) -> float:
+    """The share of the shorter action's weight that the longer holds, when the longer adds little."""
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    if len(small) < CONTAINED_MIN_TERMS or len(large) > CONTAINED_MAX_GROWTH * len(small):
+        return 0.0
+    total = sum(small.values())
+    return sum(w for f, w in small.items() if f in large) / total if total else 0.0
+
+
+def _dot(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(w * b[f] for f, w in a.items() if f in b)
+
+
+def _shared_tags(a: Lesson, b: Lesson) -> float:
+    tags_a, tags_b = set(a.tags), set(b.tags)
+    return len(tags_a & tags_b) / len(tags_a | tags_b) if tags_a | tags_b else 0.0
 
 
 def canonical_order(a: Lesson, b: Lesson) -> tuple[Lesson, Lesson]:
@@ -59,12 +143,15 @@ def _reason(keep: Lesson, other: Lesson) -> str:
     return "first by id"
 
 
-def _finding(a: Lesson, b: Lesson, similarity: float, merge_at: float) -> RemFinding:
+def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
     keep, other = canonical_order(a, b)
+    similarity = score.value
     kind = "duplicate_merge" if similarity >= merge_at else "duplicate_review"
     subject = subject_of(keep, other)
+    why = ("the same action, word for word once normalised" if score.copy else
+           f"actions {score.action:.2f} alike, triggers {score.trigger:.2f} alike")
     lines = [
-        f"Found potential duplicate lessons (similarity: {similarity:.2f}):",
+        f"Found potential duplicate lessons (similarity: {similarity:.2f}: {why}):",
         "",
         f'1. "{keep.id}" - {shorten(keep.trigger, 100)}',
         f"   Action: {shorten(keep.action, 160)}",
@@ -95,7 +182,9 @@ def _finding(a: Lesson, b: Lesson, similarity: float, merge_at: float) -> RemFin
         operation=OPERATION, kind=kind, title=title, description="\n".join(lines), options=options,
         recommended=1 if kind == "duplicate_merge" else 2,
         data={
-            "similarity": round(similarity, 4), "canonical": keep.id, "other": other.id,
+            "similarity": round(similarity, 4), "action_similarity": round(score.action, 4),
+            "trigger_similarity": round(score.trigger, 4), "copy": score.copy,
+            "canonical": keep.id, "other": other.id,
             "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
                                     "usage_count": lesson.usage_count, "version": lesson.version}
                         for lesson in (keep, other)},

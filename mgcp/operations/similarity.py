@@ -84,15 +84,19 @@ class LexicalBackend(SimilarityBackend):
     # -- vectors ---------------------------------------------------------------------------------
 
     @staticmethod
-    def counts(doc: str) -> Counter:
-        return Counter(text.content_tokens(doc))
+    def counts(docs: dict[Doc, str]) -> dict[Doc, Counter]:
+        """Each document's stemmed terms (`text.terms`), with the compounds the corpus also writes
+        as one word joined (`text.join_compounds`)."""
+        words = {key: text.terms(doc) for key, doc in docs.items()}
+        vocabulary = set(chain.from_iterable(words.values()))
+        return {key: Counter(text.stems(text.join_compounds(w, vocabulary))) for key, w in words.items()}
 
     def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
         """TF-IDF vectors (L2-normalised) of a corpus; empty documents get an empty vector."""
         return shared(self.cache, ("tf-idf", tuple(docs.items())), lambda: self._vectors(docs))
 
     def _vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
-        counts = {key: self.counts(doc) for key, doc in docs.items()}
+        counts = self.counts(docs)
         df: Counter = Counter()
         for c in counts.values():
             df.update(c.keys())
@@ -102,8 +106,8 @@ class LexicalBackend(SimilarityBackend):
                 for key, c in counts.items()}
 
     def similarity(self, a: str, b: str) -> float:
-        va = _normalise({f: 1.0 + math.log(tf) for f, tf in self.counts(a).items()})
-        vb = _normalise({f: 1.0 + math.log(tf) for f, tf in self.counts(b).items()})
+        counts = self.counts({0: a, 1: b})
+        va, vb = (_normalise({f: 1.0 + math.log(tf) for f, tf in counts[k].items()}) for k in (0, 1))
         return _dot(va, vb)
 
     # -- all pairs -------------------------------------------------------------------------------
