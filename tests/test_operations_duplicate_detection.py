@@ -148,11 +148,17 @@ def test_new_version_changes_the_fingerprint():
     assert a.fingerprint != b.fingerprint
 
 
-def test_capped_at_max_findings_strongest_first():
+def test_capped_at_max_findings_of_each_kind_with_a_summary_of_the_rest():
     lessons, _ = synthetic()
+    everything = duplicate_detection.run(lessons, dict(SETTINGS, max_findings=10_000))
     findings = duplicate_detection.run(lessons, dict(SETTINGS, max_findings=5))
-    sims = [f.data["similarity"] for f in findings]
-    assert len(findings) == 5 and sims == sorted(sims, reverse=True)
+    for kind in ("duplicate_merge", "duplicate_review"):
+        shown = [f for f in findings if f.kind == kind]
+        total = sum(f.kind == kind for f in everything)
+        sims = [f.data["similarity"] for f in shown]
+        assert len(shown) == min(5, total) and sims == sorted(sims, reverse=True)
+        summaries = [f for f in findings if f.kind == "summary" and f.data["of_kind"] == kind]
+        assert [s.data["count"] for s in summaries] == ([total - 5] if total > 5 else [])
 
 
 def test_custom_backend_is_used():

@@ -20,6 +20,7 @@ from mgcp.config import RemConfig
 from mgcp.engine import review
 from mgcp.errors import ConflictError, InvalidInputError, SettledError
 from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
+from mgcp.operations import BULK_ACTIONS, BULK_WORDS
 from mgcp.persistence.store import Store
 from mgcp.validation import check_lesson_id, check_text
 
@@ -269,8 +270,28 @@ async def _drop_todo(store, config, finding, text, selection):
     return f"dropped the todo {finding.data['todo']!r} (a new context save records it)", {}
 
 
+async def _apply_all(store, config, finding, text, selection):
+    """A summary's bulk answer: each finding it stands for gets the summary's bulk action, as one
+    action (so one undo takes all of it back). A finding whose lessons changed since the run, or
+    that a merge earlier in the batch settled, is left out and counted."""
+    action = finding.data.get("bulk_action")
+    executor = ACTIONS.get(action) if action in BULK_ACTIONS.values() else None
+    if executor is None:
+        raise InvalidInputError(f"finding {finding.id} has no bulk answer")
+    done = skipped = 0
+    for item in finding.data.get("items", []):
+        member = finding.model_copy(update={"kind": item["kind"], "data": item["data"], "subject": item["subject"]})
+        if await review.is_stale(store, member):
+            skipped += 1
+            continue
+        await executor(store, config, member, text, selection)
+        done += 1
+    left = f"; {skipped} left out (changed since the run)" if skipped else ""
+    return f"{BULK_WORDS[action]}: {done} done{left}", {"done": done, "skipped": skipped}
+
+
 ACTIONS = {
-    "archive": _archive, "delete": _delete, "update_trigger": _update_trigger, "refine": _refine,
+    "apply_all": _apply_all, "archive": _archive, "delete": _delete, "update_trigger": _update_trigger, "refine": _refine,
     "keep": _reject, "keep_both": _reject, "project_specific": _reject, "merge": _merge,
     "delete_one": _delete_one, "link_all": _link_all, "link_subset": _link_subset,
     "link_suggested": _link_suggested, "draft_lesson": _draft_lesson, "close_todo": _close_todo,
@@ -287,6 +308,8 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     Auto never deletes, never drafts lessons from extraction, and merges only at or above
     auto_merge_threshold; links are safe (additive, undoable)."""
     option = finding.options[finding.recommended - 1]
+    if finding.kind == "summary":
+        return None  # a bulk answer is a person's decision
     if option.action == "merge":
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))

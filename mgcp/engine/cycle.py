@@ -212,6 +212,8 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
         for finding in findings:
             if await store.rem.finding_by_fingerprint(finding.fingerprint):
                 continue  # already pending, or answered "keep" for this very subject
+            if finding.kind == "summary":  # the latest count of the rest replaces the last one
+                await store.rem.retire_summaries(project_id, finding.operation, finding.data["of_kind"])
             finding = finding.model_copy(update={
                 "id": _finding_id(finding.fingerprint, run_id), "project_id": project_id,
                 "run_id": run_id, "created_at": now})

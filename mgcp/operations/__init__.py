@@ -5,17 +5,19 @@ them data from the store and stores what they return. networkx and python-louvai
 in `community_detection`.
 
 Shared finding conventions live here: the fingerprint (sha256 of operation, kind and the stable
-subject identity) and small formatting helpers.
+subject identity), the cap on findings of one kind (`cap`: a diverse selection plus one summary of
+the rest, with its bulk action) and small formatting helpers.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable, Hashable
 from datetime import datetime, timezone
 
 from mgcp import text
-from mgcp.models import Lesson
+from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations.shared import CycleCache, shared
 
 
@@ -60,3 +62,79 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
         return {lesson_id: key for key, ids in groups.items() if len(ids) > 1 for lesson_id in ids}
 
     return shared(cache, ("copies", tuple((lesson.id, lesson.action) for lesson in lessons)), compute)
+
+
+# The answer a summary can give to all the findings it holds, per kind: additive links, and merges
+# of copies (the same rule word for word). Other kinds are summarised without a bulk answer.
+BULK_ACTIONS = {"orphan": "link_suggested", "unlinked_cluster": "link_all", "duplicate_merge": "merge"}
+BULK_WORDS = {"link_suggested": "link each orphan to its suggested lessons",
+              "link_all": "link the lessons of each cluster", "merge": "merge each set of copies"}
+PLURAL = {"orphan": "orphan lessons", "unlinked_cluster": "unlinked clusters",
+          "duplicate_merge": "duplicate pairs", "duplicate_review": "pairs of similar lessons"}
+
+
+def cap(findings: list[RemFinding], limit: int, group_of: Callable[[RemFinding], Hashable]) -> list[RemFinding]:
+    """At most `limit` findings of each kind, plus one summary finding per kind that had more.
+
+    Those shown are spread over the groups `group_of` names (a tag, a cluster's topic), each group's
+    strongest first, in turns: a bulk import of one source does not fill the review with it. They
+    keep their order (strongest first). The summary counts the rest and offers BULK_ACTIONS' answer
+    for all of them at once (one action, undone in one step)."""
+    kinds: dict[str, list[RemFinding]] = defaultdict(list)
+    for finding in findings:
+        kinds[finding.kind].append(finding)
+    out: list[RemFinding] = []
+    for kind, found in kinds.items():
+        if len(found) <= limit:
+            out += found
+            continue
+        chosen = _spread(found, max(limit, 0), group_of)
+        out += [f for i, f in enumerate(found) if i in chosen]
+        out.append(summary(kind, [f for i, f in enumerate(found) if i not in chosen]))
+    return out
+
+
+def _spread(found: list[RemFinding], limit: int, group_of) -> set[int]:
+    """Indexes of `limit` findings taken in turns from each group, groups in order of their best."""
+    groups: dict[Hashable, list[int]] = {}
+    for i, finding in enumerate(found):
+        groups.setdefault(group_of(finding), []).append(i)
+    queues = list(groups.values())
+    chosen: set[int] = set()
+    depth = 0
+    while len(chosen) < limit:
+        for queue in queues:
+            if depth < len(queue) and len(chosen) < limit:
+                chosen.add(queue[depth])
+        depth += 1
+    return chosen
+
+
+def summary(kind: str, rest: list[RemFinding]) -> RemFinding:
+    """One finding standing for `rest` (findings of one kind beyond the cap), with the bulk answer."""
+    operation = rest[0].operation
+    bulk = BULK_ACTIONS.get(kind)
+    items = [{"kind": f.kind, "data": f.data, "subject": f.subject, "title": f.title} for f in rest
+             if bulk and f.options[f.recommended - 1].action == bulk
+             and (bulk != "merge" or f.data.get("copy"))]
+    what = PLURAL.get(kind, kind.replace("_", " ") + " findings")
+    lines = [f"{len(rest)} more {what} than the review shows at once."]
+    lines += [f"- {f.title}" for f in rest[:10]] + ([f"- ... and {len(rest) - 10} more"] if len(rest) > 10 else [])
+    options = []
+    if items:
+        lines += ["", f"{len(items)} of them can be answered together: {BULK_WORDS[bulk]}."]
+        options.append(FindingOption(
+            label=f"Answer {len(items)} at once: {BULK_WORDS[bulk]}", action="apply_all",
+            description="One action for all of them, undone in one step with `mgcp rem undo`"))
+    options += [
+        FindingOption(label="Don't ask about these again", action="keep",
+                      description="Remember this answer; asked again only when the set changes"),
+        FindingOption(label="Later - review them as the shown ones are answered", action="skip",
+                      description="Leave this summary pending; later runs show the next ones"),
+    ]
+    identity = ",".join(sorted(f.fingerprint for f in rest))
+    return RemFinding(
+        operation=operation, kind="summary", title=f"{len(rest)} more {what}",
+        description="\n".join(lines), options=options, recommended=len(options),
+        data={"of_kind": kind, "count": len(rest), "bulk_action": bulk if items else None, "items": items},
+        subject={}, fingerprint=fingerprint(operation, f"summary:{kind}", identity))

@@ -20,7 +20,8 @@ hex), a title (a phrase the members share, else their most distinctive words) an
 summary (the most central members' triggers).
 `graph_hash` covers the edges, the member versions and the settings that shape the partition.
 
-Findings (at most `max_findings`; clusters first, then orphans with suggestions, then without):
+Findings (clusters first, then orphans with suggestions, then without; at most `max_findings` of
+each kind, spread over topics and tags, the rest in one summary: see `mgcp.operations.cap`):
 - `unlinked_cluster`: a community of `min_cluster_size`..MAX_LINKABLE members where explicit links
   connect fewer than half of them. Actions: link_all (recommended), link_subset (multi_select =
   members), keep ("coincidentally similar", remembered), skip.
@@ -41,7 +42,7 @@ from functools import lru_cache
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
-from mgcp.operations import copies, fingerprint, lesson_text, subject_identity, subject_of
+from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend
 
@@ -134,8 +135,14 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     orphan_findings.sort(key=lambda x: x[:3])
 
     findings = cluster_findings + [f for *_, f in orphan_findings]
-    limit = int(settings.get("max_findings", 50))
-    return CommunityResult(findings=findings[:limit], communities=communities, graph_hash=graph_hash,
+
+    def group_of(finding: RemFinding) -> str:  # what a capped selection spreads over
+        if finding.kind == "orphan":
+            return min(by_id[finding.data["lesson"]].tags, default="")
+        return finding.data["topic"]
+
+    findings = cap(findings, int(settings.get("max_findings", 50)), group_of)
+    return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=_modularity(partition, adjacency, edges), changes=changes)
 
 

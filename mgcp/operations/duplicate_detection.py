@@ -24,7 +24,8 @@ Pairs are found by prefix-filtered all-pairs search over the actions (see
 `mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), at the
 lower of `review_threshold` and CONTAINMENT_FLOOR, then scored as above.
 
-Findings, strongest first, at most `max_findings`:
+Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
+summary, see `mgcp.operations.cap`):
 - `duplicate_merge` (score >= merge_threshold): recommended "merge".
 - `duplicate_review` (review_threshold <= score < merge_threshold): recommended "keep_both".
 Each carries data {"similarity", "action_similarity", "trigger_similarity", "copy", "canonical",
@@ -38,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from mgcp.models import FindingOption, Lesson, RemFinding
-from mgcp.operations import copies, fingerprint, parse_time, subject_identity, subject_of
+from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 from mgcp.text import shorten
@@ -66,8 +67,14 @@ def run(lessons: list[Lesson], settings: dict,
     scored = score_pairs(list(by_id.values()), settings, backend, cache)
     found = [(a, b, score) for (a, b), score in scored.items() if score.value >= review_at]
     found.sort(key=lambda p: (-round(p[2].value, 9), -_shared_tags(by_id[p[0]], by_id[p[1]]), p[0], p[1]))
-    limit = int(settings.get("max_findings", 50))
-    return [_finding(by_id[a], by_id[b], score, merge_at) for a, b, score in found[:limit]]
+    findings = [_finding(by_id[a], by_id[b], score, merge_at) for a, b, score in found]
+    return cap(findings, int(settings.get("max_findings", 50)),
+               lambda f: _group(by_id[f.data["canonical"]]))
+
+
+def _group(lesson: Lesson) -> str:
+    """What a capped selection spreads over: the lesson's first tag."""
+    return min(lesson.tags, default="")
 
 
 def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBackend,

@@ -107,6 +107,15 @@ class RemLedger:
             "subject": dumps(finding.subject), "status": finding.status.value,
             "created_at": finding.created_at or utcnow()})
 
+    async def retire_summaries(self, project_id: str, operation: str, of_kind: str) -> None:
+        """Mark stale the pending summaries of `of_kind` findings a project's review would show: a
+        new summary of the same kind replaces them."""
+        await self.db.conn.execute(
+            f"""UPDATE rem_findings SET status = 'stale', resolved_at = ?
+                WHERE status = 'pending' AND kind = 'summary' AND operation = ?
+                AND json_extract(data, '$.of_kind') = ? AND {sessions.VISIBLE_TO_PROJECT}""",
+            [utcnow(), operation, of_kind, project_id])
+
     async def get_finding(self, finding_id: str) -> RemFinding:
         """The finding with this id, or with this id's unique prefix (at least MIN_PREFIX long)."""
         row = await self.db.fetchone("SELECT * FROM rem_findings WHERE id = ?", [finding_id])

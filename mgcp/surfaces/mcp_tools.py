@@ -19,7 +19,7 @@ HEADERS = {
     "duplicate_merge": "Duplicate", "duplicate_review": "Near-dup", "unlinked_cluster": "Cluster",
     "orphan": "Orphan", "stale_unused": "Unused", "popular_unrefined": "Needs update",
     "unmatched_trigger": "Old trigger", "theme": "New lesson", "uncaptured_decision": "Decision",
-    "stale_todo": "Old todo",
+    "stale_todo": "Old todo", "summary": "Many more",
 }
 OPERATION_HEADERS = {
     "staleness_scan": "Stale", "duplicate_detection": "Duplicate", "community_detection": "Links",
