@@ -355,3 +355,65 @@ def test_a_file_that_is_not_an_mgcp_database_is_refused(tmp_path, make, message)
 
 def test_yes_without_repair_is_refused(copy):
     assert check(copy, "--yes") == (2, "", "Error: --yes goes with --repair\n")
+
+
+# -- what an independent review of the check found ------------------------------------------------
+
+def test_a_finding_applied_twice(copy, ids):
+    sql(copy, """INSERT INTO rem_actions (finding_id, run_id, action, changes, applied_at, auto)
+                 SELECT finding_id, run_id, action, changes, applied_at, auto FROM rem_actions
+                 WHERE finding_id = ? AND undone_at IS NULL""", ids["applied"])
+    assert any(line.startswith(f"finding {ids['applied']}: has 2 live actions") for line in problems(copy))
+
+
+def test_tags_that_are_not_a_json_list(copy):
+    sql(copy, "UPDATE lessons SET tags = 'api,testing' WHERE id = ?", LESSON)
+    sql(copy, "UPDATE lesson_versions SET tags = 'api,testing' WHERE lesson_id = ? AND version = 3", LESSON)
+    assert any(line.startswith(f"lesson {LESSON}: its tags 'api,testing' are not a JSON list") for line in problems(copy))
+    code, out, err = mgcp("lesson", "show", LESSON, "--db", copy)  # still readable, as comma-separated tags
+    assert code == 0 and "api, testing" in out, (out, err)
+
+
+def test_repair_refuses_a_database_from_a_newer_mgcp(copy, ids):
+    plant_repairable(copy, ids)
+    sql(copy, "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('mgcp', '9999_future', 'x')")
+    before = copy.read_bytes()
+    code, out, err = check(copy, "--repair", "--yes")
+    assert code == 2 and "newer mgcp" in err and copy.read_bytes() == before
+
+
+def test_a_damaged_migrations_page_is_reported_rather_than_refused(copy):
+    page = sql(copy, "SELECT rootpage FROM sqlite_master WHERE name = '_sqlite_migrations'")[0][0]
+    with open(copy, "r+b") as fh:
+        fh.seek((page - 1) * 4096)
+        fh.write(b"\xff" * 4096)
+    assert any("the file is damaged" in line for line in problems(copy))
+
+
+def test_a_database_being_written_checks_clean(copy):
+    """Every check reads one snapshot: a writer refining and saving meanwhile is never a problem."""
+    import subprocess
+    import sys
+
+    writer = subprocess.Popen([sys.executable, "-c", f"""
+import asyncio
+from mgcp.persistence.store import Store
+async def main():
+    async with Store.open({str(copy)!r}) as s:
+        for i in range(3000):
+            await s.lessons.refine({LESSON!r}, f"round {{i}}", action=f"Retry, round {{i}}")
+            await s.context.save({PROJECT!r}, f"live-{{i}}", notes=f"note {{i}}")
+asyncio.run(main())
+"""])
+    import time
+
+    deadline = time.time() + 60
+    while sql(copy, "SELECT version FROM lessons WHERE id = ?", LESSON)[0][0] <= 3 and time.time() < deadline:
+        time.sleep(0.05)  # until the writer is writing
+    try:
+        results = [check(copy) for _ in range(30)]
+        assert writer.poll() is None, "the writer finished before the checks: they proved nothing"
+    finally:
+        writer.kill()
+        writer.wait(timeout=120)
+    assert [code for code, _, _ in results] == [0] * 30, [out for _, out, _ in results if "problem" in out]

@@ -183,12 +183,90 @@ def test_a_zero_byte_file_is_refused_by_reads_and_writes_and_left_alone(tmp_path
     empty = tmp_path / "lessons.db"
     empty.touch()
     for args in (["lesson", "show", "x"], ["lesson", "add", "x", "--trigger", "t", "--action", "a"],
-                 ["db", "status"], ["db", "migrate"]):
+                 ["db", "status"], ["db", "check"]):
         err = one_line_error(cli(*args, "--db", str(empty)))
-        assert "empty file" in err and str(empty) in err
+        assert "empty file" in err and str(empty) in err and "db migrate" in err
     assert empty.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["lessons.db"]
     assert (hook(empty).returncode, hook(empty).stdout) == (0, b"")
     assert empty.stat().st_size == 0
+
+
+def test_db_migrate_makes_an_empty_file_a_database(tmp_path):
+    """`touch lessons.db` (a file to bind-mount into a container), then `mgcp db migrate`."""
+    empty = tmp_path / "lessons.db"
+    empty.touch()
+    assert cli("db", "migrate", "--db", str(empty)).returncode == 0
+    assert cli("lesson", "add", "x", "--trigger", "t", "--action", "a", "--db", str(empty)).returncode == 0
+
+
+def test_a_pipe_or_a_device_is_refused_without_hanging(tmp_path):
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/null")):
+        for args in (["lesson", "show", "x"], ["lesson", "add", "x", "--trigger", "t", "--action", "a"], ["db", "check"]):
+            err = one_line_error(cli(*args, "--db", str(target)))
+            assert "not a regular file" in err
+        result = hook(target)
+        assert (result.returncode, result.stdout) == (0, b"")
+
+
+def test_a_name_too_long_is_one_line(tmp_path):
+    err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "a", "--db", str(tmp_path / ("a" * 300 + ".db"))))
+    assert "too long" in err
+
+
+def test_a_database_is_created_where_hard_links_are_not_allowed(tmp_path, monkeypatch):
+    from mgcp.persistence import migrate
+
+    def no_links(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    migrate.open_and_migrate(tmp_path / "usb.db")
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("usb.db-")) == ["usb.db"]
+    assert migrate.pending_migrations(sqlite3.connect(tmp_path / "usb.db")) == []
+
+
+def test_ten_processes_creating_one_database_all_succeed(tmp_path):
+    target = tmp_path / "new" / "lessons.db"
+    procs = [subprocess.Popen([sys.executable, "-m", "mgcp", "lesson", "add", f"l{i}", "--trigger", f"when {i}",
+                               "--action", f"do {i}", "--db", str(target)], stderr=subprocess.PIPE) for i in range(10)]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 10, errors
+    assert sqlite3.connect(target).execute("SELECT count(*) FROM lessons").fetchone()[0] == 10
+    assert [p.name for p in target.parent.iterdir() if p.name.endswith(".new")] == []
+
+
+@pytest.mark.parametrize("request_id", [b"1.5", b"null", b"true", b'{"a": 1}', b"[1]"])
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_answered(lessons_db, request_id):
+    server = RawServer(lessons_db)
+    try:
+        server.send(b'{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % request_id)
+        answer = server.reply()
+        assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+        server.send(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/list"}')
+        assert server.reply()["id"] == 8
+    finally:
+        server.close()
+
+
+def test_a_rollback_that_sqlite_already_made_does_not_hide_the_error(db):
+    """A statement that makes SQLite roll the transaction back itself (as a full disk does): the
+    caller sees that statement's error, not "cannot rollback - no transaction is active"."""
+    import asyncio
+
+    from mgcp.persistence.database import Database
+
+    async def scenario():
+        async with Database.open(db) as database:
+            await database.conn.execute("CREATE TEMP TRIGGER refuse BEFORE INSERT ON query_log "
+                                        "BEGIN SELECT RAISE(ROLLBACK, 'refused by the trigger'); END")
+            with pytest.raises(sqlite3.IntegrityError, match="refused by the trigger"):
+                async with database.transaction():
+                    async with database.transaction():  # a savepoint inside, as the store nests them
+                        await database.insert("query_log", {"query": "q", "result_ids": "[]", "created_at": "t"})
+
+    asyncio.run(scenario())
 
 
 def test_a_new_database_is_never_a_zero_byte_file(tmp_path):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
@@ -144,6 +144,9 @@ def lesson_versions(conn: sqlite3.Connection) -> Iterator[Problem]:
 
 def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
     subject, n = f"lesson {lesson['id']}", lesson["version"]
+    if not isinstance(_json_list(lesson["tags"]), list):
+        yield Problem("lessons", subject, f"its tags {lesson['tags']!r} are not a JSON list; "
+                                          f"set them with `mgcp lesson refine {lesson['id']} --tag ...`")
     if not isinstance(n, int) or n < 1:  # the legacy table takes whatever an older writer put there
         yield Problem("lessons", subject, f"its row has version {n!r}, not a whole number from 1")
         return
@@ -151,10 +154,10 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
         yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n})",
                       repair=f"backfill its versions as {BACKFILL} does", fix=_backfill)
         return
-    numbers = [r["version"] for r in rows]
-    twice = sorted({v for v in numbers if numbers.count(v) > 1})
-    outside = sorted({v for v in numbers if not 1 <= v <= n})
-    missing = [v for v in range(1, n + 1) if v not in numbers]
+    counted = Counter(r["version"] for r in rows)
+    twice = sorted(v for v, times in counted.items() if times > 1)
+    outside = sorted(v for v in counted if not isinstance(v, int) or not 1 <= v <= n)
+    missing = [v for v in range(1, n + 1) if v not in counted]
     if twice:
         yield Problem("lessons", subject, f"has version {_join(twice)} more than once in lesson_versions")
     if outside:
@@ -253,6 +256,9 @@ def rem_actions(conn: sqlite3.Connection) -> Iterator[Problem]:
         live[action["finding_id"]].append(action)
     for finding in _rows(conn, "SELECT id, status FROM rem_findings ORDER BY created_at, rowid"):
         subject, status, actions = f"finding {finding['id']}", finding["status"], live.get(finding["id"])
+        if actions and len(actions) > 1:
+            yield Problem("rem", subject, f"has {len(actions)} live actions (#{', #'.join(str(a['id']) for a in actions)}): "
+                                          "it was applied more than once; `mgcp rem undo` takes them back")
         if status in RESOLVED and not actions:
             yield Problem("rem", subject, f"is {status} but has no live action record (it was undone or never "
                                           "recorded), so `mgcp rem undo` cannot take it back")
@@ -296,7 +302,9 @@ def _backfill(conn: sqlite3.Connection) -> None:
     each such lesson is harmless."""
     import sqlite_utils
 
-    migrate.load_migration(BACKFILL)(sqlite_utils.Database(conn))
+    failures = migrate.load_migration(BACKFILL)(sqlite_utils.Database(conn))
+    if failures:  # e.g. a legacy row whose tags are not JSON: nothing to append from
+        raise DatabaseError(f"the backfill could not rebuild every version: {'; '.join(failures)}")
 
 
 def _settle(finding_id: str, status: str, applied_at: str, conn: sqlite3.Connection) -> None:
@@ -311,7 +319,11 @@ def check(path) -> Report:
     raises the same errors as the other commands."""
     conn = _open_readonly(path)
     try:
-        return Report(str(path), run_checks(conn), _counts(conn))
+        conn.execute("BEGIN")  # one read transaction: every check sees the same snapshot, even
+        try:                   # while other processes write
+            return Report(str(path), run_checks(conn), _counts(conn))
+        finally:
+            conn.execute("ROLLBACK")
     except sqlite3.Error as exc:  # not damage (that is reported): a lock, a read error
         raise migrate.explain(exc, path) from None
     finally:
@@ -346,6 +358,8 @@ def repair(report: Report) -> list[Problem]:
     if not any(p.repairable for p in report.problems):
         return []
     path = report.database
+    if any(p.check == "migrations" and p.subject.startswith("migration ") for p in report.problems):
+        raise DatabaseError(f"{path} was upgraded by a newer mgcp; this version repairs nothing in it")
     migrate.require_existing(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=migrate.BUSY_TIMEOUT_MS / 1000)
@@ -385,10 +399,19 @@ def _open_readonly(path) -> sqlite3.Connection:
     try:
         migrate.pending_migrations(conn, path)
     except DatabaseError:
-        if not _unknown_migrations(conn):  # a newer mgcp's database is reported as a problem instead
+        # A newer mgcp's database, or damage where the migrations are recorded: reported as
+        # problems (the migrations and integrity checks) rather than refused.
+        if not _unknown_migrations(conn) and not _damaged(conn):
             conn.close()
             raise
     return conn
+
+
+def _damaged(conn: sqlite3.Connection) -> bool:
+    try:
+        return conn.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+    except sqlite3.DatabaseError:
+        return True
 
 
 def _unknown_migrations(conn: sqlite3.Connection) -> bool:
@@ -437,6 +460,14 @@ def _text(column: str, value):
     except ValueError:
         return value
     return sorted(canonical(t) for t in tags) if isinstance(tags, list) else tags
+
+
+def _json_list(value) -> list | None:
+    try:
+        parsed = json.loads(value) if value else []
+    except (TypeError, ValueError):
+        return None
+    return parsed if isinstance(parsed, list) else None
 
 
 def _delta(text: str | None) -> dict | None:

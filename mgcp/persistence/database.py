@@ -239,7 +239,9 @@ class Database:
 
 
 # Columns that count retrievals rather than hold content: an undo neither checks nor restores them.
-COUNTERS = {"lessons": ("usage_count", "last_used"), "project_contexts": ("last_accessed",)}
+# Neither is a project's session bookkeeping, which the hook advances on its own.
+COUNTERS = {"lessons": ("usage_count", "last_used"),
+            "project_contexts": ("last_accessed", "session_count", "last_session_id")}
 
 
 def same_content(table: str, a: dict | None, b: dict | None) -> bool:

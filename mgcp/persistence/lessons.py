@@ -26,7 +26,21 @@ WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 def _json_list(text: str | None) -> list:
-    return json.loads(text) if text and text != "[]" else []  # most lists are empty: skip the parser
+    """A JSON list column; an older writer's value that is not one reads as empty."""
+    if not text or text == "[]":  # most lists are empty: skip the parser
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _tags(text: str | None) -> list[str]:
+    """The tags column: a JSON list, or (as an older writer left some) comma-separated words."""
+    if text and not text.lstrip().startswith("["):
+        return [t.strip() for t in text.split(",") if t.strip()]
+    return [str(t) for t in _json_list(text)]
 
 
 def lesson_from_row(row) -> Lesson:
@@ -35,7 +49,7 @@ def lesson_from_row(row) -> Lesson:
         id=d["id"], trigger=d["trigger"], action=d["action"], rationale=d["rationale"],
         examples=_json_list(d["examples"]), version=d["version"],
         created_at=d["created_at"], last_refined=d["last_refined"], last_used=d["last_used"],
-        usage_count=d["usage_count"], tags=_json_list(d["tags"]), parent_id=d["parent_id"],
+        usage_count=d["usage_count"], tags=_tags(d["tags"]), parent_id=d["parent_id"],
         relationships=[Relationship(**r) for r in _json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
         status=d["status"], superseded_by=d["superseded_by"], project_id=d["lc_project_id"],
     )
@@ -47,7 +61,7 @@ def version_from_row(row) -> LessonVersion:
     return LessonVersion(
         lesson_id=d["lesson_id"], version=d["version"], trigger=d["trigger"],
         action=None if reconstructed else d["action"], rationale=d["rationale"],
-        tags=json.loads(d["tags"] or "[]"), timestamp=d["timestamp"],
+        tags=_tags(d["tags"]), timestamp=d["timestamp"],
         refinement_reason=d["refinement_reason"], session_id=d["session_id"],
         reconstructed=reconstructed,
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 from mgcp.errors import DatabaseError, NotFoundError
@@ -50,13 +51,14 @@ def migration_names() -> list[str]:
     return sorted(p.stem for p in migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
-def connect(path: str | os.PathLike) -> sqlite3.Connection:
+def connect(path: str | os.PathLike, allow_empty: bool = False) -> sqlite3.Connection:
     """A raw connection with mgcp's pragmas, after checking the file is an mgcp database (or new).
 
     The checks come before any pragma that writes (WAL mode changes the file header), so a file
-    that is refused is never modified.
+    that is refused is never modified. `allow_empty`: an empty file is made a new database (what
+    `mgcp db migrate` asks for explicitly; everything else refuses one).
     """
-    check_file(path)
+    check_file(path, allow_empty)
     try:
         if not Path(path).exists():
             _create(Path(path))
@@ -81,45 +83,61 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
 
 def _create(path: Path) -> None:
     """A new, empty database in WAL mode at `path`. It is made beside `path` and linked into place,
-    so that no crash ever leaves a zero-byte file there (which every later start would refuse)."""
+    so that no crash ever leaves a zero-byte file there (which every later start would refuse). On a
+    file system without hard links it is copied into a file created exclusively instead."""
     import secrets  # here: it costs the hook several milliseconds to import, and this runs once
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    scratch = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.new")
     try:
         conn = sqlite3.connect(scratch)
         try:
             conn.execute("PRAGMA journal_mode = WAL")  # writes the header: the file is a database now
         finally:
             conn.close()
-        os.link(scratch, path)
+        try:
+            os.link(scratch, path)
+        except FileExistsError:
+            return  # another process created it first: use theirs
+        except OSError:  # no hard links here (vfat, some network file systems)
+            with open(path, "xb") as fh:
+                fh.write(scratch.read_bytes())
     except FileExistsError:
-        pass  # another process created it first: use theirs
+        return
     finally:
         scratch.unlink(missing_ok=True)
 
 
-def check_file(path: str | os.PathLike) -> None:
-    """Refuse, before anything opens it, a path that cannot be an mgcp database: a directory, an
-    empty file, a file that is not SQLite, a path through a file."""
+def check_file(path: str | os.PathLike, allow_empty: bool = False) -> None:
+    """Refuse, before anything opens it, a path that cannot be an mgcp database: a directory or
+    anything else that is not a regular file, an empty file (unless `allow_empty`), a file that is
+    not SQLite, a path through a file."""
     p = Path(path)
-    if p.is_dir():
-        raise DatabaseError(f"{path} is a directory, not a database file")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise DatabaseError(f"cannot use {path}: {parent} is a file, not a directory")
-            break
-    if not p.exists():
+    try:
+        for parent in p.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise DatabaseError(f"cannot use {path}: {parent} is a file, not a directory")
+                break
+        info = os.stat(p) if p.exists() else None
+    except OSError as exc:  # a folder we may not enter, a name too long
+        raise explain(exc, path) from None
+    if info is None:
         return
+    if stat.S_ISDIR(info.st_mode):
+        raise DatabaseError(f"{path} is a directory, not a database file")
+    if not stat.S_ISREG(info.st_mode):
+        raise DatabaseError(f"{path} is not a regular file (a device, a pipe or a socket), not a database file")
+    if info.st_size == 0:
+        if allow_empty:
+            return
+        raise DatabaseError(f"{path} is an empty file (0 bytes), not an mgcp database; nothing was changed "
+                            "(`mgcp db migrate` makes it a new database)")
     try:
         with open(p, "rb") as fh:
             header = fh.read(16)
     except OSError as exc:
         raise explain(exc, path) from None
-    if not header:
-        raise DatabaseError(f"{path} is an empty file (0 bytes), not an mgcp database; nothing was "
-                            "changed (remove it to start a new database there)")
     if header != SQLITE_HEADER:
         raise DatabaseError(f"{path} is not an SQLite database; refusing to touch it")
 
@@ -142,10 +160,12 @@ def explain(exc: BaseException, path: str | os.PathLike) -> DatabaseError:
             return DatabaseError(f"the directory {folder} is read-only; mgcp needs to write {Path(path).name} "
                                  "and its -wal and -shm files there")
         return DatabaseError(f"cannot open {path} for writing ({exc})")
+    if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+        return DatabaseError(f"cannot use {path}: the name is too long for the file system")
     if kind == "NOTDIR":
         return DatabaseError(f"cannot use {path}: a part of the path is a file, not a directory")
     if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
-        return DatabaseError(f"{path} is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} s); try again")
+        return DatabaseError(f"{path} is locked by another process; try again")
     if name.startswith("SQLITE_CORRUPT") or name.startswith("SQLITE_NOTADB"):
         return DatabaseError(f"{path} is corrupt ({exc}); `mgcp db check` says what is damaged")
     if name.startswith("SQLITE_IOERR") or isinstance(exc, OSError):
@@ -227,7 +247,14 @@ def apply_migrations(conn: sqlite3.Connection) -> MigrationReport:
     from sqlite_utils.migrations import Migrations
 
     db = sqlite_utils.Database(conn)
-    Migrations(MIGRATION_SET).ensure_migrations_table(db)
+    conn.execute("BEGIN IMMEDIATE")  # two processes creating one database at once: one makes it
+    try:
+        Migrations(MIGRATION_SET).ensure_migrations_table(db)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
     for name in pending:
         migrate = load_migration(name)
         conn.execute("BEGIN IMMEDIATE")
@@ -250,9 +277,9 @@ def apply_migrations(conn: sqlite3.Connection) -> MigrationReport:
     return report
 
 
-def open_and_migrate(path: str | os.PathLike) -> MigrationReport:
+def open_and_migrate(path: str | os.PathLike, allow_empty: bool = False) -> MigrationReport:
     """Check and upgrade the database at `path` (creating it if missing), then close it."""
-    conn = connect(path)
+    conn = connect(path, allow_empty)
     try:
         return apply_migrations(conn)
     except sqlite3.Error as exc:

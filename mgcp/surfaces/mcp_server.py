@@ -159,11 +159,16 @@ def rejection(line: str) -> tuple[mcp_types.JSONRPCError, bool] | None:
     to send it: a request is answered (with its id, or id null when the line is not JSON or the id
     cannot be read); a notification or a response is not."""
     try:
-        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
+        parsed = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:  # noqa: BLE001 -- whatever the SDK's parser says, the line is refused
         lines = str(exc).splitlines()
         reason = (lines[1] if len(lines) > 1 else str(exc)).split(" [type=")[0].strip()
+    else:
+        # The SDK takes a request whose id is not a string or an integer (1.5, null, true, an
+        # object) for a notification and never answers it: refuse it, as JSON-RPC asks.
+        if isinstance(parsed, mcp_types.JSONRPCNotification) and '"id"' in line and "id" in json.loads(line):
+            return _error(None, INVALID_REQUEST, "Invalid Request: an id is a string or an integer"), True
+        return None
     try:
         message = json.loads(line)  # more lenient: lone surrogates and deeper nesting parse
     except RecursionError:

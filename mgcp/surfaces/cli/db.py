@@ -11,7 +11,7 @@ db_app = noun("db", "Create, upgrade, inspect and verify the database.")
 
 @db_app.command("migrate")
 def migrate(db: Db = None, json: Json = False):
-    """Create or upgrade the database (idempotent; never alters legacy tables or rows).
+    """Create or upgrade the database (idempotent; never alters legacy tables or rows; makes an empty file a new database).
 
     Example: mgcp db migrate --db ~/.mgcp/lessons.db
     """
@@ -19,7 +19,7 @@ def migrate(db: Db = None, json: Json = False):
     from mgcp.persistence import migrate as migrations
 
     path = db_path(db)
-    report = migrations.open_and_migrate(path)
+    report = migrations.open_and_migrate(path, allow_empty=True)  # `touch lessons.db` then migrate: a new database
     status = migrations.status(path)
     if json:
         return print_json({"database": str(path), "applied_now": report.applied, "failures": report.failures,
