@@ -305,7 +305,7 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
     """The members' common topic, as a phrase when they share one ("webhook error handling"), else
     their three most distinctive words ("payments, stripe, booking").
 
-    Phrases (one to three topical words in a row) come from each member's trigger and tags. A phrase
+    Phrases (one to three topical words in a row) come from each member's trigger, action and tags. A phrase
     qualifies when at least half the members (two or more) use it, and three quarters as many as
     use the most common word (a phrase narrower than the cluster is no title for it); the best is
     the one most members use, then the most distinctive (sum of its words' idf, so longer phrases
@@ -315,7 +315,7 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
     for lid in members:
         lesson = by_id[lid]
         found: dict[tuple[str, ...], str] = {}
-        for source in [lesson.trigger, *lesson.tags]:
+        for source in [lesson.trigger, lesson.action, *lesson.tags]:
             for key, written in _phrases(source).items():
                 found.setdefault(key, written)
         used.update(found.keys())
@@ -436,7 +436,7 @@ def _orphan_finding(lesson: Lesson, suggested: list[Lesson]) -> RemFinding:
     ]
     return RemFinding(
         operation=OPERATION, kind="orphan",
-        title=f'Orphan lesson "{lesson.id}"' + (f" ({len(ids)} suggested links)" if ids else ""),
+        title=f'Unlinked lesson: "{text.shorten(lesson.trigger, 70)}"' + (f" ({len(ids)} suggested links)" if ids else ""),
         description="\n".join(lines), options=options,
         recommended=1 if suggested else len(options) - 1,  # nothing to link to: keep it standalone
         data={"lesson": lesson.id, "suggested": ids},

@@ -182,9 +182,9 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
                       needs_input=f'Which lesson should be deleted: "{keep.id}" or "{other.id}"?'),
         FindingOption(label="Skip for now", description="Leave this finding pending", action="skip"),
     ]
-    title = (f'Potential duplicates (similarity {similarity:.2f}): "{keep.id}" and "{other.id}"'
-             if kind == "duplicate_merge" else
-             f'Similar lessons to review (similarity {similarity:.2f}): "{keep.id}" and "{other.id}"')
+    said = shorten(keep.action, 70)
+    title = (f'Two lessons say the same ({similarity:.2f}): "{said}"' if kind == "duplicate_merge" else
+             f'Two lessons say nearly the same ({similarity:.2f}): "{said}"')
     return RemFinding(
         operation=OPERATION, kind=kind, title=title, description="\n".join(lines), options=options,
         recommended=1 if kind == "duplicate_merge" else 2,
