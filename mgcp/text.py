@@ -95,6 +95,9 @@ PHRASES = {  # (first word, second word[, third]) -> the word they are compared 
     ("stay", "away"): "avoid", ("in", "order"): "", ("as", "well", "as"): "and", ("set", "up"): "setup",
 }
 _PHRASE_FIRST = {key[0] for key in PHRASES}
+_VARIANTS: dict[str, tuple[str, ...]] = {}  # a word -> every single word the table reads as it
+for _word, _same in SYNONYMS.items():
+    _VARIANTS[_same] = (*_VARIANTS.get(_same, (_same,)), _word)
 _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NOT = re.compile(r"\b(?:(can)['’]t|(wo)n['’]t|(cannot))\b|(?<=\w)n['’]t\b", re.IGNORECASE)
 _FOLDED_WORD = re.compile(r"[a-z0-9]+")
@@ -140,6 +143,17 @@ def terms(text: str | None) -> list[str]:
         out.append(SYNONYMS.get(w, w))
         i += 1
     return out
+
+
+def query_terms(query: str | None) -> list[str]:
+    """What a lesson query searches for: its words as written and as folded (identifiers split),
+    every word the synonym table treats as the same, and adjacent words joined (a compound written
+    as two words meets one written as one). Stop words never search on their own."""
+    plain = [w for w in tokenize(query) if w not in STOP_WORDS]
+    folded = [w for w in terms(query) if w not in STOP_WORDS]
+    joined = [a + b for a, b in zip(folded, folded[1:])]
+    variants = [v for w in folded for v in _VARIANTS.get(w, ())]
+    return list(dict.fromkeys(plain + folded + joined + variants))
 
 
 def join_compounds(words: list[str], vocabulary: set[str] | frozenset[str]) -> list[str]:

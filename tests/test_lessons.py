@@ -86,3 +86,21 @@ def test_query_skips_archived_lessons(db, run):
         await s.lessons.set_lifecycle("api", LessonStatus.archived)
         return await s.lessons.query("unfamiliar API")
     assert run(db, work) == []
+
+
+def test_a_query_meets_wording_variants(db, run):
+    """Identifiers split and joined, compounds, synonyms: a lesson is found however it is spelled."""
+    async def scenario(store):
+        await store.lessons.add("tw", "styling pages", "Use TailwindCSS utility classes, not custom CSS.")
+        await store.lessons.add("effects", "writing React hooks", "Return a cleanup function from every useEffect.")
+        await store.lessons.add("env", "configuring a service", "Utilize environment variables for secrets.")
+        await store.lessons.add("unrelated", "deploying", "Tag every release in git.")
+        return {query: [lesson.id for lesson, _ in await store.query(query, 3)]
+                for query in ("tailwind css classes", "use effect cleanup", "use environment variables",
+                              "nextjs routing")}
+
+    found = run(db, scenario)
+    assert found["tailwind css classes"][0] == "tw"
+    assert found["use effect cleanup"][0] == "effects"
+    assert found["use environment variables"][0] == "env"
+    assert found["nextjs routing"] == []

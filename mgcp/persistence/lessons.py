@@ -9,20 +9,18 @@ step in that transaction too.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonStatus, LessonVersion, Relationship
 from mgcp.persistence.database import Database, dumps, utcnow
-from mgcp.text import STOP_WORDS
+from mgcp.text import query_terms
 from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
 
 LESSON_SELECT = """
 SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id
 FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
 """
-WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 def _json_list(text: str | None) -> list:
@@ -283,7 +281,7 @@ class Lessons:
     async def query(self, text: str, limit: int = 10, project_id: str | None = None) -> list[tuple[Lesson, float]]:
         """Active lessons ranked by BM25 relevance (trigger weighs most). Each returned lesson's
         usage count and last_used advance, and the query is logged for the staleness scan."""
-        words = [w for w in WORD.findall(text.lower()) if w not in STOP_WORDS]
+        words = query_terms(text)
         if not words:
             raise InvalidInputError("the query has no words to search for (common words such as "
                                     "'a' or 'the' match nothing on their own)")
