@@ -5,6 +5,11 @@ Database path: `--db PATH`, else `$MGCP_DB`, else `$MGCP_DATA_DIR/lessons.db`, e
 `<data dir>/rem-config.yaml`, else the defaults below (which equal the shipped rem-config.yaml; a
 test compares them). A file may set any subset of keys; an invalid one raises ConfigError naming the
 file, the key and the allowed values.
+
+`similarity` chooses the text similarity of duplicate and community detection: `backend: lexical`
+(built in) or `semantic` (the `semantic` extra), which needs `model`: a folder holding a model2vec
+model (a relative path is read from the config file's folder), or a Hugging Face model name
+("owner/name"). Only the shape is checked here; the engine loads the model when an operation needs it.
 """
 
 from __future__ import annotations
@@ -60,6 +65,10 @@ STRATEGY_KEYS = {
 }
 SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
 
+SIMILARITY_BACKENDS = ("lexical", "semantic")
+SIMILARITY_DEFAULTS = {"backend": "lexical", "model": None}
+MODEL_VALUES = "a folder holding a model2vec model, or a Hugging Face model name such as 'minishlab/potion-base-8M'"
+
 
 def plain_path(path: str) -> str:
     """An absolute, normalized path, symlinks left as they are."""
@@ -105,10 +114,12 @@ class RemConfig:
     """Schedules and thresholds per operation, with per-project overrides."""
 
     def __init__(self, operations: dict[str, dict], projects: dict[str, dict] | None = None,
-                 source: str | None = None):
+                 source: str | None = None, similarity: dict | None = None):
         self.operations = operations
         self.projects = projects or {}
         self.source = source
+        # {"backend": "lexical" | "semantic", "model": None, an absolute folder or a model name}
+        self.similarity = similarity or dict(SIMILARITY_DEFAULTS)
 
     def for_project(self, project_path: str | None) -> dict[str, dict]:
         """Each operation's settings for one project (defaults, file, then the project's override)."""
@@ -150,10 +161,10 @@ def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
 
 def parse_config(raw: object, source: str) -> RemConfig:
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem' and 'projects'")
-    unknown = set(raw) - {"rem", "projects"}
+        raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem', 'similarity' and 'projects'")
+    unknown = set(raw) - {"rem", "similarity", "projects"}
     if unknown:
-        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, projects")
+        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects")
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
     projects: dict[str, dict] = {}
@@ -163,7 +174,43 @@ def parse_config(raw: object, source: str) -> RemConfig:
         merged = copy.deepcopy(operations)
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
         projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
-    return RemConfig(operations, projects, source)
+    return RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source))
+
+
+def _similarity(given: object, source: str) -> dict:
+    """The `similarity` setting, checked; a local model path made absolute."""
+    settings = dict(SIMILARITY_DEFAULTS)
+    if given is None:
+        return settings
+    if not isinstance(given, dict):
+        raise ConfigError(f"{source}: 'similarity' must be a mapping with keys backend, model")
+    for key in given:
+        if key not in SIMILARITY_DEFAULTS:
+            raise ConfigError(f"{source}: unknown key 'similarity.{key}'; allowed: backend, model")
+    settings.update(given)
+    if settings["backend"] not in SIMILARITY_BACKENDS:
+        raise ConfigError(f"{source}: invalid value {settings['backend']!r} for 'similarity.backend'; "
+                          f"allowed: {', '.join(SIMILARITY_BACKENDS)}")
+    model = settings["model"]
+    if model is not None and not (isinstance(model, str) and model.strip()):
+        raise ConfigError(f"{source}: invalid value {model!r} for 'similarity.model'; allowed: {MODEL_VALUES}")
+    if settings["backend"] == "semantic" and model is None:
+        raise ConfigError(f"{source}: 'similarity.model' is required when 'similarity.backend' is 'semantic'; "
+                          f"allowed: {MODEL_VALUES}")
+    if model is not None:
+        settings["model"] = _model_location(model.strip(), source)
+    return settings
+
+
+def _model_location(model: str, source: str) -> str:
+    """A Hugging Face name as written: "owner/name" with no folder of that name beside the config
+    file. Anything else is a local folder, made absolute (relative to the config file's folder), so
+    a path that starts with "/", "~" or "." is never sent to the hub, even when it is mistyped."""
+    local = os.path.join(os.path.dirname(source), os.path.expanduser(model))
+    parts = model.split("/")
+    is_name = (len(parts) == 2 and all(p and p[0] not in ".-" and all(c.isalnum() or c in "-_." for c in p)
+                                       for p in parts))
+    return model if is_name and not os.path.isdir(local) else plain_path(local)
 
 
 def _merge_operations(target: dict, given: object, source: str, prefix: str) -> None:

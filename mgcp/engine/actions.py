@@ -322,8 +322,8 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
 async def apply_auto(store: Store, config: RemConfig, project_path: str,
                      findings: list[RemFinding]) -> tuple[list[AutoResult], list[AutoResult], list[AutoResult]]:
     """Apply what the policy allows; returns (applied, left pending, settled elsewhere). A finding
-    that another process answered meanwhile (another --auto, a person reviewing) is skipped and
-    listed as such: a concurrent --auto is no failure."""
+    that another process answered or found stale meanwhile (another --auto, a person reviewing) is
+    skipped and listed as such: a concurrent --auto is no failure."""
     applied, left, settled = [], [], []
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.

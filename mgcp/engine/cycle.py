@@ -22,7 +22,7 @@ from mgcp import schedule
 from mgcp.config import OPERATIONS, RemConfig
 from mgcp.engine import review
 from mgcp.engine.actions import apply_auto
-from mgcp.errors import InvalidInputError
+from mgcp.errors import ConfigError, InvalidInputError
 from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
                          RemReport, RemRun, RemStatus)
 from mgcp.operations.shared import CycleCache
@@ -84,7 +84,8 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
     t0 = time.perf_counter()
     project = await store.context.known_project(project_path)
     plan = _plan(config, project, await store.rem.state(project.project_id), operations)
-    analyses = _analyse(store, config, project, plan, progress)
+    model = await _similarity_model(config, plan)
+    analyses = _analyse(store, config, project, plan, progress, model)
 
     async def write(analyses) -> RemRun:
         await store.context.ensure_project(project.project_path)
@@ -127,14 +128,36 @@ def _plan(config: RemConfig, project: ProjectContext, state: dict, operations: l
     return [p for p in plan if (p.operation in operations if operations else p.due)]
 
 
+SIMILARITY_OPERATIONS = ("duplicate_detection", "community_detection")
+
+
+async def _similarity_model(config: RemConfig, plan: list[OperationSchedule]):
+    """The embedding model the `similarity` setting asks for, loaded (off the event loop) before
+    the run starts, when an operation that compares texts is planned; None for the lexical
+    backend. A missing extra or model is a ConfigError naming the setting, and nothing is written."""
+    settings = config.similarity
+    if settings["backend"] != "semantic" or not any(p.operation in SIMILARITY_OPERATIONS for p in plan):
+        return None
+    from mgcp.operations import semantic
+
+    where = config.source or "rem-config.yaml"
+    try:
+        return await asyncio.to_thread(semantic.load_model, settings["model"])
+    except ImportError:
+        raise ConfigError(f"{where}: similarity.backend is 'semantic' but model2vec is not installed "
+                          "(pip install 'mgcp[semantic]')") from None
+    except semantic.ModelError as exc:
+        raise ConfigError(f"{where}: similarity.model: {exc}") from None
+
+
 async def _analyse(store: Store, config: RemConfig, project: ProjectContext, plan: list[OperationSchedule],
-                   progress: Progress | None) -> AsyncIterator[_Analysis]:
+                   progress: Progress | None, model=None) -> AsyncIterator[_Analysis]:
     """Each planned operation's analysis, one by one. Nothing is written and no transaction is
     open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering."""
     progress = progress or (lambda message: None)
     settings = config.for_project(project.project_path)
-    inputs = _Inputs(store, project.project_id)
+    inputs = _Inputs(store, project.project_id, model)
     for index, plan_item in enumerate(plan, 1):
         op, t0 = plan_item.operation, time.perf_counter()
         progress(f"[{index}/{len(plan)}] {op} ...")
@@ -249,11 +272,18 @@ def _now() -> datetime:
 class _Inputs:
     """What the operations read, loaded once per cycle: the active lessons, and the project's
     history from the earliest session any operation asked for. No operation changes either (findings
-    are applied later, by review or --auto), so every operation of the cycle sees the same data."""
+    are applied later, by review or --auto), so every operation of the cycle sees the same data.
+    `similarity`: the backend the `similarity` setting chose, or None for the operations' default
+    (lexical)."""
 
-    def __init__(self, store: Store, project_id: str):
+    def __init__(self, store: Store, project_id: str, model=None):
         self.store, self.project_id = store, project_id
         self.cache = CycleCache()  # what the operations compute alike (vectors, mined notes)
+        self.similarity = None
+        if model is not None:
+            from mgcp.operations.semantic import SemanticBackend
+
+            self.similarity = SemanticBackend(model, self.cache)
         self.active: list | None = None
         self.after: int | None = None
         self.snapshots: list = []
@@ -290,7 +320,8 @@ async def _duplicates(store, project, settings, inputs):
     from mgcp.operations import duplicate_detection
 
     active = await inputs.lessons()
-    findings = await asyncio.to_thread(duplicate_detection.run, active, settings, cache=inputs.cache)
+    findings = await asyncio.to_thread(duplicate_detection.run, active, settings, backend=inputs.similarity,
+                                       cache=inputs.cache)
     return findings, {"lessons": len(active)}, None
 
 

@@ -1,8 +1,10 @@
 """Text similarity between lessons, without comparing every pair.
 
 `SimilarityBackend` is the seam: `pairs(docs, min_similarity)` returns every pair of documents at or
-above a cosine similarity, and `similarity(a, b)` scores one pair. `LexicalBackend` is the default
-(stdlib only); an embedding backend can implement the same two methods later as an optional extra.
+above a cosine similarity, `nearest(docs, min_similarity, k)` each document's k best of them,
+`similarity(a, b)` scores one pair, and `vectors(docs)` gives each document's sparse word vector
+(for what needs words, such as duplicate detection's containment). `LexicalBackend` is the default
+(stdlib only); `mgcp.operations.semantic.SemanticBackend` adds static embeddings as an optional extra.
 
 How `LexicalBackend.pairs` stays sub-quadratic (all-pairs similarity search with prefix filtering,
 after Bayardo, Ma & Srikant, "Scaling up all pairs similarity search", WWW 2007):
@@ -66,6 +68,10 @@ class SimilarityBackend(ABC):
     @abstractmethod
     def similarity(self, a: str, b: str) -> float:
         """The similarity of two texts on their own (no corpus statistics)."""
+
+    @abstractmethod
+    def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
+        """Each document as an L2-normalised sparse vector of words (so a dot product is a cosine)."""
 
     def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
         """Each document's (at most) k most similar documents at or above min_similarity, as pairs
