@@ -35,6 +35,8 @@ ONLY_IN = {  # third-party or stdlib modules that belong to one place
     "mcp": ["surfaces/mcp_server.py"],
     "networkx": ["operations/"],
     "community": ["operations/"],
+    "numpy": ["operations/"],
+    "model2vec": ["operations/semantic.py"],  # the optional `semantic` extra, imported lazily
     "aiosqlite": ["persistence/"],
     "sqlite_utils": ["persistence/"],
     "sqlite3": ["persistence/"],

@@ -331,7 +331,7 @@ async def _communities(store, project, settings, inputs):
     previous = await store.rem.last_community_run() or {}
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
-        previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache)
+        previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity)
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 

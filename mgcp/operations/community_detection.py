@@ -44,7 +44,7 @@ from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
-from mgcp.operations.similarity import LexicalBackend
+from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
 EXPLICIT_WEIGHT = 1.0
@@ -70,12 +70,12 @@ def community_id(member_ids: list[str]) -> str:
 
 def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         previous_hash: str | None = None, previous_modularity: float = 0.0,
-        cache: CycleCache | None = None) -> CommunityResult:
+        cache: CycleCache | None = None, backend: SimilarityBackend | None = None) -> CommunityResult:
     """`previous`, `previous_hash`, `previous_modularity`: the last stored run, if any. When the
     graph hashes the same, Louvain is not run again and the result says `unchanged`."""
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
-    explicit, inferred = _edges(ordered, by_id, settings, cache)
+    explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache))
 
     weights: dict[tuple[str, str], float] = defaultdict(float)
     for pair in explicit:
@@ -221,7 +221,7 @@ def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]
     return math.fsum(inner[c] / m - (d / (2 * m)) ** 2 for c, d in degree.items())
 
 
-def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, cache: CycleCache | None):
+def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend):
     explicit: set[tuple[str, str]] = set()
     for lesson in ordered:
         for rel in lesson.relationships:
@@ -230,7 +230,7 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, cach
 
     inferred: dict[tuple[str, str], float] = defaultdict(float)
     docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
-    for a, b, _ in LexicalBackend(cache).nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
+    for a, b, _ in backend.nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
         inferred[tuple(sorted((a, b)))] += float(settings["similarity_edge_weight"])
 
     by_tag: dict[str, list[str]] = defaultdict(list)

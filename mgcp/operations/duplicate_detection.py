@@ -9,7 +9,8 @@ its trigger similarity t, is
 an unlike trigger lowers it a little, the same trigger closes a little of the gap to 1.
 
 - action similarity: the TF-IDF cosine of the two actions, over their terms as `mgcp.text` reads
-  them (folded, identifiers split, synonyms and compounds met, stemmed). When the shorter action's
+  them (folded, identifiers split, synonyms and compounds met, stemmed); with the optional semantic
+  backend, the higher of that and the two actions' embedding cosine. When the shorter action's
   terms all appear in the longer one, which adds only a little (a qualifier or an example: the
   shorter has at least CONTAINED_MIN_TERMS terms and the longer at most CONTAINED_MAX_GROWTH times
   as many), it is at least `containment_factor` x that containment.
