@@ -279,7 +279,9 @@ class Lessons:
                 [doc_id, row["trigger"], row["action"], row["rationale"] or "", row["tags"]])
 
     async def query(self, text: str, limit: int = 10, project_id: str | None = None) -> list[tuple[Lesson, float]]:
-        """Active lessons ranked by BM25 relevance (trigger weighs most). Each returned lesson's
+        """Active lessons ranked by BM25 relevance (trigger and action weigh twice as much as the
+        rationale and the tags: measured on benchmarks/quality, where a heavier trigger let a rule
+        file's long heading outrank what its rules say). Each returned lesson's
         usage count and last_used advance, and the query is logged for the staleness scan."""
         words = query_terms(text)
         if not words:
@@ -287,7 +289,7 @@ class Lessons:
                                     "'a' or 'the' match nothing on their own)")
         match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
         rows = await self.db.fetchall(
-            LESSON_SELECT.replace("FROM lessons l", """, bm25(lesson_search, 4.0, 2.0, 1.0, 2.0) AS score
+            LESSON_SELECT.replace("FROM lessons l", """, bm25(lesson_search, 1.0, 1.0, 0.5, 0.5) AS score
                 FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
                 JOIN lessons l ON l.id = d.lesson_id""")
             + " WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'"
