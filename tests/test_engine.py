@@ -112,3 +112,46 @@ def test_every_option_an_operation_offers_is_one_the_engine_can_apply():
                 offered |= {k.value.value for k in node.keywords
                             if k.arg == "action" and isinstance(k.value, ast.Constant)}
     assert offered and offered <= set(ACTIONS) | {"skip"}, offered - set(ACTIONS)
+
+
+def test_a_bulk_import_is_capped_diverse_summarised_and_its_bulk_answer_undone_in_one_step(db, run):
+    """60 unlinked lessons over four sources; the cap is 6 per kind: the review shows 6 orphans
+    drawn from every source, one summary of the rest whose bulk answer links them all as one
+    action, and one undo takes every link back."""
+    from mgcp.config import parse_config
+    from mgcp.models import FindingStatus
+
+    config = parse_config({"rem": {"community_detection": {"max_findings": 6}}}, "test")
+    topics = {"django": "django orm queryset migration model admin view",
+              "react": "react component hook state effect render props",
+              "docker": "docker image layer container compose volume build",
+              "pytest": "pytest fixture parametrize mock assertion marker plugin"}
+
+    async def scenario(store):
+        for tag, words in topics.items():
+            vocab = words.split()
+            for i in range(15):
+                picked = " ".join(vocab[(i + k) % len(vocab)] for k in range(4))
+                await store.lessons.add(f"{tag}-{i:02d}", f"when working on {tag} {picked}",
+                                        f"Check the {picked} carefully before the {'abcdefghijklmno'[i] * 3} step.",
+                                        tags=[tag])
+        await engine.run(store, config, "/p", ["community_detection"])
+        pending = await engine.pending_findings(store, "/p")
+        orphans = [f for f in pending if f.kind == "orphan"]
+        summaries = [f for f in pending if f.kind == "summary" and f.data["of_kind"] == "orphan"]
+        before = {lesson.id: lesson.relationships for lesson in await store.lessons.list()}
+        summary = summaries[0]
+        option = next(i for i, o in enumerate(summary.options, 1) if o.action == "apply_all")
+        outcome = await engine.resolve(store, config, summary.id, option, project_path="/p")
+        linked = {lesson.id: lesson.relationships for lesson in await store.lessons.list()}
+        await engine.undo_finding(store, summary.id)
+        after = {lesson.id: lesson.relationships for lesson in await store.lessons.list()}
+        status = (await store.rem.get_finding(summary.id)).status
+        return orphans, summaries, outcome, before, linked, after, status
+
+    orphans, summaries, outcome, before, linked, after, status = run(db, scenario)
+    assert len(orphans) <= 6 and len(summaries) == 1
+    assert {o.data["lesson"].split("-")[0] for o in orphans} == set(topics)  # every source shown
+    assert summaries[0].data["count"] >= 50 and summaries[0].title.startswith(f"{summaries[0].data['count']} more")
+    assert "done" in outcome.message and sum(1 for k in linked if linked[k] != before[k]) > 40
+    assert after == before and status == FindingStatus.pending  # one undo took every link back

@@ -114,7 +114,9 @@ def summary(kind: str, rest: list[RemFinding]) -> RemFinding:
     """One finding standing for `rest` (findings of one kind beyond the cap), with the bulk answer."""
     operation = rest[0].operation
     bulk = BULK_ACTIONS.get(kind)
-    items = [{"kind": f.kind, "data": f.data, "subject": f.subject, "title": f.title} for f in rest
+    # What the bulk answer needs of each finding: its data without the lessons' texts, its subject.
+    items = [{"kind": f.kind, "data": {k: v for k, v in f.data.items() if k != "lessons"}, "subject": f.subject}
+             for f in rest
              if bulk and f.options[f.recommended - 1].action == bulk
              and (bulk != "merge" or f.data.get("copy"))]
     what = PLURAL.get(kind, kind.replace("_", " ") + " findings")

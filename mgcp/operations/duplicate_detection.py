@@ -19,7 +19,9 @@ an unlike trigger lowers it a little, the same trigger closes a little of the ga
   trigger (a = 0.5) score 0.525: a shared situation never makes two rules one.
 - tags never add to the score; among equal scores the pair sharing more tags comes first.
 - actions equal once normalised (one rule copied into two places) score at least the merge
-  threshold: a copy is a merge, whatever its trigger.
+  threshold: a copy is a merge, whatever its trigger. A rule copied into many places is asked
+  about once per copy: each copy is paired with the first of its group, and only that first one
+  with other lessons (a rule in 30 files is 29 merges, not 435 pairs).
 
 Pairs are found by prefix-filtered all-pairs search over the actions (see
 `mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), at the
@@ -36,7 +38,6 @@ more usage, then more versions, then older, then smaller id.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from mgcp.models import FindingOption, Lesson, RemFinding
@@ -91,14 +92,15 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     action_vecs = backend.vectors(actions)
     trigger_vecs = backend.vectors(triggers)
     copy_of = copies(lessons, cache)
-    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    first: dict[tuple[str, ...], str] = {}
     for lesson_id in sorted(copy_of):
-        groups[copy_of[lesson_id]].append(lesson_id)
-    candidates = {(min(a, b), max(a, b)): s for a, b, s in backend.pairs(actions, floor)}
-    for group in groups.values():
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                candidates.setdefault((a, b), 1.0)
+        first.setdefault(copy_of[lesson_id], lesson_id)
+    candidates = {(a, b) if a < b else (b, a): s for a, b, s in backend.pairs(actions, floor)
+                  if _asked(a, b, copy_of, first)}
+    for lesson_id, key in copy_of.items():  # each copy with its group's first
+        if lesson_id != first[key]:
+            pair = tuple(sorted((lesson_id, first[key])))
+            candidates.setdefault(pair, 1.0)
     scores = {}
     for (a, b), cosine in candidates.items():
         is_copy = a in copy_of and copy_of[a] == copy_of.get(b)
@@ -109,6 +111,16 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
             value = max(value, merge_at)
         scores[(a, b)] = Score(min(value, 1.0), min(action, 1.0), min(trigger, 1.0), is_copy)
     return scores
+
+
+def _asked(a: str, b: str, copy_of: dict, first: dict) -> bool:
+    """A rule copied into several places is asked about once: each copy is paired with the first of
+    its group (by id), and only that first copy is compared with the other lessons."""
+    a_first = a not in copy_of or first[copy_of[a]] == a
+    b_first = b not in copy_of or first[copy_of[b]] == b
+    if a in copy_of and copy_of[a] == copy_of.get(b):
+        return a_first or b_first
+    return a_first and b_first
 
 
 def _containment(a: dict[str, float], b: dict[str, float]) -> float:
