@@ -55,6 +55,7 @@ if str(ROOT) not in sys.path:
 
 from mgcp import engine  # noqa: E402
 from mgcp.config import load_config  # noqa: E402
+from mgcp import operations as mgcp_operations  # noqa: E402
 from mgcp.operations import duplicate_detection  # noqa: E402
 from mgcp.persistence.store import Store  # noqa: E402
 
@@ -133,8 +134,24 @@ def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], conf
              for f in findings if "canonical" in f.data and "other" in f.data}   # pair findings only
     del findings
 
+    # mgcp asks about a rule copied into several places once per copy: each copy is paired with the
+    # first of its group (by id), and only that first one with other lessons. A pair is scored as
+    # the reviewer meets it: two copies of one group by their copy finding, any other lesson of a
+    # group through the group's first. (Before copies were grouped, `copies` does not exist: then
+    # every lesson stands for itself.)
+    group = getattr(mgcp_operations, "copies", lambda lessons: {})(lessons_in_db)
+    first: dict = {}
+    for lesson_id in sorted(group):
+        first.setdefault(group[lesson_id], lesson_id)
+
+    def stand_in(lesson_id: str) -> str:
+        return first[group[lesson_id]] if lesson_id in group else lesson_id
+
     def score(a: str, b: str) -> float:
-        return found.get(frozenset((a, b)), 0.0)   # 0.0 stands for "below the floor"
+        if a in group and group[a] == group.get(b):  # two copies: each was paired with the first
+            a, b = (a, first[group[a]]) if a != first[group[a]] else (b, a)
+            return found.get(frozenset((a, b)), 0.0)
+        return found.get(frozenset((stand_in(a), stand_in(b))), 0.0)   # 0.0: below the floor
 
     scores = {}
     for p in pairs:

@@ -47,7 +47,8 @@ from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 from mgcp.text import shorten
 
 OPERATION = "duplicate_detection"
-CONTAINMENT_FLOOR = 0.6     # action cosine below which no pair is a candidate, containment or not
+CONTAINMENT_FLOOR = 0.7     # action cosine below which no pair is a candidate (a contained action that at
+                            # most doubles its terms has a cosine of about 0.7 or more)
 CONTAINED_MIN_TERMS = 3     # a shorter action of fewer terms is not judged by containment
 CONTAINED_MAX_GROWTH = 2.0  # the longer action has at most this many times the shorter's terms
 
