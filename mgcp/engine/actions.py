@@ -291,9 +291,9 @@ async def _apply_all(store, config, finding, text, selection):
 
 
 ACTIONS = {
-    "apply_all": _apply_all, "archive": _archive, "delete": _delete, "update_trigger": _update_trigger, "refine": _refine,
+    "archive": _archive, "delete": _delete, "update_trigger": _update_trigger, "refine": _refine,
     "keep": _reject, "keep_both": _reject, "project_specific": _reject, "merge": _merge,
-    "delete_one": _delete_one, "link_all": _link_all, "link_subset": _link_subset,
+    "apply_all": _apply_all, "delete_one": _delete_one, "link_all": _link_all, "link_subset": _link_subset,
     "link_suggested": _link_suggested, "draft_lesson": _draft_lesson, "close_todo": _close_todo,
     "drop_todo": _drop_todo,
 }
