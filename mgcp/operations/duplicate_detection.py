@@ -23,9 +23,10 @@ an unlike trigger lowers it a little, the same trigger closes a little of the ga
   about once per copy: each copy is paired with the first of its group, and only that first one
   with other lessons (a rule in 30 files is 29 merges, not 435 pairs).
 
-Pairs are found by prefix-filtered all-pairs search over the actions (see
-`mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), at the
-lower of `review_threshold` and CONTAINMENT_FLOOR, then scored as above.
+Pairs are found by prefix-filtered all-pairs search over the actions at `review_threshold` (see
+`mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), plus
+the contained pairs, found through their rarest terms (`_containing`: their cosine may be lower;
+searching all pairs that low cost four times the time at 100k lessons), then scored as above.
 
 Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
 summary, see `mgcp.operations.cap`):
@@ -43,12 +44,10 @@ from dataclasses import dataclass
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
-from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
+from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend
 from mgcp.text import shorten
 
 OPERATION = "duplicate_detection"
-CONTAINMENT_FLOOR = 0.7     # action cosine below which no pair is a candidate (a contained action that at
-                            # most doubles its terms has a cosine of about 0.7 or more)
 CONTAINED_MIN_TERMS = 3     # a shorter action of fewer terms is not judged by containment
 CONTAINED_MAX_GROWTH = 2.0  # the longer action has at most this many times the shorter's terms
 
@@ -87,7 +86,7 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     trigger_weight = float(settings.get("trigger_weight", 0.1))
     trigger_support = float(settings.get("trigger_support", 0.05))
     factor = float(settings.get("containment_factor", 0.9))
-    floor = min(float(settings["review_threshold"]), CONTAINMENT_FLOOR)
+    floor = float(settings["review_threshold"])
     actions = {lesson.id: lesson.action or "" for lesson in lessons}
     triggers = {lesson.id: lesson.trigger or "" for lesson in lessons}
     action_vecs = backend.vectors(actions)
@@ -98,6 +97,9 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
         first.setdefault(copy_of[lesson_id], lesson_id)
     candidates = {(a, b) if a < b else (b, a): s for a, b, s in backend.pairs(actions, floor)
                   if _asked(a, b, copy_of, first)}
+    for a, b in _containing(action_vecs):
+        if _asked(a, b, copy_of, first):
+            candidates.setdefault((a, b) if a < b else (b, a), _dot(action_vecs[a], action_vecs[b]))
     for lesson_id, key in copy_of.items():  # each copy with its group's first
         if lesson_id != first[key]:
             pair = tuple(sorted((lesson_id, first[key])))
@@ -122,6 +124,31 @@ def _asked(a: str, b: str, copy_of: dict, first: dict) -> bool:
     if a in copy_of and copy_of[a] == copy_of.get(b):
         return a_first or b_first
     return a_first and b_first
+
+
+def _containing(vecs: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+    """Pairs whose longer action holds every term of the shorter and adds little (see
+    `_containment`), whatever their cosine: each action of CONTAINED_MIN_TERMS or more terms is
+    looked up through its two rarest terms, and only when the rarest is distinctive (in at most
+    DISTINCTIVE_DF actions), so the search stays linear."""
+    postings: dict[str, list[str]] = {}
+    for key, vec in vecs.items():
+        for term in vec:
+            postings.setdefault(term, []).append(key)
+    found = []
+    for key, vec in vecs.items():
+        if len(vec) < CONTAINED_MIN_TERMS:
+            continue
+        rarest = sorted(vec, key=lambda term: (len(postings[term]), term))[:2]
+        if len(postings[rarest[0]]) > DISTINCTIVE_DF:
+            continue
+        holders = set(postings[rarest[0]]).intersection(postings[rarest[1]])
+        for other in holders:
+            larger = vecs[other]
+            if other != key and len(vec) < len(larger) <= CONTAINED_MAX_GROWTH * len(vec) \
+                    and all(term in larger for term in vec):
+                found.append((key, other))
+    return found
 
 
 def _containment(a: dict[str, float], b: dict[str, float]) -> float:
