@@ -23,7 +23,8 @@ an unlike trigger lowers it a little, the same trigger closes a little of the ga
   about once per copy: each copy is paired with the first of its group, and only that first one
   with other lessons (a rule in 30 files is 29 merges, not 435 pairs).
 
-Pairs are found by prefix-filtered all-pairs search over the actions at `review_threshold` (see
+Pairs are found by prefix-filtered all-pairs search over the actions, from the lowest action
+similarity the same trigger can lift to `review_threshold` (see
 `mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), plus
 the contained pairs, found through their rarest terms (`_containing`: their cosine may be lower;
 searching all pairs that low cost four times the time at 100k lessons), then scored as above.
@@ -86,7 +87,9 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     trigger_weight = float(settings.get("trigger_weight", 0.1))
     trigger_support = float(settings.get("trigger_support", 0.05))
     factor = float(settings.get("containment_factor", 0.9))
-    floor = float(settings["review_threshold"])
+    # The lowest action similarity that the same trigger can still lift to the review threshold.
+    review_at = float(settings["review_threshold"])
+    floor = (review_at - trigger_support) / (1.0 - trigger_support) if trigger_support < 1 else 0.0
     actions = {lesson.id: lesson.action or "" for lesson in lessons}
     triggers = {lesson.id: lesson.trigger or "" for lesson in lessons}
     action_vecs = backend.vectors(actions)
