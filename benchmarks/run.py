@@ -174,7 +174,7 @@ def w_quality(a) -> dict:
         mates = {frozenset(p) for p in labels["topic_mate_pairs"]}
         tp = len(found & planted)
         # how hard the planted pairs are: their score in this corpus (0 below the candidate floor)
-        from mgcp.operations.similarity import LexicalBackend, _dot
+        from mgcp.operations.similarity import LexicalBackend, dot
         if hasattr(duplicate_detection, "score_pairs"):
             scores = duplicate_detection.score_pairs(lessons, settings, LexicalBackend())
 
@@ -185,7 +185,7 @@ def w_quality(a) -> dict:
             vecs = LexicalBackend().vectors({l.id: lesson_text(l) for l in lessons})
 
             def pair_score(x, y):
-                return _dot(vecs[x], vecs[y])
+                return dot(vecs[x], vecs[y])
         sims = sorted(pair_score(a_, b_) for a_, b_ in labels["duplicate_pairs"])
         mate_sims = sorted(pair_score(a_, b_) for a_, b_ in labels["topic_mate_pairs"])
         out["dup"] = {

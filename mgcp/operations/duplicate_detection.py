@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache
-from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend
+from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
 from mgcp.text import shorten
 
 OPERATION = "duplicate_detection"
@@ -102,7 +102,7 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
                   if _asked(a, b, copy_of, first)}
     for a, b in _containing(action_vecs):
         if _asked(a, b, copy_of, first):
-            candidates.setdefault((a, b) if a < b else (b, a), _dot(action_vecs[a], action_vecs[b]))
+            candidates.setdefault((a, b) if a < b else (b, a), dot(action_vecs[a], action_vecs[b]))
     for lesson_id, key in copy_of.items():  # each copy with its group's first
         if lesson_id != first[key]:
             pair = tuple(sorted((lesson_id, first[key])))
@@ -111,7 +111,7 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     for (a, b), cosine in candidates.items():
         is_copy = a in copy_of and copy_of[a] == copy_of.get(b)
         action = max(cosine, factor * _containment(action_vecs[a], action_vecs[b]))
-        trigger = _dot(trigger_vecs[a], trigger_vecs[b])
+        trigger = dot(trigger_vecs[a], trigger_vecs[b])
         value = action + trigger_support * trigger * (1.0 - action) - trigger_weight * (1.0 - trigger) * action
         if is_copy:
             value = max(value, merge_at)
@@ -161,12 +161,6 @@ def _containment(a: dict[str, float], b: dict[str, float]) -> float:
         return 0.0
     total = sum(small.values())
     return sum(w for f, w in small.items() if f in large) / total if total else 0.0
-
-
-def _dot(a: dict[str, float], b: dict[str, float]) -> float:
-    if len(a) > len(b):
-        a, b = b, a
-    return sum(w * b[f] for f, w in a.items() if f in b)
 
 
 def _shared_tags(a: Lesson, b: Lesson) -> float:

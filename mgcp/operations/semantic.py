@@ -37,13 +37,12 @@ rem-config.yaml, so nothing is downloaded unless asked.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
 
 from mgcp.operations.shared import CycleCache, shared
-from mgcp.operations.similarity import Doc, LexicalBackend, SimilarityBackend, top_k
+from mgcp.operations.similarity import Doc, LexicalBackend, SimilarityBackend, dot, top_k
 
 BLOCK_ENTRIES = 1 << 22  # scores held at once (float32): 16 MiB
 TOLERANCE = 1e-6         # float32 rounding: identical texts score 0.99999994, not 1
@@ -121,7 +120,7 @@ class SemanticBackend(SimilarityBackend):
             best[(i, j)] = max(s, _score(matrix[i] @ matrix[j]))
         for i, j, s in embedding_nearest(matrix, min_similarity, k):
             if (i, j) not in best:
-                best[(i, j)] = max(s, _cosine(lexical[keys[i]], lexical[keys[j]]))
+                best[(i, j)] = max(s, dot(lexical[keys[i]], lexical[keys[j]]))
         return top_k(_ordered(keys, best), k)
 
 
@@ -183,10 +182,6 @@ def _ordered(keys: list[Doc], scores: dict[tuple[int, int], float]) -> list[tupl
     """Pairs sorted like `SimilarityBackend.pairs`: highest first, then by document order."""
     ranked = sorted(scores.items(), key=lambda item: (-round(item[1], 9), item[0]))
     return [(keys[i], keys[j], s) for (i, j), s in ranked]
-
-
-def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
-    return math.fsum([a[f] * b[f] for f in a.keys() & b.keys()])
 
 
 def _score(dot) -> float:

@@ -114,7 +114,7 @@ class LexicalBackend(SimilarityBackend):
     def similarity(self, a: str, b: str) -> float:
         counts = self.counts({0: a, 1: b})
         va, vb = (_normalise({f: 1.0 + math.log(tf) for f, tf in counts[k].items()}) for k in (0, 1))
-        return _dot(va, vb)
+        return dot(va, vb)
 
     # -- all pairs -------------------------------------------------------------------------------
 
@@ -282,6 +282,7 @@ def _normalise(vec: dict[str, float]) -> dict[str, float]:
     return {f: w / norm for f, w in vec.items()} if norm else {}
 
 
-def _dot(a: dict[str, float], b: dict[str, float]) -> float:
+def dot(a: dict[str, float], b: dict[str, float]) -> float:
+    """The dot product of two sparse vectors: their cosine, when both are L2-normalised."""
     # The key intersection runs in C; candidates usually share only a few words.
     return math.fsum([a[f] * b[f] for f in a.keys() & b.keys()])
