@@ -63,6 +63,7 @@ class Score:
 
 def run(lessons: list[Lesson], settings: dict,
         backend: SimilarityBackend | None = None, cache: CycleCache | None = None) -> list[RemFinding]:
+    cache = cache or CycleCache()  # the action vectors are read twice: scoring and the pair search
     backend = backend or LexicalBackend(cache)
     by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
     merge_at = float(settings["merge_threshold"])
