@@ -158,11 +158,18 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     progress = progress or (lambda message: None)
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id, model)
+    state = await store.rem.state(project.project_id)
     for index, plan_item in enumerate(plan, 1):
         op, t0 = plan_item.operation, time.perf_counter()
         progress(f"[{index}/{len(plan)}] {op} ...")
         try:
-            findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
+            digest = await _input_digest(store, op, settings[op], config.similarity)
+            if digest and digest == _last_result(state.get(op)).get("input_digest"):
+                findings, summary, output = [], {"skipped": True, "unchanged": True, "input_digest": digest}, None
+            else:
+                findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
+                if digest:
+                    summary["input_digest"] = digest
             analysis = _Analysis(plan_item, findings, summary, output, 0.0)
         except Exception as exc:  # reported in the run; the other operations still run
             analysis = _Analysis(plan_item, [], {}, None, 0.0, f"{type(exc).__name__}: {exc}")
@@ -170,6 +177,29 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         progress(f"[{index}/{len(plan)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         yield analysis
+
+
+# Operations whose findings depend only on the active lessons' content, their own settings and the
+# answers given to their findings: with none of these changed since their last run in the project,
+# a run would find exactly what is already stored, so it is skipped ("unchanged").
+DIGESTED = ("duplicate_detection", "community_detection")
+
+
+async def _input_digest(store: Store, op: str, settings: dict, similarity: dict) -> str | None:
+    if op not in DIGESTED:
+        return None
+    answered = await store.rem.answers(op)
+    lessons = await store.lessons.content_digest()
+    described = json.dumps([op, settings, similarity, answered, lessons], sort_keys=True, default=str)
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _last_result(row: dict | None) -> dict:
+    try:
+        result = json.loads((row or {}).get("last_run_result") or "{}")
+    except ValueError:
+        return {}
+    return result if isinstance(result, dict) else {}
 
 
 async def _replay(analyses: list[_Analysis]) -> AsyncIterator[_Analysis]:

@@ -8,6 +8,7 @@ step in that transaction too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -319,3 +320,16 @@ class Lessons:
     async def recent_queries(self, since: str) -> list[str]:
         rows = await self.db.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])
         return [r["query"] for r in rows]
+
+    async def content_digest(self) -> str:
+        """A digest of what the operations that compare lessons read of the active ones: ids,
+        versions, triggers, actions, tags and links. Use (counts, times) is left out: it changes
+        with every query and decides nothing those operations find."""
+        rows = await self.db.fetchall(
+            """SELECT l.id, l.version, l.trigger, l.action, l.tags, l.relationships FROM lessons l
+               LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+               WHERE COALESCE(c.status, 'active') = 'active' ORDER BY l.id""")
+        digest = hashlib.sha256()
+        for row in rows:
+            digest.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()

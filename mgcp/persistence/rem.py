@@ -97,6 +97,15 @@ class RemLedger:
                ORDER BY created_at DESC LIMIT 1""", [fingerprint])
         return finding_from_row(row) if row else None
 
+    async def answers(self, operation: str) -> tuple:
+        """How many of an operation's findings people (or --auto) have answered, when the last
+        answer was given, and when the last action (of any run) was undone: an answer or an undo
+        changes this, a new or retired finding does not."""
+        row = await self.db.fetchone(
+            """SELECT count(*), max(resolved_at), (SELECT max(undone_at) FROM rem_actions)
+               FROM rem_findings WHERE operation = ? AND status IN ('applied', 'rejected')""", [operation])
+        return tuple(row)
+
     async def insert_finding(self, finding: RemFinding) -> None:
         await self.db.insert("rem_findings", {
             "id": finding.id, "run_id": finding.run_id, "project_id": finding.project_id,

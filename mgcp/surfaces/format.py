@@ -112,7 +112,9 @@ def cycle(report: RemCycleReport) -> str:
     ran = ", ".join(o.operation for o in report.operations) or "nothing (no operation is due)"
     lines = [f"REM run {report.run_id} at session {report.session_number}: ran {ran} in {report.duration_ms:.0f} ms"]
     for o in report.operations:
-        lines.append(f"  {o.operation:22} {o.findings:>4} new finding(s)" + (f"  FAILED: {o.error}" if o.error else ""))
+        unchanged = "  (nothing it reads changed since its last run)" if o.summary.get("skipped") else ""
+        lines.append(f"  {o.operation:22} {o.findings:>4} new finding(s)" + unchanged
+                     + (f"  FAILED: {o.error}" if o.error else ""))
     return "\n".join(lines)
 
 

@@ -1,0 +1,73 @@
+"""A repeat REM cycle over knowledge that did not change skips the operations that compare lessons,
+and finds again as soon as what they read changes: a lesson, a setting, an answer or an undo."""
+
+from mgcp import engine
+from mgcp.config import parse_config
+
+OPS = ["duplicate_detection", "community_detection"]
+CONFIG = parse_config({"rem": {"duplicate_detection": {"max_findings": 1}}}, "test")
+P = "/work/alpha"
+
+
+async def _seed(store):
+    for i, words in enumerate(["cache keys", "retry loops", "log levels"]):
+        action = f"Always name the {words} after the module that owns them, never after the caller."
+        await store.lessons.add(f"rule-{i}-a", f"when writing {words}", action, tags=[f"t{i}"])
+        await store.lessons.add(f"rule-{i}-b", f"when adding {words}", action, tags=[f"t{i}"])
+
+
+def _unchanged(report):
+    return {o.operation: bool(o.summary.get("skipped")) for o in report.operations}
+
+
+async def _pending(store):
+    return sorted(f.fingerprint for f in await engine.pending_findings(store, P))
+
+
+def test_an_unchanged_knowledge_base_skips_the_comparing_operations_and_any_change_reruns_them(db, run):
+    async def scenario(store):
+        await _seed(store)
+        seen = {}
+        first = await engine.run_cycle(store, CONFIG, P, OPS)
+        seen["first"] = (_unchanged(first), len(first.findings))
+        again = await engine.run_cycle(store, CONFIG, P, OPS)
+        seen["again"] = (_unchanged(again), len(again.findings))
+        await store.query("cache keys")  # a query counts a use: nothing they read
+        seen["after query"] = _unchanged(await engine.run_cycle(store, CONFIG, P, OPS))
+        shown = next(f for f in await engine.pending_findings(store, P) if f.kind.startswith("duplicate"))
+        keep_both = next(i for i, o in enumerate(shown.options, 1) if o.action == "keep_both")
+        await engine.resolve(store, CONFIG, shown.id, keep_both, project_path=P)
+        seen["after an answer"] = _unchanged(await engine.run_cycle(store, CONFIG, P, OPS))
+        await engine.undo_finding(store, shown.id)
+        seen["after an undo"] = _unchanged(await engine.run_cycle(store, CONFIG, P, OPS))
+        await store.lessons.refine("rule-2-b", action="Name log levels after the owning module.",
+                                   reason="shorter")
+        seen["after a refine"] = _unchanged(await engine.run_cycle(store, CONFIG, P, OPS))
+        other = parse_config({"rem": {"duplicate_detection": {"max_findings": 1, "review_threshold": 0.7}}}, "t")
+        seen["after a setting"] = _unchanged(await engine.run_cycle(store, other, P, OPS))
+        return seen
+
+    seen = run(db, scenario)
+    assert seen["first"][0] == {op: False for op in OPS} and seen["first"][1] > 0
+    assert seen["again"] == ({op: True for op in OPS}, 0)
+    assert seen["after query"] == {op: True for op in OPS}
+    assert seen["after an answer"] == {"duplicate_detection": False, "community_detection": True}
+    assert seen["after an undo"]["duplicate_detection"] is False  # any undo reruns both
+    assert seen["after a refine"] == {op: False for op in OPS}
+    assert seen["after a setting"]["duplicate_detection"] is False
+    assert seen["after a setting"]["community_detection"] is True  # its own settings did not change
+
+
+def test_deleting_the_kept_state_costs_time_and_changes_no_result(db, run):
+    async def scenario(store):
+        await _seed(store)
+        await engine.run_cycle(store, CONFIG, P, OPS)
+        before = await _pending(store)
+        await store.db.conn.execute("UPDATE rem_state SET last_run_result = NULL")
+        await store.db.conn.commit()
+        report = await engine.run_cycle(store, CONFIG, P, OPS)
+        return before, _unchanged(report), len(report.findings), await _pending(store)
+
+    before, unchanged, new, after = run(db, scenario)
+    assert unchanged == {op: False for op in OPS}  # it ran again in full...
+    assert new == 0 and after == before            # ...and found exactly what is already stored
