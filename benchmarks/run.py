@@ -41,7 +41,8 @@ sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
 
 SIZES = {"small": (1_000, 10_000), "medium": (10_000, 100_000), "large": (100_000, 1_000_000)}
-FIGURES = ["build", "migrate", "query", "refine", "save", "cli", "hook", "rem", "dup", "theme", "bootstrap"]
+FIGURES = ["build", "migrate", "query", "refine", "save", "cli", "hook", "rem", "repeat", "dup", "theme",
+           "bootstrap"]
 OPERATIONS = ["staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
               "context_summary"]
 HOOK = REPO / "hooks" / "rem-cycle-trigger.py"
@@ -142,6 +143,63 @@ def w_rem(a) -> dict:
            for r in report.operations}
     return {"seconds": wall, "cycle_ms": report.duration_ms, "operations": ops,
             "findings": len(report.findings), "base_mib": base, "peak_mib": peak_mib()}
+
+
+def w_repeat(a) -> dict:
+    """A full cycle on a fresh REM state, the same cycle again with nothing changed, then again
+    after 1% of the lessons changed (a third each refined, added, archived) and 1% more history
+    (context saves in new sessions of the main project): the three cycle times and their ops."""
+    from mgcp.config import DEFAULTS, RemConfig
+    from mgcp.engine.cycle import run_cycle
+    from mgcp.models import LessonStatus
+    from mgcp.persistence.store import Store
+
+    conn = sqlite3.connect(a.db)
+    for table in REM_TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    conn.commit()
+    conn.close()
+    rng = random.Random(a.seed)
+    config = RemConfig(copy.deepcopy(DEFAULTS))
+
+    async def cycle(store):
+        report = await run_cycle(store, config, a.project, operations=list(OPERATIONS))
+        return {"ms": report.duration_ms, "findings": len(report.findings),
+                "operations": {r.operation: {"ms": r.duration_ms, "skipped": bool(r.summary.get("skipped")),
+                                             "error": r.error} for r in report.operations}}
+
+    async def change(store):
+        ids = [r[0] for r in await store.db.fetchall("SELECT id FROM lessons ORDER BY id")]
+        third = max(1, len(ids) // 300)
+        picked = rng.sample(ids, 2 * third)
+        for lid in picked[:third]:
+            lesson = await store.lessons.get(lid)
+            await store.lessons.refine(lid, "benchmark change", action=lesson.action + " Check it twice.")
+        for lid in picked[third:]:
+            await store.lessons.set_lifecycle(lid, LessonStatus.archived, "benchmark change")
+        for i, lid in enumerate(rng.sample(ids, third)):
+            lesson = await store.lessons.get(lid)
+            await store.lessons.add(f"bench-new-{i:05d}", lesson.trigger + " again", "Prefer " + lesson.action)
+        words = [w for r in await store.db.fetchall("SELECT trigger FROM lessons LIMIT 200") for w in r[0].split()]
+        rows = await store.count("context_history")
+        for i in range(max(1, rows // 100)):
+            if i % 3 == 0:
+                await store.context.register_session(a.project, f"bench-repeat-{i}")
+            await store.context.save(a.project, notes=f"Repeat save {i}: {' '.join(rng.sample(words, 6))}",
+                                     active_files=[f"src/repeat_{i % 5}.py"])
+        return {"refined": third, "archived": third, "added": third, "history_rows": max(1, rows // 100)}
+
+    async def main():
+        async with Store.open(a.db) as store:
+            full = await cycle(store)
+            same = await cycle(store)
+            changed = await change(store)
+            after = await cycle(store)
+        return {"full": full, "same": same, "changed": changed, "after": after}
+
+    out = asyncio.run(main())
+    out["peak_mib"] = peak_mib()
+    return out
 
 
 def w_quality(a) -> dict:
@@ -335,7 +393,7 @@ def w_bootstrap(a) -> dict:
 
 
 WORKERS = {"build": w_build, "legacy_build": w_legacy_build, "migrate": w_migrate, "rem": w_rem,
-           "quality": w_quality, "latency": w_latency, "bootstrap": w_bootstrap}
+           "repeat": w_repeat, "quality": w_quality, "latency": w_latency, "bootstrap": w_bootstrap}
 
 
 def worker_main(argv: list[str]) -> None:
@@ -418,7 +476,8 @@ class Bench:
     # -- figures -----------------------------------------------------------------------------------
 
     def run_size(self, size: str) -> None:
-        needs_db = any(self.want(f) for f in ["query", "refine", "save", "cli", "hook", "rem", "dup", "theme"])
+        needs_db = any(self.want(f) for f in ["query", "refine", "save", "cli", "hook", "rem", "repeat", "dup",
+                                              "theme"])
         if self.want("migrate"):
             self.guard(f"migrate/{size}", self.fig_migrate, size)
         if not needs_db:
@@ -430,6 +489,8 @@ class Bench:
             self.guard(f"quality/{size}", self.fig_quality, size, work, pristine, what)
         if self.want("rem"):
             self.guard(f"rem/{size}", self.fig_rem, size, work)
+        if self.want("repeat"):
+            self.guard(f"repeat/{size}", self.fig_repeat, size, pristine)
         lat = [w for w in ("query", "refine", "save") if self.want(w)]
         if lat:
             self.guard(f"latency/{size}", self.fig_latency, size, work, pristine, lat)
@@ -536,6 +597,27 @@ class Bench:
             ms = statistics.median(v["ms"] for v in vals)
             self.add(f"  REM {op}", size, round(ms / 1000, 3), "s", None, None, True, None,
                      f"{statistics.median(v['findings'] for v in vals):.0f} findings")
+
+    def fig_repeat(self, size, pristine) -> None:
+        runs = []
+        for i in range(self.args.repeat):
+            self.log(f"repeat {size} run {i + 1}/{self.args.repeat}")
+            work = self.working_copy(pristine, f"repeat-{size}.db")  # each run changes its copy
+            runs.append(run_worker("repeat", db=work, seed=self.args.seed + i))
+        self.details[f"repeat/{size}"] = runs
+        large = size == "large"
+        for key, figure, target in (("full", "REM full cycle, then", None),
+                                    ("same", "REM repeat cycle, nothing changed", ("< 1 s (at large)", 1)),
+                                    ("after", "REM repeat cycle, 1% changed", ("< 5 s (at large)", 5))):
+            seconds = statistics.median(r[key]["ms"] for r in runs) / 1000
+            ops = runs[len(runs) // 2][key]["operations"]
+            note = "; ".join(f"{op.split('_')[0]} {v['ms'] / 1000:.1f}s" + (" skipped" if v["skipped"] else "")
+                             for op, v in ops.items())
+            if key == "after":
+                note = f"after {runs[0]['changed']}: " + note
+            self.add(figure, size, round(seconds, 2), "s", target[0] if target else None,
+                     seconds < target[1] if target else None, large, None, note,
+                     target[1] if target else None)
 
     def fig_latency(self, size, work, pristine, what) -> None:
         self.log(f"latency {size}: {','.join(what)}")
