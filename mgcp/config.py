@@ -48,7 +48,7 @@ DEFAULTS: dict[str, dict] = {
         "strategy": "fibonacci", "intervals": [5, 8, 13, 21, 34],
         "seed": 42, "resolution": 1.0, "similarity_edge_threshold": 0.35,
         "similarity_edge_weight": 0.3, "shared_tag_weight": 0.1, "max_tag_frequency": 50,
-        "min_cluster_size": 3, "max_findings": 50,
+        "min_cluster_size": 3, "max_findings": 50, "louvain": "auto",
     },
     "knowledge_extraction": {
         "strategy": "logarithmic", "base_interval": 10, "scale": 2.0,
@@ -241,6 +241,7 @@ def _merge_operations(target: dict, given: object, source: str, prefix: str) -> 
                 )
 
 
+LOUVAIN = ("auto", "python-louvain", "igraph")  # community_detection.louvain
 MAX_SETTING = 1_000_000_000  # larger numbers are typos; they would also overflow SQLite's integers
 
 
@@ -266,6 +267,8 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
         wrong = not ok and STRATEGY_KEYS["fibonacci"]["intervals"]
     elif key in ("base_interval", "scale"):
         wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
+    elif key == "louvain":
+        wrong = value not in LOUVAIN and ", ".join(LOUVAIN)
     elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
     elif isinstance(defaults.get(key), float):

@@ -37,6 +37,7 @@ def test_changing_strategy_requires_its_parameters():
     ("rem:\n  staleness_scan:\n    interval: 0\n", "whole number from 1 to 1000000000"),
     ("rem:\n  staleness_scan:\n    colour: red\n", "unknown key 'rem.staleness_scan.colour'"),
     ("rem: [\n", "not valid YAML"),
+    ("rem:\n  community_detection:\n    louvain: networkx\n", "allowed: auto, python-louvain, igraph"),
 ])
 def test_bad_config_names_file_key_and_allowed_values(tmp_path, text, needle):
     path = tmp_path / "bad.yaml"

@@ -1,4 +1,7 @@
 import hashlib
+import importlib.util
+
+import pytest
 
 from mgcp.config import DEFAULTS
 from mgcp.models import Lesson, Relationship
@@ -175,12 +178,18 @@ for n in range(240):
     lessons.append(Lesson(id=f"l{n:03d}", trigger="when " + " ".join(words[:3]),
                           action="do " + " ".join(words[3:]), relationships=links,
                           created_at="2026-01-01T00:00:00+00:00", last_refined="2026-01-01T00:00:00+00:00"))
-result = community_detection.run(lessons, None, DEFAULTS["community_detection"])
+import sys
+settings = {**DEFAULTS["community_detection"], "louvain": sys.argv[1]}
+result = community_detection.run(lessons, None, settings)
 print(json.dumps([c["member_ids"] for c in result.communities]))
 """
 
+IMPLEMENTATIONS = ["python-louvain", pytest.param("igraph", marks=pytest.mark.skipif(
+    importlib.util.find_spec("igraph") is None, reason="the [fast] extra (igraph) is not installed"))]
 
-def test_the_partition_does_not_depend_on_the_hash_seed():
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_the_partition_does_not_depend_on_the_hash_seed(implementation):
     import json
     import os
     import subprocess
@@ -189,8 +198,27 @@ def test_the_partition_does_not_depend_on_the_hash_seed():
     outputs = []
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", PARTITION_SCRIPT], env=env, capture_output=True,
+        out = subprocess.run([sys.executable, "-c", PARTITION_SCRIPT, implementation], env=env, capture_output=True,
                              text=True, check=True).stdout
         outputs.append(json.loads(out))
     assert len(outputs[0]) > 3
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_each_louvain_finds_the_clear_communities(implementation):
+    result = community_detection.run(kb(), None, {**SETTINGS, "louvain": implementation})
+    members = [set(c["member_ids"]) for c in result.communities]
+    assert {"webhook-retry-logic", "webhook-signature-verify", "webhook-dead-letter-replay",
+            "webhook-timeout-handling"} in members
+    assert {"git-small-commits", "git-rebase-before-push", "git-no-force-push"} in members
+
+
+def test_the_louvain_setting_is_part_of_the_graph_hash_and_igraph_missing_is_a_clear_error(monkeypatch):
+    a = community_detection.run(kb(), None, {**SETTINGS, "louvain": "python-louvain"})
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
+    b = community_detection.run(kb(), None, {**SETTINGS, "louvain": "auto"})  # falls back
+    assert b.graph_hash == a.graph_hash
+    monkeypatch.setitem(__import__("sys").modules, "igraph", None)
+    with pytest.raises(RuntimeError, match=r"louvain is 'igraph' but igraph is not installed"):
+        community_detection.run(kb(), None, {**SETTINGS, "louvain": "igraph"})

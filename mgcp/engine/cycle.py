@@ -29,7 +29,9 @@ from mgcp.operations.shared import CycleCache
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.store import Store
 
-Progress = Callable[[str], None]
+# Called progress(message) when an operation starts and ends, and progress(message, fraction) as
+# the long loop of a running operation advances (fraction from 0 to 1, from a worker thread).
+Progress = Callable[..., None]
 
 
 def check_operations(names: list[str] | None) -> list[str] | None:
@@ -155,13 +157,14 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     """Each planned operation's analysis, one by one. Nothing is written and no transaction is
     open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering."""
-    progress = progress or (lambda message: None)
+    progress = progress or (lambda message, fraction=None: None)
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id, model)
     state = await store.rem.state(project.project_id)
     for index, plan_item in enumerate(plan, 1):
         op, t0 = plan_item.operation, time.perf_counter()
         progress(f"[{index}/{len(plan)}] {op} ...")
+        inputs.cache.progress = (lambda fraction, label=f"[{index}/{len(plan)}] {op}": progress(label, fraction))
         try:
             digest = await _input_digest(store, op, settings[op], config.similarity)
             if digest and digest == _last_result(state.get(op)).get("input_digest"):
@@ -176,6 +179,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         analysis.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
         progress(f"[{index}/{len(plan)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
+        inputs.cache.progress = None
         yield analysis
 
 

@@ -91,8 +91,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for a, b, w in edges:
         adjacency[a][b] = adjacency[b][a] = w
 
-    partition = _partition(adjacency, edges, float(settings.get("resolution", 1.0)),
-                           int(settings.get("seed", 42)))
+    partition = partition_with(louvain(settings))(adjacency, edges, float(settings.get("resolution", 1.0)),
+                                                  int(settings.get("seed", 42)))
     groups: dict[int, list[str]] = defaultdict(list)
     for node, label in partition.items():
         groups[label].append(node)
@@ -149,6 +149,49 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 # -- graph ---------------------------------------------------------------------------------------
 
 _REST = ""  # the rest of the graph in a part's Louvain run; never a lesson id
+
+
+def louvain(settings: dict) -> str:
+    """The Louvain implementation the `louvain` setting names: "auto" is igraph's compiled one when
+    the optional extra is installed (`pip install 'mgcp[fast]'`), else python-louvain. Each gives
+    the same partition for the same graph and seed every time; the two may differ from each other."""
+    choice = settings.get("louvain", "auto")
+    if choice != "auto":
+        return choice
+    from importlib.util import find_spec
+
+    return "igraph" if find_spec("igraph") else "python-louvain"
+
+
+def partition_with(name: str):
+    if name == "igraph":
+        try:
+            import igraph  # noqa: F401
+        except ImportError:
+            raise RuntimeError("community_detection.louvain is 'igraph' but igraph is not installed "
+                               "(pip install 'mgcp[fast]')") from None
+        return _partition_igraph
+    return _partition
+
+
+def _partition_igraph(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, str, float]],
+                      resolution: float, seed: int) -> dict[str, int]:
+    """igraph's multilevel (Louvain) on the whole graph at once, vertices in sorted order and the
+    random choices drawn from a generator seeded with `seed`."""
+    import random
+
+    import igraph
+
+    nodes = sorted(adjacency)
+    index = {node: i for i, node in enumerate(nodes)}
+    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges])
+    igraph.set_random_number_generator(random.Random(seed))
+    try:
+        clustering = graph.community_multilevel(weights=[w for _, _, w in edges] or None,
+                                                resolution=resolution)
+    finally:
+        igraph.set_random_number_generator(random)
+    return dict(zip(nodes, clustering.membership))
 
 
 def _partition(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, str, float]],
@@ -248,7 +291,8 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
 
 def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], settings: dict) -> str:
     h = hashlib.sha256()
-    h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')}\n".encode())
+    h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
+             f"louvain={louvain(settings)}\n".encode())
     for lesson in ordered:
         h.update(f"{lesson.id}@{lesson.version}\n".encode())
     for a, b, w in edges:

@@ -48,7 +48,7 @@ from collections.abc import Hashable
 from itertools import chain
 
 from mgcp import text
-from mgcp.operations.shared import CycleCache, shared
+from mgcp.operations.shared import CycleCache, shared, ticker
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -142,7 +142,9 @@ class LexicalBackend(SimilarityBackend):
         found: list[tuple[int, int, float]] = []
         floor = min_similarity - 1e-12
         fsum = math.fsum
+        tick = ticker(self.cache)
         for i, vec in enumerate(vecs):
+            tick(i, len(vecs))
             if not vec:
                 continue
             features = sorted(vec, key=rank.__getitem__)
@@ -191,7 +193,9 @@ class LexicalBackend(SimilarityBackend):
         floor = min_similarity - 1e-12
         fsum = math.fsum
         scored: dict[tuple[int, int], float] = {}
+        tick = ticker(self.cache)
         for i, vec in enumerate(vecs):
+            tick(i, len(vecs))
             # rarest words first, so that among equal counts the documents sharing a rarer word win
             lists = [postings[f] for f in sorted(vec, key=lambda f: (df[f], f)) if df[f] <= DISTINCTIVE_DF]
             counts = Counter(chain.from_iterable(lists))

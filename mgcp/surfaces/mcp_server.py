@@ -41,6 +41,14 @@ from mgcp.surfaces.mcp_tools import Service, Tools
 
 log = logging.getLogger("mgcp.mcp")
 
+
+def _progress(message: str, fraction: float | None = None) -> None:
+    """A REM run's progress in the server's log: its lines, and every quarter of a long operation."""
+    if fraction is None:
+        log.info(message)
+    elif round(fraction * 100) % 25 == 0 and fraction > 0:
+        log.info("%s: %d%%", message, round(fraction * 100))
+
 INSTRUCTIONS = """\
 mgcp keeps versioned lessons (what to do in which situation, and why) and each project's context
 across sessions. Call query_lessons before unfamiliar work; add_lesson when you learn something
@@ -78,7 +86,7 @@ def guarded(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
 def build_server(db: str | None = None, config: str | None = None) -> MCPServer:
     """The MCP server with every tool registered (not started)."""
     server = MCPServer("mgcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    tools = Tools(Service(db, config, log.info))
+    tools = Tools(Service(db, config, _progress))
     for name in Tools.NAMES:
         server.add_tool(guarded(getattr(tools, name)), name=name)
     return server

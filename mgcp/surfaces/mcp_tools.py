@@ -88,7 +88,7 @@ class Service:
     """What every tool needs: the database and the REM config, both resolved per call. Each call
     opens the store and closes it before returning, so no lock is held between calls."""
 
-    def __init__(self, db: str | None, config: str | None, log: Callable[[str], None]):
+    def __init__(self, db: str | None, config: str | None, log: Callable[..., None]):
         self.db, self.config, self.log = db, config, log
 
     async def run(self, work: Callable[[Any], Awaitable[Any]], create: bool = True) -> Any:

@@ -8,6 +8,7 @@ import typer
 from mgcp.errors import ConflictError, InvalidInputError, MgcpError
 from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config, noun, note, print_json,
                                    project_path, with_store)
+from mgcp.surfaces.cli.progress import reporter
 
 rem_app = noun("rem", "The REM consolidation cycle: status, run, review, resolve, undo.")
 
@@ -45,7 +46,8 @@ def run(project: Project = None,
     engine.check_operations(op)
     if dry_run and not auto:
         raise InvalidInputError("--dry-run goes with --auto")
-    result = with_store(db, lambda s: engine.run(s, cfg, path, op, auto, dry_run, progress=note))
+    with reporter(json) as report:
+        result = with_store(db, lambda s: engine.run(s, cfg, path, op, auto, dry_run, progress=report))
     if json:
         print_json(result)
     else:
