@@ -6,7 +6,7 @@ datetime). JSON-ish fields are plain Python lists and dicts.
 
 
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel as _PydanticModel
 from pydantic import ConfigDict, Field
@@ -62,6 +62,20 @@ class Lesson(BaseModel):
     status: LessonStatus = LessonStatus.active
     superseded_by: str | None = None
     project_id: str | None = None  # set when the lesson was marked project-specific
+
+
+class LessonUse(NamedTuple):
+    """What is read of every active lesson to judge its use: its texts, version, use and times, but
+    not its tags, examples or links (a read of all lessons far cheaper than `Lesson`'s)."""
+
+    id: str
+    trigger: str
+    action: str
+    version: int
+    usage_count: int
+    created_at: str
+    last_refined: str
+    last_used: str | None
 
 
 class LessonVersion(BaseModel):

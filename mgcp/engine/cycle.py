@@ -346,7 +346,7 @@ async def _staleness(store, project, settings, inputs):
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.lessons.recent_queries(since)
-    findings = await asyncio.to_thread(staleness_scan.run, await inputs.lessons(), queries, now, settings)
+    findings = await asyncio.to_thread(staleness_scan.run, await store.lessons.uses(), queries, now, settings)
     return findings, {"queries_in_window": len(queries)}, None
 
 
@@ -384,6 +384,8 @@ async def _extraction(store, project, settings, inputs):
 
     state = (await store.rem.state(project.project_id)).get("knowledge_extraction", {})
     history = await inputs.history(int(state.get("last_run_session") or 0) - 1)
+    if not history:
+        return [], {"snapshots": 0}, None
     findings = await asyncio.to_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
                                        inputs.cache)
     for finding in findings:  # the same theme in two projects is two findings

@@ -19,13 +19,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from mgcp import text
-from mgcp.models import FindingOption, Lesson, RemFinding
+from mgcp.models import FindingOption, LessonUse, RemFinding
 from mgcp.operations import fingerprint, parse_time, subject_identity, subject_of
 
 OPERATION = "staleness_scan"
 
 
-def run(lessons: list[Lesson], recent_queries: list[str], now: datetime,
+def run(lessons: list[LessonUse], recent_queries: list[str], now: datetime,
         settings: dict) -> list[RemFinding]:
     query_words: set[str] = set()
     for query in recent_queries:
@@ -60,7 +60,7 @@ def run(lessons: list[Lesson], recent_queries: list[str], now: datetime,
             for _, lesson, reasons, facts in scored[:limit]]
 
 
-def _finding(lesson: Lesson, reasons: list[str], facts: dict, query_count: int,
+def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: int,
              window: int) -> RemFinding:
     kind = reasons[0]
     subject = subject_of(lesson)

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from mgcp.errors import InvalidInputError, NotFoundError
-from mgcp.models import Lesson, LessonStatus, LessonVersion, Relationship
+from mgcp.models import Lesson, LessonStatus, LessonUse, LessonVersion, Relationship
 from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.text import query_terms
 from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
@@ -90,6 +90,16 @@ class Lessons:
             sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE json_each.value = ?)"
             params.append(tag)
         return [lesson_from_row(r) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
+
+    async def uses(self) -> list[LessonUse]:
+        """Every active lesson's use (see `LessonUse`), by id."""
+        rows = await self.db.fetchall(
+            """SELECT l.id, l.trigger, l.action, l.version, l.usage_count, l.created_at, l.last_refined,
+                      l.last_used
+               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+               WHERE COALESCE(c.status, 'active') = 'active' ORDER BY l.id""")
+        return [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7])
+                for r in rows]
 
     async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,
