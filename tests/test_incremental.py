@@ -71,3 +71,38 @@ def test_deleting_the_kept_state_costs_time_and_changes_no_result(db, run):
     before, unchanged, new, after = run(db, scenario)
     assert unchanged == {op: False for op in OPS}  # it ran again in full...
     assert new == 0 and after == before            # ...and found exactly what is already stored
+
+
+def test_findings_answered_dont_ask_again_make_room_for_the_next_ones_beyond_the_cap(db, run):
+    """Cap 1: keeping the shown pair shows the next pair in the next run; answering the summary
+    "don't ask about these again" keeps the rest away for good."""
+    async def answer(store, finding, action):
+        option = next(i for i, o in enumerate(finding.options, 1) if o.action == action)
+        await engine.resolve(store, CONFIG, finding.id, option, project_path=P)
+
+    async def shown(store):
+        pending = await engine.pending_findings(store, P)
+        pairs = [f for f in pending if f.kind.startswith("duplicate_")]
+        summaries = [f for f in pending if f.kind == "summary"]
+        return pairs, summaries
+
+    async def scenario(store):
+        await _seed(store)
+        seen = []
+        await engine.run_cycle(store, CONFIG, P, ["duplicate_detection"])
+        pairs, summaries = await shown(store)
+        seen.append((len(pairs), summaries[0].data["count"]))
+        await answer(store, pairs[0], "keep_both")
+        await engine.run_cycle(store, CONFIG, P, ["duplicate_detection"])
+        pairs2, summaries2 = await shown(store)
+        seen.append((len(pairs2), summaries2[0].data["count"], pairs2[0].fingerprint != pairs[0].fingerprint))
+        await answer(store, summaries2[0], "keep")
+        await answer(store, pairs2[0], "keep_both")
+        report = await engine.run_cycle(store, CONFIG, P, ["duplicate_detection"])
+        seen.append(len(report.findings))
+        return seen
+
+    first, second, third = run(db, scenario)
+    assert first == (1, 2)             # one pair shown, two more in the summary
+    assert second == (1, 1, True)      # the kept pair made room for the next one
+    assert third == 0                  # the rest was answered "don't ask again" through its summary

@@ -82,3 +82,11 @@ def test_new_version_changes_the_fingerprint():
 def test_engine_fields_left_empty():
     [finding] = staleness_scan.run([lesson("old", usage=0, age=45)], [], NOW, SETTINGS)
     assert (finding.id, finding.project_id, finding.run_id) == ("", None, None)
+
+
+def test_a_kept_finding_makes_room_for_the_next_one_beyond_the_limit():
+    lessons = [lesson(f"old-{i}", usage=0, age=100 + i) for i in range(3)]
+    settings = {**SETTINGS, "max_findings": 1}
+    [first] = staleness_scan.run(lessons, [], NOW, settings)
+    [second] = staleness_scan.run(lessons, [], NOW, settings, frozenset({first.fingerprint}))
+    assert first.data["lesson"] == "old-2" and second.data["lesson"] == "old-1"

@@ -346,7 +346,8 @@ async def _staleness(store, project, settings, inputs):
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.lessons.recent_queries(since)
-    findings = await asyncio.to_thread(staleness_scan.run, await store.lessons.uses(), queries, now, settings)
+    findings = await asyncio.to_thread(staleness_scan.run, await store.lessons.uses(), queries, now, settings,
+                                       await store.rem.settled(staleness_scan.OPERATION))
     return findings, {"queries_in_window": len(queries)}, None
 
 
@@ -354,8 +355,8 @@ async def _duplicates(store, project, settings, inputs):
     from mgcp.operations import duplicate_detection
 
     active = await inputs.lessons()
-    findings = await asyncio.to_thread(duplicate_detection.run, active, settings, backend=inputs.similarity,
-                                       cache=inputs.cache)
+    findings = await asyncio.to_thread(duplicate_detection.run, active, settings, inputs.similarity,
+                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION))
     return findings, {"lessons": len(active)}, None
 
 
@@ -365,7 +366,8 @@ async def _communities(store, project, settings, inputs):
     previous = await store.rem.last_community_run() or {}
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
-        previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity)
+        previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
+        await store.rem.settled(community_detection.OPERATION))
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 

@@ -73,8 +73,13 @@ PLURAL = {"orphan": "orphan lessons", "unlinked_cluster": "unlinked clusters",
           "duplicate_merge": "duplicate pairs", "duplicate_review": "pairs of similar lessons"}
 
 
-def cap(findings: list[RemFinding], limit: int, group_of: Callable[[RemFinding], Hashable]) -> list[RemFinding]:
+def cap(findings: list[RemFinding], limit: int, group_of: Callable[[RemFinding], Hashable],
+        settled: frozenset[str] = frozenset()) -> list[RemFinding]:
     """At most `limit` findings of each kind, plus one summary finding per kind that had more.
+
+    `settled`: fingerprints of findings already answered "don't ask again" (alone, or as one of a
+    summary's). They are left out before the cap, so answering the shown ones makes room for the
+    next ones in a later run.
 
     Those shown are spread over the groups `group_of` names (a tag, a cluster's topic), each group's
     strongest first, in turns: a bulk import of one source does not fill the review with it. They
@@ -82,7 +87,8 @@ def cap(findings: list[RemFinding], limit: int, group_of: Callable[[RemFinding],
     for all of them at once (one action, undone in one step)."""
     kinds: dict[str, list[RemFinding]] = defaultdict(list)
     for finding in findings:
-        kinds[finding.kind].append(finding)
+        if finding.fingerprint not in settled:
+            kinds[finding.kind].append(finding)
     out: list[RemFinding] = []
     for kind, found in kinds.items():
         if len(found) <= limit:
@@ -138,5 +144,6 @@ def summary(kind: str, rest: list[RemFinding]) -> RemFinding:
     return RemFinding(
         operation=operation, kind="summary", title=f"{len(rest)} more {what}",
         description="\n".join(lines), options=options, recommended=len(options),
-        data={"of_kind": kind, "count": len(rest), "bulk_action": bulk if items else None, "items": items},
+        data={"of_kind": kind, "count": len(rest), "bulk_action": bulk if items else None, "items": items,
+              "fingerprints": sorted(f.fingerprint for f in rest)},
         subject={}, fingerprint=fingerprint(operation, f"summary:{kind}", identity))

@@ -70,9 +70,12 @@ def community_id(member_ids: list[str]) -> str:
 
 def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         previous_hash: str | None = None, previous_modularity: float = 0.0,
-        cache: CycleCache | None = None, backend: SimilarityBackend | None = None) -> CommunityResult:
+        cache: CycleCache | None = None, backend: SimilarityBackend | None = None,
+        settled: frozenset[str] = frozenset()) -> CommunityResult:
     """`previous`, `previous_hash`, `previous_modularity`: the last stored run, if any. When the
-    graph hashes the same, Louvain is not run again and the result says `unchanged`."""
+    graph hashes the same, Louvain is not run again and the result says `unchanged`. `settled`:
+    findings answered "don't ask again" (see `mgcp.operations.cap`); they are part of the hash, so
+    that such answers make room for the next findings."""
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
     explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache))
@@ -83,7 +86,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for pair, w in inferred.items():
         weights[pair] += w
     edges = [(a, b, w) for (a, b), w in sorted(weights.items())]
-    graph_hash = _graph_hash(edges, ordered, settings)
+    graph_hash = _graph_hash(edges, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
@@ -141,7 +144,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
             return min(by_id[finding.data["lesson"]].tags, default="")
         return finding.data["topic"]
 
-    findings = cap(findings, int(settings.get("max_findings", 50)), group_of)
+    findings = cap(findings, int(settings.get("max_findings", 50)), group_of, settled)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=_modularity(partition, adjacency, edges), changes=changes)
 
@@ -289,8 +292,11 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
     return explicit, dict(inferred)
 
 
-def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], settings: dict) -> str:
+def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], settings: dict,
+                settled: frozenset[str] = frozenset()) -> str:
     h = hashlib.sha256()
+    for answered in sorted(settled):
+        h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
     for lesson in ordered:

@@ -61,8 +61,9 @@ class Score:
     copy: bool
 
 
-def run(lessons: list[Lesson], settings: dict,
-        backend: SimilarityBackend | None = None, cache: CycleCache | None = None) -> list[RemFinding]:
+def run(lessons: list[Lesson], settings: dict, backend: SimilarityBackend | None = None,
+        cache: CycleCache | None = None, settled: frozenset[str] = frozenset()) -> list[RemFinding]:
+    """The findings, capped (`settled`: see `mgcp.operations.cap`)."""
     cache = cache or CycleCache()  # the action vectors are read twice: scoring and the pair search
     backend = backend or LexicalBackend(cache)
     by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
@@ -73,7 +74,7 @@ def run(lessons: list[Lesson], settings: dict,
     found.sort(key=lambda p: (-round(p[2].value, 9), -_shared_tags(by_id[p[0]], by_id[p[1]]), p[0], p[1]))
     findings = [_finding(by_id[a], by_id[b], score, merge_at) for a, b, score in found]
     return cap(findings, int(settings.get("max_findings", 50)),
-               lambda f: _group(by_id[f.data["canonical"]]))
+               lambda f: _group(by_id[f.data["canonical"]]), settled)
 
 
 def _group(lesson: Lesson) -> str:

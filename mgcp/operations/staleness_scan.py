@@ -11,7 +11,8 @@ Rules, each configurable (settings = config.DEFAULTS["staleness_scan"]):
 
 One finding per lesson: its kind is the first rule it hits (in the order above) and
 data["reasons"] lists every rule it hits, so "never used and nobody asks for it" is one question.
-Strongest first: more reasons, then longer idle, then id; at most `max_findings`.
+Strongest first: more reasons, then longer idle, then id; at most `max_findings`, not counting those
+already answered "keep" (`settled` fingerprints), so such answers make room for the next ones.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ OPERATION = "staleness_scan"
 
 
 def run(lessons: list[LessonUse], recent_queries: list[str], now: datetime,
-        settings: dict) -> list[RemFinding]:
+        settings: dict, settled: frozenset[str] = frozenset()) -> list[RemFinding]:
     query_words: set[str] = set()
     for query in recent_queries:
         query_words.update(text.keywords(query))
@@ -46,7 +47,7 @@ def run(lessons: list[LessonUse], recent_queries: list[str], now: datetime,
         trigger_words = text.keywords(lesson.trigger)
         if query_words and trigger_words and age >= window and not query_words.intersection(trigger_words):
             reasons.append("unmatched_trigger")
-        if not reasons:
+        if not reasons or fingerprint(OPERATION, reasons[0], subject_identity(subject_of(lesson))) in settled:
             continue
         idle = (now - (last_used or created)).days
         if reasons[0] == "popular_unrefined":

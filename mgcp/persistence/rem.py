@@ -106,6 +106,19 @@ class RemLedger:
                FROM rem_findings WHERE operation = ? AND status IN ('applied', 'rejected')""", [operation])
         return tuple(row)
 
+    async def settled(self, operation: str) -> frozenset[str]:
+        """Fingerprints of an operation's findings answered "don't ask again": the rejected ones, and
+        those a rejected summary stood for."""
+        rows = await self.db.fetchall(
+            "SELECT fingerprint, kind, data FROM rem_findings WHERE operation = ? AND status = 'rejected'",
+            [operation])
+        found = set()
+        for fingerprint, kind, data in rows:
+            found.add(fingerprint)
+            if kind == "summary":
+                found.update(json.loads(data or "{}").get("fingerprints", []))
+        return frozenset(found)
+
     async def insert_finding(self, finding: RemFinding) -> None:
         await self.db.insert("rem_findings", {
             "id": finding.id, "run_id": finding.run_id, "project_id": finding.project_id,
