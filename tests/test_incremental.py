@@ -106,3 +106,18 @@ def test_findings_answered_dont_ask_again_make_room_for_the_next_ones_beyond_the
     assert first == (1, 2)             # one pair shown, two more in the summary
     assert second == (1, 1, True)      # the kept pair made room for the next one
     assert third == 0                  # the rest was answered "don't ask again" through its summary
+
+
+def test_knowledge_extraction_is_skipped_until_the_project_saves_again(db, run):
+    async def scenario(store):
+        await _seed(store)
+        for n in range(1, 5):
+            await store.context.register_session(P, f"s{n}")
+            await store.context.save(P, notes=f"Session {n}: the flaky zorbling cache again")
+        seen = [_unchanged(await engine.run_cycle(store, CONFIG, P, ["knowledge_extraction"]))]
+        seen.append(_unchanged(await engine.run_cycle(store, CONFIG, P, ["knowledge_extraction"])))
+        await store.context.save(P, notes="Session 4: and the zorbling cache once more")
+        seen.append(_unchanged(await engine.run_cycle(store, CONFIG, P, ["knowledge_extraction"])))
+        return [s["knowledge_extraction"] for s in seen]
+
+    assert run(db, scenario) == [False, True, False]

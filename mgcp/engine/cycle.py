@@ -166,7 +166,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         progress(f"[{index}/{len(plan)}] {op} ...")
         inputs.cache.progress = (lambda fraction, label=f"[{index}/{len(plan)}] {op}": progress(label, fraction))
         try:
-            digest = await _input_digest(store, op, settings[op], config.similarity)
+            digest = await _input_digest(store, project, op, settings[op], config.similarity, inputs)
             if digest and digest == _last_result(state.get(op)).get("input_digest"):
                 findings, summary, output = [], {"skipped": True, "unchanged": True, "input_digest": digest}, None
             else:
@@ -183,18 +183,21 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         yield analysis
 
 
-# Operations whose findings depend only on the active lessons' content, their own settings and the
-# answers given to their findings: with none of these changed since their last run in the project,
-# a run would find exactly what is already stored, so it is skipped ("unchanged").
-DIGESTED = ("duplicate_detection", "community_detection")
+# Operations whose findings depend only on the active lessons' content, their own settings, the
+# answers given to their findings and (True here) the project's history: with none of these changed
+# since their last run in the project, a run would find exactly what is already stored, so it is
+# skipped ("unchanged").
+DIGESTED = {"duplicate_detection": False, "community_detection": False, "knowledge_extraction": True}
 
 
-async def _input_digest(store: Store, op: str, settings: dict, similarity: dict) -> str | None:
+async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
+                        similarity: dict, inputs: "_Inputs") -> str | None:
     if op not in DIGESTED:
         return None
     answered = await store.rem.answers(op)
-    lessons = await store.lessons.content_digest()
-    described = json.dumps([op, settings, similarity, answered, lessons], sort_keys=True, default=str)
+    lessons = await inputs.lessons_digest()
+    history = await store.context.history_mark(project.project_id) if DIGESTED[op] else None
+    described = json.dumps([op, settings, similarity, answered, lessons, history], sort_keys=True, default=str)
     return hashlib.sha256(described.encode()).hexdigest()
 
 
@@ -319,8 +322,16 @@ class _Inputs:
 
             self.similarity = SemanticBackend(model, self.cache)
         self.active: list | None = None
+        self.digest: str | None = None
         self.after: int | None = None
         self.snapshots: list = []
+
+    async def lessons_digest(self) -> str:
+        """The active lessons' `content_digest`, taken once per cycle and before `lessons()` reads
+        them: a change in between makes the next run compare unequal (and run), never the reverse."""
+        if self.digest is None:
+            self.digest = await self.store.lessons.content_digest()
+        return self.digest
 
     async def lessons(self) -> list:
         if self.active is None:

@@ -228,6 +228,12 @@ class Contexts:
             [project.project_id, limit if limit is not None else -1])
         return [snapshot_from_row(r) for r in reversed(rows)]
 
+    async def history_mark(self, project_id: str) -> tuple:
+        """How many history rows the project has and the newest row's id: a save changes it."""
+        row = await self.db.fetchone("SELECT count(*), max(id) FROM context_history WHERE project_id = ?",
+                                     [project_id])
+        return tuple(row)
+
     async def history_since(self, project_id: str, after_session: int) -> list[ContextSnapshot]:
         rows = await self.db.fetchall(
             "SELECT * FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id",
