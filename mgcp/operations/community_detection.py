@@ -18,7 +18,8 @@ figures).
 Communities of two or more members are returned with an id (sha256 of the sorted member ids, 12
 hex), a title (a phrase the members share, else their most distinctive words) and an extractive
 summary (the most central members' triggers).
-`graph_hash` covers the edges, the member versions and the settings that shape the partition.
+`graph_hash` covers the edges, the member versions, the settings that shape the partition and the
+findings answered "don't ask again" (which change what the capped findings show).
 
 Findings (clusters first, then orphans with suggestions, then without; at most `max_findings` of
 each kind, spread over topics and tags, the rest in one summary: see `mgcp.operations.cap`):
