@@ -10,17 +10,28 @@ from mgcp.surfaces.cli.app import Config, Db, Json, Project, app, echo, print_js
 @app.command("init")
 def init(project: Project = None,
          user: Annotated[bool, typer.Option("--user", help="Install into ~/.claude/settings.json instead.")] = False,
+         mcp: Annotated[bool, typer.Option("--mcp", help="Also register the MCP server in the project's .mcp.json.")] = False,
+         remove: Annotated[bool, typer.Option("--remove", help="Take out what init added (with --mcp: the MCP entry too).")] = False,
          json: Json = False):
-    """Install the REM SessionStart hook into .claude/settings.json (idempotent).
+    """Install the REM SessionStart hook into .claude/settings.json (idempotent); --remove takes it out.
 
-    Example: mgcp init --project .
+    Example: mgcp init --project . --mcp
     """
-    from mgcp.surfaces.install import install_hook
+    from mgcp.errors import InvalidInputError
+    from mgcp.surfaces import install
 
-    result = install_hook(None if user else project_path(project))
+    if user and mcp:
+        raise InvalidInputError("--mcp registers the server for a project (.mcp.json); for every project use "
+                                "`claude mcp add --scope user mgcp -- mgcp serve`")
+    where = None if user else project_path(project)
+    install.check_files(where, mcp)
+    results = [install.remove_hook(where) if remove else install.install_hook(where)]
+    if mcp:
+        results.append(install.remove_mcp(where) if remove else install.install_mcp(where))
     if json:
-        return print_json(result)
-    echo(result["message"])
+        return print_json(results[0] if len(results) == 1 else {"hook": results[0], "mcp": results[1]})
+    for result in results:
+        echo(result["message"])
 
 
 @app.command("serve")
