@@ -106,6 +106,20 @@ def config_path(explicit: str | os.PathLike | None = None) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def http_token(token_file: str | os.PathLike | None = None) -> str | None:
+    """The bearer token `mgcp serve --http` requires: the first line of `token_file`, else
+    $MGCP_TOKEN, else None. An empty or unreadable token file is a ConfigError."""
+    if token_file is not None:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the token file {token_file}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not token:
+            raise ConfigError(f"the token file {token_file} is empty")
+        return token
+    return os.environ.get("MGCP_TOKEN", "").strip() or None
+
+
 def hook_log_path() -> Path:
     return data_dir() / "hook.log"
 

@@ -35,14 +35,27 @@ def init(project: Project = None,
 
 
 @app.command("serve")
-def serve(db: Db = None, config: Config = None):
-    """Run the MCP server on stdio (for Claude Code and other MCP clients).
+def serve(db: Db = None, config: Config = None,
+          http: Annotated[bool, typer.Option("--http", help="Serve over streamable HTTP (at /mcp) instead of stdio.")] = False,
+          host: Annotated[str, typer.Option("--host", help="With --http: the address to listen on; any but 127.0.0.1, localhost or ::1 needs a token.")] = "127.0.0.1",
+          port: Annotated[int, typer.Option("--port", min=1, max=65535, help="With --http: the port.")] = 8765,
+          token_file: Annotated[Optional[str], typer.Option("--token-file", help="With --http: a file holding the bearer token (else $MGCP_TOKEN).")] = None):
+    """Run the MCP server on stdio (for Claude Code and other MCP clients), or over HTTP for a team.
 
-    Example: mgcp serve --db ~/.mgcp/lessons.db
+    Example: mgcp serve --http --host 0.0.0.0 --port 8765 --token-file ~/.mgcp/token
     """
-    from mgcp.surfaces.mcp_server import serve as run_server
+    if not http:
+        from mgcp.errors import InvalidInputError
 
-    run_server(db, config)
+        if host != "127.0.0.1" or port != 8765 or token_file:
+            raise InvalidInputError("--host, --port and --token-file go with --http")
+        from mgcp.surfaces.mcp_server import serve as run_server
+
+        return run_server(db, config)
+    from mgcp.config import http_token
+    from mgcp.surfaces.mcp_server import serve_http
+
+    serve_http(db, config, host, port, http_token(token_file))
 
 
 @app.command("demo")
