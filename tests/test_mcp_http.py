@@ -133,11 +133,7 @@ def test_the_official_client_without_the_token_cannot_connect(server, tmp_path):
     intruder = machine(tmp_path, "mallory", url, "", 1)
     _, err = intruder.communicate(timeout=60)
     assert intruder.returncode != 0 and "Server returned an error response" in err
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("SELECT count(*) FROM lessons WHERE id LIKE 'mallory%'").fetchone()[0] == 0
-    finally:
-        conn.close()
+    assert not db.exists()  # no tool call reached the database
 
 
 def test_a_non_loopback_bind_without_a_token_does_not_start(tmp_path):
