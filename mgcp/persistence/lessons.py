@@ -319,3 +319,17 @@ class Lessons:
     async def recent_queries(self, since: str) -> list[str]:
         rows = await self.db.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])
         return [r["query"] for r in rows]
+
+    async def unlink(self, source: str, target: str) -> list[str]:
+        """Remove the link between two lessons, both directions, in one transaction. Returns the
+        relationship types removed (empty when they were not linked)."""
+        async with self.db.transaction():
+            a, b = await self.get(source), await self.get(target)
+            removed: list[str] = []
+            for lesson, other in ((a, b), (b, a)):
+                rels = [r.model_dump() for r in lesson.relationships]
+                kept = [r for r in rels if r["target"] != other.id]
+                if len(kept) != len(rels):
+                    removed += [r["type"] for r in rels if r["target"] == other.id]
+                    await self.db.update("lessons", {"id": lesson.id}, {"relationships": dumps(kept)})
+        return list(dict.fromkeys(removed))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import inspect
 import io
 import json
 import logging
@@ -37,7 +38,7 @@ import mcp_types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 from mgcp import __version__
@@ -85,7 +86,10 @@ def build_server(db: str | None = None, config: str | None = None) -> MCPServer:
     server = MCPServer("mgcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(Service(db, config, log.info))
     for name in Tools.NAMES:
-        server.add_tool(guarded(getattr(tools, name)), name=name)
+        method = getattr(tools, name)
+        # Descriptions without the source's indentation; read-only tools say so to the client.
+        server.add_tool(guarded(method), name=name, description=inspect.cleandoc(method.__doc__ or ""),
+                        annotations=ToolAnnotations(read_only_hint=True) if name in Tools.READ_ONLY else None)
     return server
 
 

@@ -207,3 +207,35 @@ def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_I
     if json:
         return print_json({"message": message, "overwritten": overwritten})
     echo(message)
+
+
+@rem_app.command("show")
+def show(finding_id: Annotated[str, typer.Argument(metavar="FINDING_ID")], db: Db = None, json: Json = False):
+    """Show one finding whole: its question, options, data, status, the answer given and its recorded actions.
+
+    Example: mgcp rem show 3fa2c1d0
+    """
+    async def work(store):
+        finding = await store.rem.get_finding(finding_id)
+        return finding, await store.rem.actions_for(finding_id=finding.id)
+
+    finding, actions = with_store(db, work, create=False)
+    if json:
+        return print_json({"finding": finding, "actions": actions})
+    import json as jsonlib
+
+    from mgcp.surfaces import format
+
+    echo(format.finding(finding))
+    echo()
+    echo(f"status: {finding.status.value}" + (f", answered with option {finding.chosen_option}" if finding.chosen_option else "")
+         + (f" at {finding.resolved_at}" if finding.resolved_at else "") + f"; created {finding.created_at}"
+         + (f" by run {finding.run_id}" if finding.run_id else ""))
+    if finding.data:
+        echo("data: " + jsonlib.dumps(finding.data, indent=2, ensure_ascii=False, sort_keys=True))
+    for action in actions:
+        changes = action.get("changes") or []
+        echo(f"action {action['id']}: {action['action']} at {action['applied_at']}" + (" (auto)" if action.get("auto") else "")
+             + (f", undone at {action['undone_at']}" if action.get("undone_at") else "")
+             + f"; {len(changes)} row change(s): "
+             + ", ".join(f"{c['table']} {'/'.join(str(v) for v in c['key'].values())}" for c in changes))
