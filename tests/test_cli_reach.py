@@ -132,3 +132,14 @@ def test_errors_under_json_are_json_on_stderr(tmp_path, args):
     code, out, err = mgcp(*args, "--db", tmp_path / "e.db", "--json")
     error = json.loads(err)
     assert out == "" and code == 2 and error["exit_code"] == 2 and error["error"]
+
+
+def test_fail_on_pending_goes_with_auto(tmp_path):
+    code, out, err = mgcp("rem", "run", "--fail-on-pending", "--db", tmp_path / "x.db")
+    assert code == 2 and "--fail-on-pending goes with --auto" in err and not (tmp_path / "x.db").exists()
+
+
+def test_auto_with_nothing_left_for_people_exits_0(tmp_path):
+    code, out, err = mgcp("rem", "run", "--auto", "--fail-on-pending", "--op", "duplicate_detection",
+                          "--project", "/p", "--db", tmp_path / "x.db")
+    assert code == 0, err

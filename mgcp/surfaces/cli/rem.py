@@ -9,6 +9,7 @@ from mgcp.errors import ConflictError, InvalidInputError, MgcpError
 from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config, noun, note, print_json,
                                    project_path, with_store)
 
+PENDING_EXIT = 3  # `rem run --auto --fail-on-pending`: nothing failed, but people have findings to review
 rem_app = noun("rem", "The REM consolidation cycle: status, run, review, resolve, undo.")
 
 
@@ -33,9 +34,11 @@ def run(project: Project = None,
         op: Annotated[Optional[list[str]], typer.Option("--op", help="Run this operation even if not due (repeatable).")] = None,
         auto: Annotated[bool, typer.Option("--auto", help="Apply the recommended option where the policy allows (CI).")] = False,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="With --auto: show what would be applied, write nothing.")] = False,
+        fail_on_pending: Annotated[bool, typer.Option("--fail-on-pending", help=f"With --auto: exit {PENDING_EXIT} when findings are left for people to review.")] = False,
         config: Config = None, db: Db = None, json: Json = False):
     """Run the due REM operations (or the named ones) and store their findings.
 
+    Exit 1 when an operation failed; with --auto --fail-on-pending, 3 when findings are left for people.
     Example: mgcp rem run --project . --op duplicate_detection
     """
     from mgcp import engine
@@ -45,6 +48,8 @@ def run(project: Project = None,
     engine.check_operations(op)
     if dry_run and not auto:
         raise InvalidInputError("--dry-run goes with --auto")
+    if fail_on_pending and not auto:
+        raise InvalidInputError("--fail-on-pending goes with --auto")
     result = with_store(db, lambda s: engine.run(s, cfg, path, op, auto, dry_run, progress=note))
     if json:
         print_json(result)
@@ -52,6 +57,8 @@ def run(project: Project = None,
         echo(format.rem_run(result))
     if any(o.error for o in result.report.operations):
         raise typer.Exit(1)
+    if fail_on_pending and result.left_pending:
+        raise typer.Exit(PENDING_EXIT)
 
 
 @rem_app.command("report")
