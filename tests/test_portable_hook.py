@@ -2,11 +2,15 @@
 virtualenv removed, mgcp installed into another one elsewhere, and Claude Code's command from the
 committed settings still runs the hook.
 
+With MGCP_CLAUDE_BIN naming a Claude Code CLI, the same runs under the real program (offline: the
+Messages API is a local stub that refuses every request; the hook runs before the first request).
+
 Each virtualenv gets the wheel built from this checkout (pip, no dependencies) and reaches the
 dependencies through a .pth line naming the running environment's site-packages, so nothing is
 downloaded. Claude Code runs a hook's command through a shell with the user's PATH; so does this test.
 """
 
+import http.server
 import json
 import os
 import shutil
@@ -14,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import sysconfig
+import threading
 import uuid
 from pathlib import Path
 
@@ -99,3 +104,55 @@ def test_the_hook_fails_open_when_its_installation_is_broken(wheel, tmp_path):
     project.mkdir()
     ran = session_start("mgcp-hook", project, bin_dir, tmp_path / "l.db")
     assert ran.returncode == 0 and ran.stdout == "" and "mgcp-hook: mgcp unavailable" in ran.stderr
+
+
+CLAUDE = os.environ.get("MGCP_CLAUDE_BIN")  # e.g. node_modules/.bin/claude from `npm install @anthropic-ai/claude-code`
+
+
+class StubMessages(http.server.BaseHTTPRequestHandler):
+    """The Messages API, refusing every request (Claude Code runs its SessionStart hooks first)."""
+
+    bodies: list[str] = []
+
+    def do_POST(self):
+        self.bodies.append(self.rfile.read(int(self.headers.get("content-length", 0))).decode("utf-8", "replace"))
+        out = json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "stub"}}).encode()
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.skipif(not CLAUDE, reason="set MGCP_CLAUDE_BIN to a Claude Code CLI to run it for real")
+def test_real_claude_code_runs_the_committed_hook_from_another_venv(wheel, tmp_path):
+    server = http.server.HTTPServer(("127.0.0.1", 0), StubMessages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    project, home, db = tmp_path / "shop", tmp_path / "home", tmp_path / "lessons.db"
+    project.mkdir()
+    home.mkdir()
+    first = make_venv(tmp_path / "alice-venv", wheel)
+    subprocess.run([str(first / "mgcp"), "init", "--project", str(project)], check=True, capture_output=True)
+    shutil.rmtree(first.parent)
+    second = make_venv(tmp_path / "elsewhere" / "bob-venv", wheel)
+    for n in (1, 2):  # a duplicate, so that the hook has a reminder to give
+        subprocess.run([str(second / "mgcp"), "lesson", "add", f"wal-{n}", "--trigger", "sqlite from several processes",
+                        "--action", "Use WAL mode and a busy timeout", "--db", str(db)], check=True, capture_output=True)
+    subprocess.run([str(second / "mgcp"), "rem", "run", "--project", str(project), "--op", "duplicate_detection",
+                    "--db", str(db)], check=True, capture_output=True)
+    env = {"PATH": f"{second}:/usr/bin:/bin", "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home), "MGCP_DB": str(db),
+           "ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_port}",
+           "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}
+    try:
+        result = subprocess.run([CLAUDE, "-p", "hello", "--output-format", "stream-json", "--verbose"], cwd=project,
+                                env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    finally:
+        server.shutdown()
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    hooks = [e for e in events if e.get("subtype") == "hook_response" and e.get("hook_event") == "SessionStart"]
+    assert hooks and all((h["exit_code"], h["outcome"]) == (0, "success") for h in hooks), hooks
+    assert sessions_of(db) == 1
+    assert any("1 REM finding awaits review" in body for body in StubMessages.bodies)
