@@ -128,14 +128,15 @@ class StubMessages(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.mark.skipif(not CLAUDE, reason="set MGCP_CLAUDE_BIN to a Claude Code CLI to run it for real")
-def test_real_claude_code_runs_the_committed_hook_from_another_venv(wheel, tmp_path):
+def test_real_claude_code_runs_the_committed_hook_and_server_from_another_venv(wheel, tmp_path):
     server = http.server.HTTPServer(("127.0.0.1", 0), StubMessages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     project, home, db = tmp_path / "shop", tmp_path / "home", tmp_path / "lessons.db"
     project.mkdir()
     home.mkdir()
     first = make_venv(tmp_path / "alice-venv", wheel)
-    subprocess.run([str(first / "mgcp"), "init", "--project", str(project)], check=True, capture_output=True)
+    subprocess.run([str(first / "mgcp"), "init", "--project", str(project), "--mcp"], check=True, capture_output=True)
+    (home / "settings.json").write_text('{"enableAllProjectMcpServers": true}')  # what approving it once does
     shutil.rmtree(first.parent)
     second = make_venv(tmp_path / "elsewhere" / "bob-venv", wheel)
     for n in (1, 2):  # a duplicate, so that the hook has a reminder to give
@@ -156,3 +157,7 @@ def test_real_claude_code_runs_the_committed_hook_from_another_venv(wheel, tmp_p
     assert hooks and all((h["exit_code"], h["outcome"]) == (0, "success") for h in hooks), hooks
     assert sessions_of(db) == 1
     assert any("1 REM finding awaits review" in body for body in StubMessages.bodies)
+    # and the tool the reminder names is one the agent has: the MCP server from .mcp.json connected
+    init = next(e for e in events if e.get("subtype") == "init")
+    assert {"name": "mgcp", "status": "connected"} in init["mcp_servers"]
+    assert any('"mcp__mgcp__rem_run"' in body for body in StubMessages.bodies)
