@@ -34,6 +34,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -221,14 +222,17 @@ async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> Impor
         skipped_owners: dict[str, set] = {t: set() for t in NOUNS}
         new_ids: dict[str, dict[int, int]] = {t: {} for t in ROW_NUMBERED}
         lessons_in: list[str] = []
+        if empty:  # every row as it was: inserted in batches of one table and one set of columns
+            for (table, cols), batch in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
+                values = [list(row.values()) for _, row in batch]
+                names, marks = ", ".join(f'"{c}"' for c in cols), ", ".join("?" for _ in cols)
+                await db.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', values)
+                report.imported[table] = report.imported.get(table, 0) + len(values)
+                if table == "lessons":
+                    lessons_in += [v[cols.index("id")] for v in values]
+            rows = []
         for table, row in rows:
             key = TABLES[table]
-            if empty:
-                await _insert(db, table, row)
-                report.imported[table] = report.imported.get(table, 0) + 1
-                if table == "lessons":
-                    lessons_in.append(row["id"])
-                continue
             if table in RUN_COLUMNS and row.get(RUN_COLUMNS[table]) is not None:
                 row = {**row, RUN_COLUMNS[table]: new_ids["rem_runs"].get(row[RUN_COLUMNS[table]],
                                                                          row[RUN_COLUMNS[table]])}
