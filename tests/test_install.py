@@ -51,7 +51,7 @@ def test_init_twice_adds_one_entry_and_keeps_everything_else(tmp_path):
 def test_a_project_entry_is_claude_codes_format_with_the_portable_command(tmp_path):
     mgcp("init", "--project", tmp_path)
     group = json.loads(settings_of(tmp_path).read_text())["hooks"]["SessionStart"][0]
-    assert group == {"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook"}]}
+    assert group == {"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook || true"}]}
 
 
 def test_init_creates_missing_directories_and_writes_two_space_indent(tmp_path):
@@ -67,7 +67,7 @@ def test_user_install_writes_under_home(tmp_path, monkeypatch):
     code, out, _ = mgcp("init", "--user", "--json")
     path = tmp_path / "someone" / ".claude" / "settings.json"
     assert code == 0 and json.loads(out)["settings"] == str(path)
-    assert [shlex.split(h["command"]) for h in ours(json.loads(path.read_text()))] == [[str(installed_hook())]]
+    assert [shlex.split(h["command"]) for h in ours(json.loads(path.read_text()))] == [[str(installed_hook()), "||", "true"]]
 
 
 def test_an_old_absolute_entry_moves_to_the_portable_command_in_place(tmp_path):
@@ -78,7 +78,7 @@ def test_an_old_absolute_entry_moves_to_the_portable_command_in_place(tmp_path):
     path.write_text(json.dumps({"hooks": {"SessionStart": [entry]}}))
     result = install_hook(str(tmp_path))
     settings = json.loads(path.read_text())
-    assert result["changed"] and [h["command"] for h in ours(settings)] == ["mgcp-hook"]
+    assert result["changed"] and [h["command"] for h in ours(settings)] == ["mgcp-hook || true"]
     assert len(settings["hooks"]["SessionStart"]) == 1
     assert install_hook(str(tmp_path))["changed"] is False  # and the move happens once
 
@@ -87,7 +87,7 @@ def test_an_old_and_a_new_entry_become_one(tmp_path):
     path = settings_of(tmp_path)
     path.parent.mkdir()
     old = {"matcher": "", "hooks": [{"type": "command", "command": '"/v/bin/python" "/v/hooks/rem-cycle-trigger.py"'}]}
-    new = {"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook"}]}
+    new = {"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook || true"}]}
     path.write_text(json.dumps({"hooks": {"SessionStart": [old, new]}}))
     install_hook(str(tmp_path))
     assert json.loads(path.read_text()) == {"hooks": {"SessionStart": [new]}}

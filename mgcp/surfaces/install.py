@@ -4,12 +4,14 @@ settings, idempotently, and take exactly that out again with --remove.
 The hook goes into `<project>/.claude/settings.json` (or `~/.claude/settings.json` for the user) in
 Claude Code's hook format:
 
-    {"hooks": {"SessionStart": [{"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook"}]}]}}
+    {"hooks": {"SessionStart": [{"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook || true"}]}]}}
 
 A project's settings are committed and shared, so its command is the portable `mgcp-hook`, the
 console script found on PATH wherever mgcp is installed. The user's settings belong to one machine:
 they get the absolute path of this installation's `mgcp-hook`, which works whatever PATH Claude Code
-starts with. An entry mgcp wrote earlier (`mgcp-hook` anywhere in the command, or the older
+starts with. Either way `|| true` follows: on a machine where the program is missing (a teammate who
+does not use mgcp, a removed virtualenv) the session starts as if no hook were there, as it does
+when the hook itself fails. An entry mgcp wrote earlier (`mgcp-hook` anywhere in the command, or the older
 `"<python>" ".../rem-cycle-trigger.py"`) is recognised and rewritten in place, so running `mgcp init`
 again moves an old install to the new command; a second entry of ours is removed, never kept twice.
 
@@ -44,9 +46,8 @@ SERVER_NAME = "mgcp"
 
 def hook_command(user: bool) -> str:
     """The shell command Claude Code runs: portable for a project, absolute for the user."""
-    if not user:
-        return HOOK_COMMAND
-    return _quote(str(installed_hook()))
+    program = HOOK_COMMAND if not user else _quote(str(installed_hook()))
+    return f"{program} || true"
 
 
 def installed_hook() -> Path:
