@@ -92,6 +92,38 @@ def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
     assert mgcp("db", "check", "--db", b)[0] == 0
 
 
+def rem_history(db, project: str, prefix: str) -> str:
+    """Three copies of one lesson under `prefix`, a REM run, and the merge it proposed applied."""
+    for n in range(3):
+        mgcp("lesson", "add", f"{prefix}-{n}", "--trigger", f"{prefix} situation", "--action",
+             f"Do the {prefix} thing carefully", "--db", db)
+    mgcp("rem", "run", "--project", project, "--op", "duplicate_detection", "--db", db)
+    finding = json.loads(mgcp("rem", "report", "--project", project, "--db", db, "--json")[1])["pending"][0]
+    code, _, err = mgcp("rem", "resolve", finding["id"], "--option", finding["recommended"], "--project", project,
+                        "--db", db)
+    assert code == 0, err
+    return finding["id"]
+
+
+def test_a_merged_finding_keeps_its_actions_and_can_still_be_undone(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    theirs = rem_history(a, "/p/a", "alpha")
+    rem_history(b, "/p/b", "beta")  # run 1, action 1, versions 1.. exist here too: the ids collide
+    export(a, tmp_path / "a.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", b, "--json")
+    assert code == 0 and json.loads(out)["mode"] == "merge", err
+    assert mgcp("db", "check", "--db", b)[0] == 0
+    shown = json.loads(mgcp("rem", "show", theirs, "--db", b, "--json")[1])
+    assert shown["finding"]["status"] == "applied" and shown["actions"]
+    superseded = [x["id"] for x in json.loads(mgcp("lesson", "list", "--status", "superseded", "--db", b, "--json")[1])]
+    assert any(i.startswith("alpha") for i in superseded)
+    code, out, err = mgcp("rem", "undo", theirs, "--db", b)
+    assert code == 0, err
+    superseded = [x["id"] for x in json.loads(mgcp("lesson", "list", "--status", "superseded", "--db", b, "--json")[1])]
+    assert not any(i.startswith("alpha") for i in superseded) and any(i.startswith("beta") for i in superseded)
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
 @pytest.mark.parametrize("text", ["", "not json\n", '{"format": "other"}\n',
                                   '{"format": "mgcp-export", "version": 1}\n{"table": "nope", "row": {}}\n',
                                   '{"format": "mgcp-export", "version": 1}\n{"table": "lessons", "row": {"colour": 1}}\n'])

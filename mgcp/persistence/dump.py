@@ -197,16 +197,12 @@ def parse(lines: Iterable[str], source: str) -> list[tuple[str, dict]]:
 async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> ImportReport:
     """Write an export's rows into the store in one transaction (see the module docstring)."""
     db = store.db
-    report = ImportReport()
-    columns = {}
-    for table in TABLES:
-        info = await db.fetchall(f'PRAGMA table_info("{table}")')
-        columns[table] = {r["name"] for r in info}
+    columns = {table: {r["name"] for r in await db.fetchall(f'PRAGMA table_info("{table}")')} for table in TABLES}
     for table, row in rows:
-        unknown = sorted(set(row) - columns[table])
         if not columns[table]:
             raise InvalidInputError(f"{source}: this database has no table {table!r} (run `mgcp db migrate`); "
                                     "nothing was imported")
+        unknown = sorted(set(row) - columns[table])
         if unknown:
             raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
                                     "newer mgcp?); nothing was imported")
@@ -217,62 +213,14 @@ async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> Impor
             if columns[table] and await db.fetchone(f'SELECT 1 FROM "{table}" LIMIT 1'):
                 empty = False
                 break
-        report.mode = "empty" if empty else "merge"
-        imported_owners: dict[str, set] = {t: set() for t in NOUNS}
-        skipped_owners: dict[str, set] = {t: set() for t in NOUNS}
-        new_ids: dict[str, dict[int, int]] = {t: {} for t in ROW_NUMBERED}
-        lessons_in: list[str] = []
-        if empty:  # every row as it was: inserted in batches of one table and one set of columns
-            for (table, cols), batch in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
-                values = [list(row.values()) for _, row in batch]
-                names, marks = ", ".join(f'"{c}"' for c in cols), ", ".join("?" for _ in cols)
-                await db.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', values)
-                report.imported[table] = report.imported.get(table, 0) + len(values)
-                if table == "lessons":
-                    lessons_in += [v[cols.index("id")] for v in values]
-            rows = []
-        for table, row in rows:
-            key = TABLES[table]
-            if table in RUN_COLUMNS and row.get(RUN_COLUMNS[table]) is not None:
-                row = {**row, RUN_COLUMNS[table]: new_ids["rem_runs"].get(row[RUN_COLUMNS[table]],
-                                                                         row[RUN_COLUMNS[table]])}
-            owner = OWNERS.get(table)
-            owner_is_new = False
-            if owner and row.get(owner[1]) is not None:
-                owner_table, column = owner
-                owner_is_new = row[column] in imported_owners[owner_table]
-                if not owner_is_new and (row[column] in skipped_owners[owner_table]
-                                         or await _exists(db, owner_table, row[column])):
-                    report.skipped_rows[table] = report.skipped_rows.get(table, 0) + 1
-                    continue
-            if table in NOUNS:
-                ident = row[key[0]]
-                existing = await db.row(table, {key[0]: ident})
-                if existing is not None:
-                    skipped_owners[table].add(ident)
-                    report.skipped.append({"kind": NOUNS[table], "id": ident, "reason": (
-                        "already here" if _same(existing, row) else "other content here (this database's kept)")})
-                    report.skipped_rows[table] = report.skipped_rows.get(table, 0) + 1
-                    continue
-                imported_owners[table].add(ident)
-            elif not owner_is_new and (table in NATURAL or table not in ROW_NUMBERED):
-                natural = NATURAL.get(table, key)
-                existing = await _find(db, table, {c: row.get(c) for c in natural})
-                if existing is not None:
-                    if table in ROW_NUMBERED:
-                        new_ids[table][row["id"]] = existing["id"]
-                    report.skipped_rows[table] = report.skipped_rows.get(table, 0) + 1
-                    continue
-            if table == "rem_actions":
-                row = {**row, "changes": _renumber_changes(row.get("changes"), new_ids)}
-            if table in ROW_NUMBERED:
-                old_id = row["id"]
-                new_ids[table][old_id] = await _insert(db, table, {k: v for k, v in row.items() if k != "id"})
-            else:
-                await _insert(db, table, row)
-            report.imported[table] = report.imported.get(table, 0) + 1
-            if table == "lessons":
-                lessons_in.append(row["id"])
+        report = ImportReport(mode="empty" if empty else "merge")
+        if empty:
+            lessons_in = await _rebuild(db, rows, report)
+        else:
+            merge = _Merge(db, report)
+            for table, row in rows:
+                await merge.add(table, row)
+            lessons_in = merge.lessons_in
         for lesson_id in lessons_in:
             await store.lessons.reindex(lesson_id)
         problems = await db.fetchall("PRAGMA foreign_key_check")
@@ -281,6 +229,72 @@ async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> Impor
             raise InvalidInputError(f"{source}: a {first['table']} row points at a missing {first['parent']} row; "
                                     "nothing was imported")
     return report
+
+
+async def _rebuild(db, rows: list[tuple[str, dict]], report: ImportReport) -> list[str]:
+    """Every row as it was, ids included, in batches of one table and one set of columns.
+    Returns the ids of the lessons inserted."""
+    lessons_in: list[str] = []
+    for (table, cols), batch in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
+        values = [list(row.values()) for _, row in batch]
+        names, marks = ", ".join(f'"{c}"' for c in cols), ", ".join("?" for _ in cols)
+        await db.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', values)
+        report.imported[table] = report.imported.get(table, 0) + len(values)
+        if table == "lessons":
+            lessons_in += [v[cols.index("id")] for v in values]
+    return lessons_in
+
+
+class _Merge:
+    """Rows added beside the knowledge already here, one at a time in file order (owners come
+    before what they own): nothing duplicated, everything left out counted in the report."""
+
+    def __init__(self, db, report: ImportReport):
+        self.db, self.report = db, report
+        self.imported: dict[str, set] = {t: set() for t in NOUNS}  # owners this import added
+        self.skipped: dict[str, set] = {t: set() for t in NOUNS}  # owners kept as they are here
+        self.new_ids: dict[str, dict[int, int]] = {t: {} for t in ROW_NUMBERED}
+        self.lessons_in: list[str] = []
+
+    def _skip(self, table: str) -> None:
+        self.report.skipped_rows[table] = self.report.skipped_rows.get(table, 0) + 1
+
+    async def add(self, table: str, row: dict) -> None:
+        run_column = RUN_COLUMNS.get(table)
+        if run_column and row.get(run_column) is not None:
+            row = {**row, run_column: self.new_ids["rem_runs"].get(row[run_column], row[run_column])}
+        owner_is_new = False
+        if table in OWNERS and row.get(OWNERS[table][1]) is not None:
+            owner_table, column = OWNERS[table]
+            owner_is_new = row[column] in self.imported[owner_table]
+            if not owner_is_new and (row[column] in self.skipped[owner_table]
+                                     or await _exists(self.db, owner_table, row[column])):
+                return self._skip(table)
+        if table in NOUNS:
+            ident = row[TABLES[table][0]]
+            existing = await self.db.row(table, {TABLES[table][0]: ident})
+            if existing is not None:
+                self.skipped[table].add(ident)
+                self.report.skipped.append({"kind": NOUNS[table], "id": ident, "reason": (
+                    "already here" if _same(existing, row) else "other content here (this database's kept)")})
+                return self._skip(table)
+            self.imported[table].add(ident)
+        elif not owner_is_new and (table in NATURAL or table not in ROW_NUMBERED):
+            match = {c: row.get(c) for c in NATURAL.get(table, TABLES[table])}
+            existing = await _find(self.db, table, match)
+            if existing is not None:
+                if table in ROW_NUMBERED:
+                    self.new_ids[table][row["id"]] = existing["id"]
+                return self._skip(table)
+        if table == "rem_actions":
+            row = {**row, "changes": _renumber_changes(row.get("changes"), self.new_ids)}
+        if table in ROW_NUMBERED:
+            self.new_ids[table][row["id"]] = await _insert(self.db, table, {k: v for k, v in row.items() if k != "id"})
+        else:
+            await _insert(self.db, table, row)
+        self.report.imported[table] = self.report.imported.get(table, 0) + 1
+        if table == "lessons":
+            self.lessons_in.append(row["id"])
 
 
 def _same(existing: dict, row: dict) -> bool:
