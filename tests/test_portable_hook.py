@@ -164,3 +164,20 @@ def test_real_claude_code_runs_the_committed_hook_and_server_from_another_venv(w
     init = next(e for e in events if e.get("subtype") == "init")
     assert {"name": "mgcp", "status": "connected"} in init["mcp_servers"]
     assert any('"mcp__mgcp__rem_run"' in body for body in StubMessages.bodies)
+
+
+def test_the_console_entry_imports_nothing_heavy(tmp_path):
+    """`mgcp-hook` runs `mgcp.surfaces.hook_entry.main`: the same imports as the older script."""
+    from test_hook import HEAVY, at_session, context, payload
+
+    db = tmp_path / "l.db"
+    subprocess.run([sys.executable, "-m", "mgcp", "db", "migrate", "--db", str(db)], check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    at_session(db, 4)
+    code = "import sys; from mgcp.surfaces.hook_entry import main; sys.exit(main())"
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], input=payload(), capture_output=True,
+                            text=True, env={**os.environ, "MGCP_DB": str(db), "PYTHONPATH": str(ROOT)}, timeout=60)
+    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert result.returncode == 0 and "REM cycle due" in context(result.stdout)
+    assert sorted(set(HEAVY) & imported) == []
