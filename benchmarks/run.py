@@ -670,8 +670,12 @@ class Bench:
         env_db = dict(self.env, MGCP_DB=str(work))
         floor_cmd = [sys.executable, "-c",
                      f"import sqlite3, json; sqlite3.connect({str(work)!r}).execute('select 1')"]
-        hook_cmd = [sys.executable, str(HOOK)]
-        self.log(f"hook {size}")
+        # What `mgcp init` installs: the mgcp-hook console script beside this interpreter (the older
+        # "python hooks/rem-cycle-trigger.py" entry with --hook-script, or where no script is installed).
+        console = Path(sys.executable).parent / "mgcp-hook"
+        hook_cmd = ([str(console)] if console.exists() and not self.args.hook_script
+                    else [sys.executable, str(HOOK)])
+        self.log(f"hook {size}: {' '.join(hook_cmd)}")
         hooks, floors, outputs, registered = [], [], [], 0
         n = self.args.repeat * 5
         for i in range(n + 1):
@@ -699,7 +703,8 @@ class Bench:
             conn.close()
         h, f = statistics.median(hooks), statistics.median(floors)
         ratio = h / f
-        note = f"hook {h:.0f} ms vs floor {f:.0f} ms; sessions registered {registered}/{n + 1}"
+        note = (f"{Path(hook_cmd[-1]).name} {h:.0f} ms vs floor {f:.0f} ms; "
+                f"sessions registered {registered}/{n + 1}")
         if outputs and outputs[-1][0] != 0:
             note += f"; exit {outputs[-1][0]}"
         if outputs and not outputs[-1][1]:
@@ -783,6 +788,7 @@ def main() -> None:
     p.add_argument("--sizes", default="small", help="comma list of small, medium, large (default: small)")
     p.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is reported (default 3)")
     p.add_argument("--only", default="", help=f"comma list of figures: {', '.join(FIGURES[1:])}")
+    p.add_argument("--hook-script", action="store_true", help="time the older hooks/rem-cycle-trigger.py entry instead of mgcp-hook")
     p.add_argument("--out", default=None, help="JSON output (default benchmarks/results/<timestamp>.json)")
     p.add_argument("--workdir", default=str(HERE / "results" / "cache"),
                    help="where databases are built and cached (default benchmarks/results/cache)")

@@ -2,8 +2,9 @@
 """Claude Code SessionStart hook for mgcp: registers the session and reminds the agent when a REM
 cycle is due or findings await review. It never runs the cycle and never fails the session.
 
-Installed by `mgcp init` as `"<python>" "<this file>"`; it works from a checkout and from the copy an
-installed wheel carries at `mgcp/hooks/`. The logic lives in `mgcp.surfaces.hook`.
+Installs made before the `mgcp-hook` console script run it as `"<python>" "<this file>"` (running
+`mgcp init` again moves them to `mgcp-hook`); it works from a checkout and from the copy an installed
+wheel carries at `mgcp/hooks/`. The logic lives in `mgcp.surfaces.hook`.
 """
 
 import sys

@@ -94,6 +94,24 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
     return data_dir() / "lessons.db"
 
 
+def db_path_source(explicit: str | os.PathLike | None = None) -> str:
+    """Where `db_path(explicit)` came from, for `mgcp config show`."""
+    if explicit:
+        return "--db"
+    if os.environ.get("MGCP_DB"):
+        return "$MGCP_DB"
+    return "$MGCP_DATA_DIR" if os.environ.get("MGCP_DATA_DIR") else "default (~/.mgcp)"
+
+
+def config_path_source(explicit: str | os.PathLike | None = None) -> str:
+    """Where `config_path(explicit)` came from, for `mgcp config show`."""
+    if explicit:
+        return "--config"
+    if os.environ.get("MGCP_REM_CONFIG"):
+        return "$MGCP_REM_CONFIG"
+    return "the data directory" if config_path() else "none: built-in defaults"
+
+
 def config_path(explicit: str | os.PathLike | None = None) -> Path | None:
     """The rem-config file in force, or None for the built-in defaults."""
     if explicit:
@@ -104,6 +122,20 @@ def config_path(explicit: str | os.PathLike | None = None) -> Path | None:
         return Path(os.environ["MGCP_REM_CONFIG"])
     candidate = data_dir() / "rem-config.yaml"
     return candidate if candidate.is_file() else None
+
+
+def http_token(token_file: str | os.PathLike | None = None) -> str | None:
+    """The bearer token `mgcp serve --http` requires: the first line of `token_file`, else
+    $MGCP_TOKEN, else None. An empty or unreadable token file is a ConfigError."""
+    if token_file is not None:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the token file {token_file}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not token:
+            raise ConfigError(f"the token file {token_file} is empty")
+        return token
+    return os.environ.get("MGCP_TOKEN", "").strip() or None
 
 
 def hook_log_path() -> Path:
@@ -120,6 +152,9 @@ class RemConfig:
         self.source = source
         # {"backend": "lexical" | "semantic", "model": None, an absolute folder or a model name}
         self.similarity = similarity or dict(SIMILARITY_DEFAULTS)
+        # Which (operation, key) pairs the file set under `rem:` (None) and under each project.
+        self.set_keys: dict[str | None, set[tuple[str, str]]] = {None: set()}
+        self.similarity_keys: set[str] = set()
 
     def for_project(self, project_path: str | None) -> dict[str, dict]:
         """Each operation's settings for one project (defaults, file, then the project's override)."""
@@ -127,6 +162,24 @@ class RemConfig:
         for op, override in self.projects.get(project_path or "", {}).items():
             merged[op].update(override)
         return merged
+
+    def explain(self, project_path: str | None) -> list[dict]:
+        """Every effective setting for a project with where it came from: the project's override
+        in the file, the file's `rem:` section, or the built-in default."""
+        rows = []
+        for op, settings in self.for_project(project_path).items():
+            for key, value in settings.items():
+                if project_path is not None and (op, key) in self.set_keys.get(project_path, set()):
+                    origin = f"{self.source}: projects.{project_path}"
+                elif (op, key) in self.set_keys[None]:
+                    origin = f"{self.source}: rem"
+                else:
+                    origin = "built-in default"
+                rows.append({"key": f"rem.{op}.{key}", "value": value, "source": origin})
+        for key, value in self.similarity.items():
+            rows.append({"key": f"similarity.{key}", "value": value,
+                         "source": f"{self.source}: similarity" if key in self.similarity_keys else "built-in default"})
+        return rows
 
     def operation(self, name: str, project_path: str | None = None) -> dict:
         return self.for_project(project_path)[name]
@@ -167,6 +220,7 @@ def parse_config(raw: object, source: str) -> RemConfig:
         raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects")
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
+    set_keys: dict[str | None, set[tuple[str, str]]] = {None: _keys_set(raw.get("rem"))}
     projects: dict[str, dict] = {}
     if not isinstance(raw.get("projects") or {}, dict):
         raise ConfigError(f"{source}: 'projects' must map project paths to operation settings")
@@ -174,7 +228,15 @@ def parse_config(raw: object, source: str) -> RemConfig:
         merged = copy.deepcopy(operations)
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
         projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
-    return RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source))
+        set_keys[normalize_path(project)] = _keys_set(ops)
+    config = RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source))
+    config.set_keys = set_keys
+    config.similarity_keys = set(raw.get("similarity") or {})
+    return config
+
+
+def _keys_set(section: object) -> set[tuple[str, str]]:
+    return {(op, key) for op, settings in (section or {}).items() if isinstance(settings, dict) for key in settings}
 
 
 def _similarity(given: object, source: str) -> dict:

@@ -41,6 +41,8 @@ ONLY_IN = {  # third-party or stdlib modules that belong to one place
     "sqlite_utils": ["persistence/"],
     "sqlite3": ["persistence/"],
     "typer": ["surfaces/cli/"],
+    "uvicorn": ["surfaces/mcp_server.py"],  # `mgcp serve --http` only
+    "starlette": ["surfaces/mcp_server.py"],
 }
 
 

@@ -290,3 +290,16 @@ def check_promises(db, tmp_path, saves, current):
                 for lesson_id, version in sql(path, "SELECT id, version FROM lessons")
                 if versions.get(lesson_id) != list(range(1, version + 1))}
         assert gaps == {}, f"{path.name}: lesson version -> versions in lesson_versions"
+
+    # at the end of the day the knowledge leaves and comes back whole: a backup is the same
+    # knowledge, and export -> import into an empty database -> export gives the same bytes
+    exports = []
+    for source, out in ((db, "day.jsonl"), (tmp_path / "backup.db", "backup.jsonl"),
+                        (tmp_path / "imported.db", "imported.jsonl")):
+        if source == tmp_path / "backup.db":
+            assert mgcp("db", "backup", source, "--db", db)[0] == 0
+        if source == tmp_path / "imported.db":
+            assert mgcp("import", "jsonl", tmp_path / "day.jsonl", "--db", source)[0] == 0
+        assert mgcp("export", "jsonl", "--db", source, "--out", tmp_path / out)[0] == 0
+        exports.append((tmp_path / out).read_bytes())
+    assert exports[0] == exports[1] == exports[2]

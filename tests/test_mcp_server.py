@@ -29,7 +29,10 @@ TOOLS = {
     "add_lesson", "refine_lesson", "query_lessons", "get_lesson_history", "link_lessons",
     "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
     "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo",
+    "list_lessons", "get_lesson",
 }
+READ_ONLY = {"get_lesson_history", "get_project_context", "get_context_history", "get_context_at_session",
+             "list_lessons", "get_lesson"}
 
 # Two near-identical lessons (a duplicate) and four unlinked lessons on one topic (a cluster).
 KB = [
@@ -158,6 +161,41 @@ def test_every_tool_is_listed_with_a_description(client):
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) > 40, tool.name
+
+
+def test_descriptions_carry_no_source_indentation(client):
+    for tool in client.list_tools():
+        assert not any(line.startswith(" ") for line in tool.description.splitlines()), tool.name
+
+
+def test_read_only_tools_are_annotated_so_and_only_they(client):
+    annotated = {t.name for t in client.list_tools() if t.annotations and t.annotations.read_only_hint}
+    assert annotated == READ_ONLY
+
+
+def test_list_and_get_lessons_by_id_count_no_retrieval(client, db):
+    client.ok("add_lesson", lesson_id="b-two", trigger="second", action="Do the second thing", tags=["x"])
+    client.ok("add_lesson", lesson_id="a-one", trigger="first", action="Do the first thing")
+    listed = client.ok("list_lessons")["lessons"]
+    assert [x["id"] for x in listed] == ["a-one", "b-two"] and listed[1]["tags"] == ["x"]
+    assert [x["id"] for x in client.ok("list_lessons", tag="x")["lessons"]] == ["b-two"]
+    lesson = client.ok("get_lesson", lesson_id="b-two")
+    assert lesson["action"] == "Do the second thing" and lesson["usage_count"] == 0
+    assert "no lesson with id 'nope'" in client.error("get_lesson", lesson_id="nope")
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_draft_edit_is_accepted_as_an_object_or_a_json_string(client, db, as_text):
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1",
+              decisions=["Run every schema migration inside a transaction with a lock timeout"])
+    finding = client.ok("rem_run", project_path=PROJECT, operations=["knowledge_extraction"])["finding"]
+    assert finding and finding["options"][0]["needs_input"]
+    edits = {"id": "migrations-in-transactions", "action": "Wrap each migration in a transaction",
+             "tags": ["migrations"]}
+    client.ok("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"], option=1,
+              input=json.dumps(edits) if as_text else edits)
+    lesson = client.ok("get_lesson", lesson_id="migrations-in-transactions")
+    assert (lesson["action"], lesson["tags"]) == (edits["action"], edits["tags"])
 
 
 def test_refine_lesson_requires_a_reason(client):

@@ -343,3 +343,17 @@ class Lessons:
         for row in rows:
             digest.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
+
+    async def unlink(self, source: str, target: str) -> list[str]:
+        """Remove the link between two lessons, both directions, in one transaction. Returns the
+        relationship types removed (empty when they were not linked)."""
+        async with self.db.transaction():
+            a, b = await self.get(source), await self.get(target)
+            removed: list[str] = []
+            for lesson, other in ((a, b), (b, a)):
+                rels = [r.model_dump() for r in lesson.relationships]
+                kept = [r for r in rels if r["target"] != other.id]
+                if len(kept) != len(rels):
+                    removed += [r["type"] for r in rels if r["target"] == other.id]
+                    await self.db.update("lessons", {"id": lesson.id}, {"relationships": dumps(kept)})
+        return list(dict.fromkeys(removed))

@@ -1,16 +1,29 @@
-"""`mgcp init`: install the REM SessionStart hook into Claude Code's settings, idempotently.
+"""`mgcp init`: put the REM SessionStart hook (and, with --mcp, the MCP server) into Claude Code's
+settings, idempotently, and take exactly that out again with --remove.
 
-Writes `<project>/.claude/settings.json` (or `~/.claude/settings.json` for the user) in Claude Code's
-hook format:
+The hook goes into `<project>/.claude/settings.json` (or `~/.claude/settings.json` for the user) in
+Claude Code's hook format:
 
-    {"hooks": {"SessionStart": [{"matcher": "", "hooks": [{"type": "command", "command": "..."}]}]}}
+    {"hooks": {"SessionStart": [{"matcher": "", "hooks": [{"type": "command", "command": "mgcp-hook || true"}]}]}}
 
-The command is `"<this python>" "<the shipped hook script>"`, quoted for a shell, so it runs with the
-interpreter that has mgcp installed, from a wheel as well as from a checkout. Every other setting and
-hook is kept as it was (key order, values; the file is rewritten with a 2-space indent). An existing
-entry is recognised by the script name and never added twice; if the script has moved (a new virtualenv,
-a new mgcp), its command is updated in place. A settings file that is not valid JSON is refused with
-InvalidInputError and left untouched.
+A project's settings are committed and shared, so its command is the portable `mgcp-hook`, the
+console script found on PATH wherever mgcp is installed. The user's settings belong to one machine:
+they get the absolute path of this installation's `mgcp-hook`, which works whatever PATH Claude Code
+starts with. Either way `|| true` follows: on a machine where the program is missing (a teammate who
+does not use mgcp, a removed virtualenv) the session starts as if no hook were there, as it does
+when the hook itself fails. An entry mgcp wrote earlier (`mgcp-hook` anywhere in the command, or the older
+`"<python>" ".../rem-cycle-trigger.py"`) is recognised and rewritten in place, so running `mgcp init`
+again moves an old install to the new command; a second entry of ours is removed, never kept twice.
+
+The MCP server goes into `<project>/.mcp.json` (Claude Code's project MCP file) as
+`{"mcpServers": {"mgcp": {"type": "stdio", "command": "mgcp", "args": ["serve"]}}}`; an entry of any
+name that already runs `mgcp serve` is left as it is. An entry named "mgcp" that runs something else
+is refused rather than overwritten.
+
+Every other setting is kept as it was (key order, values; files are rewritten with a 2-space indent
+through a temporary file and a rename). A file that is not valid JSON, or whose structure is not
+Claude Code's, is refused with InvalidInputError and left untouched. `--remove` deletes our entries,
+then the containers init created that are left empty, then the file itself if nothing is left in it.
 """
 
 from __future__ import annotations
@@ -18,19 +31,36 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 from mgcp.errors import InvalidInputError, MgcpError
-from mgcp.resources import hook_script
 
-SCRIPT_NAME = "rem-cycle-trigger.py"
+HOOK_COMMAND = "mgcp-hook"
+OLD_SCRIPT_NAME = "rem-cycle-trigger.py"
 EVENT = "SessionStart"
+SERVER_NAME = "mgcp"
 
 
-def hook_command() -> str:
-    """The shell command Claude Code runs: this interpreter on the shipped script."""
-    return f"{_quote(sys.executable)} {_quote(str(hook_script()))}"
+def hook_command(user: bool) -> str:
+    """The shell command Claude Code runs: portable for a project, absolute for the user."""
+    program = HOOK_COMMAND if not user else _quote(str(installed_hook()))
+    return f"{program} || true"
+
+
+def installed_hook() -> Path:
+    """This installation's `mgcp-hook` console script."""
+    name = HOOK_COMMAND + (".exe" if os.name == "nt" else "")
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        if (folder / name).is_file():
+            return folder / name
+    found = shutil.which(HOOK_COMMAND)
+    if found:
+        return Path(found)
+    raise MgcpError(f"cannot find the {HOOK_COMMAND} command of this installation; reinstall mgcp "
+                    "(pip install mgcp) so that its console scripts are created")
 
 
 def _quote(value: str) -> str:
@@ -41,16 +71,26 @@ def _quote(value: str) -> str:
     return shlex.quote(value)
 
 
+def is_ours(command: object) -> bool:
+    return isinstance(command, str) and (HOOK_COMMAND in command or OLD_SCRIPT_NAME in command)
+
+
 def settings_path(project_path: str | None) -> Path:
     if project_path is None:
         return Path(os.path.expanduser("~")) / ".claude" / "settings.json"
     return Path(project_path) / ".claude" / "settings.json"
 
 
+def mcp_path(project_path: str) -> Path:
+    return Path(project_path) / ".mcp.json"
+
+
+# -- the hook ----------------------------------------------------------------------------------------
+
 def install_hook(project_path: str | None) -> dict:
     """Add (or update) the REM SessionStart hook in the project's (None: the user's) settings.json."""
     path = settings_path(project_path)
-    command = hook_command()
+    command = hook_command(user=project_path is None)
     settings = _read(path)
     changed, updated = _install(settings, command, path)
     if changed:
@@ -58,10 +98,165 @@ def install_hook(project_path: str | None) -> dict:
     if not changed:
         message = f"The REM SessionStart hook is already installed in {path}."
     elif updated:
-        message = f"Updated the REM SessionStart hook in {path} (the hook script moved)."
+        message = f"Updated the REM SessionStart hook in {path} (now `{command}`)."
     else:
         message = f"Added the REM SessionStart hook to {path}."
     return {"settings": str(path), "changed": changed, "command": command, "message": message}
+
+
+def remove_hook(project_path: str | None) -> dict:
+    """Take the REM SessionStart hook out of the settings, and nothing else."""
+    path = settings_path(project_path)
+    settings = _read(path) if path.exists() else None
+    removed = _uninstall(settings, path) if settings else 0
+    deleted = False
+    if removed:
+        deleted = _write_or_delete(path, settings)
+    if not removed:
+        message = f"The REM SessionStart hook is not installed in {path}; nothing changed."
+    else:
+        message = f"Removed the REM SessionStart hook from {path}" + (" (the file is now empty: deleted)." if deleted else ".")
+    return {"settings": str(path), "changed": bool(removed), "deleted": deleted, "message": message}
+
+
+def _groups(settings: dict, path: Path, create: bool) -> list | None:
+    hooks = settings.setdefault("hooks", {}) if create else settings.get("hooks")
+    if hooks is None:
+        return None
+    if not isinstance(hooks, dict):
+        raise InvalidInputError(f"{path}: 'hooks' must be a JSON object; it was not changed")
+    groups = hooks.setdefault(EVENT, []) if create else hooks.get(EVENT)
+    if groups is None:
+        return None
+    if not isinstance(groups, list):
+        raise InvalidInputError(f"{path}: 'hooks.{EVENT}' must be a JSON list; it was not changed")
+    return groups
+
+
+def _our_hooks(groups: list) -> list[tuple[dict, dict]]:
+    """(group, hook) for every hook entry of ours, in file order."""
+    return [(group, hook) for group in groups if isinstance(group, dict)
+            for hook in (group.get("hooks") if isinstance(group.get("hooks"), list) else [])
+            if isinstance(hook, dict) and is_ours(hook.get("command"))]
+
+
+def _install(settings: dict, command: str, path: Path) -> tuple[bool, bool]:
+    """Put the hook into `settings` in place. Returns (changed, updated an existing entry)."""
+    groups = _groups(settings, path, create=True)
+    found = _our_hooks(groups)
+    if not found:
+        groups.append({"matcher": "", "hooks": [{"type": "command", "command": command}]})
+        return True, False
+    first = found[0][1]
+    changed = first.get("command") != command
+    first["command"] = command
+    for group, hook in found[1:]:  # an entry of ours twice (an old and a new one): keep one
+        group["hooks"].remove(hook)
+        changed = True
+    _drop_empty_groups(groups)
+    return changed, changed
+
+
+def _uninstall(settings: dict, path: Path) -> int:
+    groups = _groups(settings, path, create=False)
+    if not groups:
+        return 0
+    found = _our_hooks(groups)
+    for group, hook in found:
+        group["hooks"].remove(hook)
+    if found:
+        _drop_empty_groups(groups)
+        if not groups:
+            del settings["hooks"][EVENT]
+        if not settings["hooks"]:
+            del settings["hooks"]
+    return len(found)
+
+
+def _drop_empty_groups(groups: list) -> None:
+    groups[:] = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
+
+
+# -- the MCP server ----------------------------------------------------------------------------------
+
+def server_entry() -> dict:
+    return {"type": "stdio", "command": "mgcp", "args": ["serve"]}
+
+
+def _runs_mgcp_serve(entry: object) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    words = shlex.split(entry["command"]) if " " in entry["command"] else [entry["command"]]
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    words += [str(a) for a in args]
+    program = Path(words[0]).name if words else ""
+    return program in ("mgcp", "mgcp.exe") and "serve" in words[1:]
+
+
+def _servers(config: dict, path: Path, create: bool) -> dict | None:
+    servers = config.setdefault("mcpServers", {}) if create else config.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InvalidInputError(f"{path}: 'mcpServers' must be a JSON object; it was not changed")
+    return servers
+
+
+def install_mcp(project_path: str, dry_run: bool = False) -> dict:
+    """Register `mgcp serve` in the project's .mcp.json (once)."""
+    path = mcp_path(project_path)
+    config = _read(path)
+    servers = _servers(config, path, create=True)
+    existing = next((name for name, entry in servers.items() if _runs_mgcp_serve(entry)), None)
+    if existing is not None:
+        return {"mcp_config": str(path), "changed": False, "server": existing,
+                "message": f"The mgcp MCP server is already registered in {path} (as {existing!r})."}
+    if SERVER_NAME in servers:
+        raise InvalidInputError(f"{path}: an MCP server named {SERVER_NAME!r} already exists and does not run "
+                                "`mgcp serve`; rename or remove it first (the file was not changed)")
+    servers[SERVER_NAME] = server_entry()
+    if not dry_run:
+        _write(path, config)
+    return {"mcp_config": str(path), "changed": True, "server": SERVER_NAME,
+            "message": f"Added the mgcp MCP server to {path} (`mgcp serve`; Claude Code asks once to approve it)."}
+
+
+def remove_mcp(project_path: str) -> dict:
+    """Take mgcp's server entries out of the project's .mcp.json, and nothing else."""
+    path = mcp_path(project_path)
+    config = _read(path) if path.exists() else {}
+    servers = _servers(config, path, create=False) or {}
+    names = [name for name, entry in servers.items() if _runs_mgcp_serve(entry)]
+    for name in names:
+        del servers[name]
+    deleted = False
+    if names:
+        if not servers:
+            del config["mcpServers"]
+        deleted = _write_or_delete(path, config)
+    message = (f"Removed the mgcp MCP server from {path}" + (" (the file is now empty: deleted)." if deleted else ".")
+               if names else f"The mgcp MCP server is not registered in {path}; nothing changed.")
+    return {"mcp_config": str(path), "changed": bool(names), "deleted": deleted, "message": message}
+
+
+def check_files(project_path: str | None, mcp: bool) -> None:
+    """Refuse, before either file is written, settings or an .mcp.json that init could not use."""
+    path = settings_path(project_path)
+    _groups(_read(path), path, create=False)
+    if mcp and project_path is not None:
+        install_mcp(project_path, dry_run=True)
+
+
+# -- files -------------------------------------------------------------------------------------------
+
+def _write_or_delete(path: Path, content: dict) -> bool:
+    """Write `content`, or delete the file when nothing is left in it. True when deleted."""
+    if content:
+        _write(path, content)
+        return False
+    try:
+        path.unlink()
+    except OSError as exc:
+        raise MgcpError(f"cannot remove {path}: {exc.strerror or exc}") from None
+    return True
 
 
 def _write(path: Path, settings: dict) -> None:
@@ -94,22 +289,3 @@ def _read(path: Path) -> dict:
     if not isinstance(settings, dict):
         raise InvalidInputError(f"{path} must hold a JSON object at the top level; it was not changed")
     return settings
-
-
-def _install(settings: dict, command: str, path: Path) -> tuple[bool, bool]:
-    """Put the hook into `settings` in place. Returns (changed, updated an existing entry)."""
-    hooks = settings.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise InvalidInputError(f"{path}: 'hooks' must be a JSON object; it was not changed")
-    groups = hooks.setdefault(EVENT, [])
-    if not isinstance(groups, list):
-        raise InvalidInputError(f"{path}: 'hooks.{EVENT}' must be a JSON list; it was not changed")
-    for group in groups:
-        for hook in (group.get("hooks") if isinstance(group, dict) else None) or []:
-            if isinstance(hook, dict) and SCRIPT_NAME in str(hook.get("command", "")):
-                if hook["command"] == command:
-                    return False, False
-                hook["command"] = command
-                return True, True
-    groups.append({"matcher": "", "hooks": [{"type": "command", "command": command}]})
-    return True, False

@@ -1,4 +1,5 @@
-"""The MCP server (`mgcp serve`): lessons, project context and REM review as tools, over stdio.
+"""The MCP server (`mgcp serve`): lessons, project context and REM review as tools, over stdio or,
+with `--http`, over the SDK's streamable HTTP transport for a team sharing one database.
 
 The only importer of the `mcp` SDK (2.x: `mcp.server.mcpserver.MCPServer`, the successor of
 FastMCP). The tools' bodies are in `mcp_tools`; this module registers them and owns the contract:
@@ -14,11 +15,16 @@ FastMCP). The tools' bodies are in `mcp_tools`; this module registers them and o
   unpaired surrogate, nested too deeply) gets a JSON-RPC error, with the request's id when it can be
   read, instead of leaving the client waiting; the server goes on.
 - Ctrl-C (SIGINT) or SIGTERM ends it promptly: a call in flight is rolled back, never half-applied.
+- Over HTTP it listens on 127.0.0.1 unless told otherwise. Any other address requires a bearer
+  token; with a token set, every request must carry `Authorization: Bearer <token>` (compared in
+  constant time) or gets 401 before the MCP layer sees it.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
+import inspect
 import io
 import json
 import logging
@@ -32,11 +38,11 @@ import mcp_types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 from mgcp import __version__
-from mgcp.errors import MgcpError
+from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.surfaces.mcp_tools import Service, Tools
 
 log = logging.getLogger("mgcp.mcp")
@@ -88,7 +94,10 @@ def build_server(db: str | None = None, config: str | None = None) -> MCPServer:
     server = MCPServer("mgcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(Service(db, config, _progress))
     for name in Tools.NAMES:
-        server.add_tool(guarded(getattr(tools, name)), name=name)
+        method = getattr(tools, name)
+        # Descriptions without the source's indentation; read-only tools say so to the client.
+        server.add_tool(guarded(method), name=name, description=inspect.cleandoc(method.__doc__ or ""),
+                        annotations=ToolAnnotations(read_only_hint=True) if name in Tools.READ_ONLY else None)
     return server
 
 
@@ -114,6 +123,52 @@ def serve(db: str | None, config: str | None) -> None:
     signal.signal(signal.SIGTERM, stop)
     log.info("mgcp %s: MCP server on stdio, database %s", __version__, db_path(db))
     anyio.run(_run_stdio, server)
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class BearerTokenGate:
+    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets 401."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self.expected = f"Bearer {token}".encode("utf-8")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b'Bearer realm="mgcp"'),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def serve_http(db: str | None, config: str | None, host: str, port: int, token: str | None) -> None:
+    """Run the MCP server over streamable HTTP at http://host:port/mcp until SIGINT / SIGTERM."""
+    import uvicorn
+
+    from mgcp.config import db_path
+
+    if host not in LOOPBACK and not token:
+        raise InvalidInputError(f"serving on {host} (not this machine only) needs a bearer token: "
+                                "pass --token-file FILE or set MGCP_TOKEN")
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    log.setLevel(logging.INFO)
+    server = build_server(db, config)
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    if token:
+        app = BearerTokenGate(app, token)
+    shown = f"[{host}]" if ":" in host else host
+    log.info("mgcp %s: MCP server on http://%s:%d/mcp (%s), database %s", __version__, shown, port,
+             "bearer token required" if token else "no token: this machine only", db_path(db))
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
 
 
 async def _run_stdio(server: MCPServer) -> None:

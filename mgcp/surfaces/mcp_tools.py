@@ -116,6 +116,11 @@ class Tools:
     NAMES = ("add_lesson", "refine_lesson", "query_lessons", "get_lesson_history", "link_lessons",
              "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
              "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo")
+    NAMES += ("list_lessons", "get_lesson")
+    # Tools that change nothing in the database (query_lessons counts retrievals; rem_status and
+    # rem_report mark findings whose subject changed as stale).
+    READ_ONLY = frozenset({"get_lesson_history", "get_project_context", "get_context_history",
+                           "get_context_at_session", "list_lessons", "get_lesson"})
 
     def __init__(self, service: Service):
         self.service = service
@@ -182,6 +187,24 @@ class Tools:
         rel = RelationshipType(type).value
         added = await self.service.run(lambda s: s.lessons.link(source, target, rel), create=False)
         return {"source": source, "target": target, "type": rel, "added": added}
+
+    async def list_lessons(
+        self,
+        tag: Annotated[str | None, Field(description="Only lessons with this tag.")] = None,
+        status: Annotated[Literal["active", "archived", "deleted", "superseded", "all"],
+                          Field(description="Lifecycle status to list.")] = "active",
+    ) -> dict[str, Any]:
+        """List lessons by id (no search, no retrieval counted): id, version, status, tags and trigger
+        of each, ordered by id. Call get_lesson for one lesson whole. Returns {"lessons": [...]}."""
+        lessons = await self.service.run(lambda s: s.lessons.list(tag, None if status == "all" else status),
+                                         create=False)
+        return {"lessons": [{"id": x.id, "version": x.version, "status": x.status.value, "tags": x.tags,
+                             "trigger": x.trigger} for x in lessons]}
+
+    async def get_lesson(self, lesson_id: LessonId) -> dict[str, Any]:
+        """One lesson as it is now, whole: trigger, action, rationale, tags, links, version, status
+        and usage. Reading it counts no retrieval. Returns the lesson."""
+        return to_jsonable(await self.service.run(lambda s: s.lessons.get(lesson_id), create=False))
 
     # -- project context -----------------------------------------------------------------------------
 
@@ -303,7 +326,9 @@ class Tools:
         project_path: ProjectPath,
         finding_id: Annotated[str, Field(description="The finding_id of the question answered.")],
         option: Annotated[int, Field(ge=1, le=1000, description="The chosen option's number (from 1).")],
-        input: Annotated[str | None, Field(description="Text for an option that needs input (see needs_input).")] = None,
+        input: Annotated[str | dict[str, Any] | None, Field(description=(
+            "Text for an option that needs input (see needs_input). For a drafted lesson, edits as an "
+            "object such as {\"action\": \"...\", \"tags\": [\"...\"]} (or the same as a JSON string)."))] = None,
         selection: Annotated[list[str] | None, Field(description="For a multi-select option: the chosen ids (a subset of choices).")] = None,
     ) -> dict[str, Any]:
         """Apply the user's answer to a REM finding of this project (one transaction, undoable with
@@ -315,6 +340,10 @@ class Tools:
 
         path = _path(project_path)
         cfg = self.service.rem_config()
+        if isinstance(input, dict):
+            import json
+
+            input = json.dumps(input, ensure_ascii=False)
 
         async def work(store):
             outcome = await engine.resolve(store, cfg, finding_id, option, input or None, selection,

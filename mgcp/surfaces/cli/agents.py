@@ -10,28 +10,52 @@ from mgcp.surfaces.cli.app import Config, Db, Json, Project, app, echo, print_js
 @app.command("init")
 def init(project: Project = None,
          user: Annotated[bool, typer.Option("--user", help="Install into ~/.claude/settings.json instead.")] = False,
+         mcp: Annotated[bool, typer.Option("--mcp", help="Also register the MCP server in the project's .mcp.json.")] = False,
+         remove: Annotated[bool, typer.Option("--remove", help="Take out what init added (with --mcp: the MCP entry too).")] = False,
          json: Json = False):
-    """Install the REM SessionStart hook into .claude/settings.json (idempotent).
+    """Install the REM SessionStart hook into .claude/settings.json (idempotent); --remove takes it out.
 
-    Example: mgcp init --project .
+    Example: mgcp init --project . --mcp
     """
-    from mgcp.surfaces.install import install_hook
+    from mgcp.errors import InvalidInputError
+    from mgcp.surfaces import install
 
-    result = install_hook(None if user else project_path(project))
+    if user and mcp:
+        raise InvalidInputError("--mcp registers the server for a project (.mcp.json); for every project use "
+                                "`claude mcp add --scope user mgcp -- mgcp serve`")
+    where = None if user else project_path(project)
+    install.check_files(where, mcp)
+    results = [install.remove_hook(where) if remove else install.install_hook(where)]
+    if mcp:
+        results.append(install.remove_mcp(where) if remove else install.install_mcp(where))
     if json:
-        return print_json(result)
-    echo(result["message"])
+        return print_json(results[0] if len(results) == 1 else {"hook": results[0], "mcp": results[1]})
+    for result in results:
+        echo(result["message"])
 
 
 @app.command("serve")
-def serve(db: Db = None, config: Config = None):
-    """Run the MCP server on stdio (for Claude Code and other MCP clients).
+def serve(db: Db = None, config: Config = None,
+          http: Annotated[bool, typer.Option("--http", help="Serve over streamable HTTP (at /mcp) instead of stdio.")] = False,
+          host: Annotated[str, typer.Option("--host", help="With --http: the address to listen on; any but 127.0.0.1, localhost or ::1 needs a token.")] = "127.0.0.1",
+          port: Annotated[int, typer.Option("--port", min=1, max=65535, help="With --http: the port.")] = 8765,
+          token_file: Annotated[Optional[str], typer.Option("--token-file", help="With --http: a file holding the bearer token (else $MGCP_TOKEN).")] = None):
+    """Run the MCP server on stdio (for Claude Code and other MCP clients), or over HTTP for a team.
 
-    Example: mgcp serve --db ~/.mgcp/lessons.db
+    Example: mgcp serve --http --host 0.0.0.0 --port 8765 --token-file ~/.mgcp/token
     """
-    from mgcp.surfaces.mcp_server import serve as run_server
+    if not http:
+        from mgcp.errors import InvalidInputError
 
-    run_server(db, config)
+        if host != "127.0.0.1" or port != 8765 or token_file:
+            raise InvalidInputError("--host, --port and --token-file go with --http")
+        from mgcp.surfaces.mcp_server import serve as run_server
+
+        return run_server(db, config)
+    from mgcp.config import http_token
+    from mgcp.surfaces.mcp_server import serve_http
+
+    serve_http(db, config, host, port, http_token(token_file))
 
 
 @app.command("demo")

@@ -26,6 +26,20 @@ Project = Annotated[Optional[str], typer.Option("--project", help="Project path 
 Config = Annotated[Optional[str], typer.Option("--config", help="rem-config.yaml to use (default: $MGCP_REM_CONFIG, the data dir's, else built-in defaults).")]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from mgcp import __version__
+
+        print(f"mgcp {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                   help="Print the version and exit.")] = False) -> None:
+    """mgcp: versioned lessons and project context for coding agents, with REM consolidation."""
+
+
 def noun(name: str, help: str) -> typer.Typer:
     """A sub-app for one noun (`mgcp lesson ...`), registered on the main app."""
     sub = typer.Typer(help=help, no_args_is_help=True)

@@ -80,3 +80,31 @@ def at(session: Annotated[int, typer.Option("--session", min=0, max=2**62, help=
     from mgcp.surfaces import format
 
     echo(format.context_at(result))
+
+
+@context_app.command("diff")
+def diff(from_session: Annotated[int, typer.Option("--from", min=0, max=2**62, help="The earlier session.")],
+         to_session: Annotated[int, typer.Option("--to", min=0, max=2**62, help="The later session.")],
+         project: Project = None, db: Db = None, json: Json = False):
+    """Show a unified diff of the project's context at the end of two sessions (catalogue included).
+
+    Example: mgcp context diff --project . --from 3 --to 7
+    """
+    from mgcp.surfaces.diffs import context_lines, unified
+
+    path = project_path(project)
+
+    async def work(store):
+        return await store.context.at(path, from_session), await store.context.at(path, to_session)
+
+    old, new = with_store(db, work, create=False)
+
+    def state(at) -> dict:
+        snap = at.snapshot.model_dump(mode="json")
+        return {**snap, "catalogue": at.catalogue}
+
+    lines = unified(context_lines(state(old)), context_lines(state(new)),
+                    f"session {from_session}", f"session {to_session}")
+    if json:
+        return print_json({"project_path": path, "from": from_session, "to": to_session, "diff": lines})
+    echo("\n".join(lines) if lines else f"nothing changed between session {from_session} and session {to_session}")

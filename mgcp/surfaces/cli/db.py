@@ -1,4 +1,4 @@
-"""`mgcp db migrate|status|check`: create, upgrade, inspect and verify the database."""
+"""`mgcp db migrate|status|check|backup`: create, upgrade, inspect, verify and back up the database."""
 
 from typing import Annotated
 
@@ -108,3 +108,23 @@ def _print_report(report) -> None:
     c = report.checked
     echo(f"ok: {c['lessons']} lessons, {c['versions']} versions, {c['projects']} projects, "
          f"{c['history_rows']} history rows, {c['findings']} findings checked")
+
+
+@db_app.command("backup")
+def backup(dest: Annotated[str, typer.Argument(metavar="PATH", help="The backup file to write.")],
+           force: Annotated[bool, typer.Option("--force", help="Replace PATH if it exists.")] = False,
+           db: Db = None, json: Json = False):
+    """Copy the database to PATH as one consistent snapshot, safe while other processes write.
+
+    Example: mgcp db backup ~/backups/lessons-$(date +%F).db
+    """
+    from mgcp.config import db_path
+    from mgcp.persistence.dump import backup as copy
+
+    result = copy(db_path(db), dest, overwrite=force)
+    if json:
+        return print_json(result)
+    rows = result["rows"]
+    echo(f"backed up {result['database']} to {result['backup']} ({result['bytes']} bytes; "
+         f"{rows['lessons']} lessons, {rows['lesson_versions']} versions, {rows['context_history']} history rows, "
+         f"{rows['rem_findings']} findings)")

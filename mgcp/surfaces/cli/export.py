@@ -1,4 +1,4 @@
-"""`mgcp export dpo`: training data from lesson history."""
+"""`mgcp export dpo|jsonl`: training data from lesson history, and the whole knowledge base as JSON Lines."""
 
 from typing import Annotated, Optional
 
@@ -6,7 +6,7 @@ import typer
 
 from mgcp.surfaces.cli.app import Db, noun, note, with_store
 
-export_app = noun("export", "Export training data from lesson history.")
+export_app = noun("export", "Export the knowledge base (JSON Lines) or training data from lesson history.")
 
 
 @export_app.command("dpo")
@@ -29,3 +29,41 @@ def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (d
         note(f"wrote {len(records)} record(s) to {out}")
     else:
         sys.stdout.write(lines)
+
+
+@export_app.command("jsonl")
+def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default: stdout).")] = None,
+          db: Db = None):
+    """Write the whole knowledge base as JSON Lines: lessons with every version, links, context history, findings, actions.
+
+    One snapshot, the same bytes for the same knowledge (`mgcp import jsonl` reads it back).
+    Example: mgcp export jsonl --out knowledge.jsonl
+    """
+    import os
+    import sys
+
+    from mgcp.config import db_path
+    from mgcp.errors import MgcpError
+    from mgcp.persistence.dump import export_lines
+
+    lines = export_lines(db_path(db))
+    if not out:
+        count = 0
+        for line in lines:
+            sys.stdout.write(line)
+            count += 1
+        return note(f"exported {count - 1} row(s)")
+    tmp = f"{out}.mgcp-tmp"
+    count = 0
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            for line in lines:
+                fh.write(line)
+                count += 1
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    note(f"wrote {count - 1} row(s) to {out}")

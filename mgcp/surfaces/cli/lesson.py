@@ -135,3 +135,84 @@ def query(text: Annotated[str, typer.Argument(metavar="TEXT")],
 
     echo("\n\n".join(f"score {score:.2f}  " + format.lesson(lesson) for lesson, score in results)
          if results else "no matching lessons")
+
+
+@lesson_app.command("diff")
+def diff(lesson_id: LessonId,
+         versions: Annotated[Optional[list[int]], typer.Argument(metavar="[V1 V2]", help="Two versions (default: the last two).")] = None,
+         db: Db = None, json: Json = False):
+    """Show a unified diff of two versions of a lesson (default: the last two).
+
+    Example: mgcp lesson diff verify-api 1 3
+    """
+    from mgcp.surfaces.diffs import unified, version_lines
+
+    if versions is not None and len(versions) != 2:
+        raise InvalidInputError("give two version numbers (V1 V2), or none for the last two")
+    history = with_store(db, lambda s: s.lessons.versions(lesson_id), create=False)
+    by_number = {v.version: v for v in history}
+    if versions is None:
+        if len(history) < 2:
+            raise InvalidInputError(f"lesson {lesson_id} has only version {history[-1].version}; nothing to compare")
+        old, new = history[-2], history[-1]
+    else:
+        missing = [n for n in versions if n not in by_number]
+        if missing:
+            raise InvalidInputError(f"lesson {lesson_id} has no version {missing[0]} (versions 1..{history[-1].version})")
+        old, new = by_number[versions[0]], by_number[versions[1]]
+    lines = unified(version_lines(old), version_lines(new), f"{lesson_id} v{old.version}", f"{lesson_id} v{new.version}")
+    if json:
+        return print_json({"lesson_id": lesson_id, "from": old.version, "to": new.version,
+                           "reason": old.refinement_reason if new.version == old.version + 1 else None, "diff": lines})
+    echo("\n".join(lines) if lines else f"v{old.version} and v{new.version} have the same text")
+
+
+def _set_status(lesson_id: str, status: str, reason: Optional[str], db, json: bool, verb: str) -> None:
+    from mgcp.models import LessonStatus
+
+    async def work(store):
+        async with store.transaction():
+            before = (await store.lessons.get(lesson_id)).status.value
+            if before != status:
+                await store.lessons.set_lifecycle(lesson_id, LessonStatus(status), reason=reason)
+            return before
+
+    before = with_store(db, work, create=False)
+    if json:
+        return print_json({"lesson_id": lesson_id, "status": status, "previous_status": before, "changed": before != status})
+    echo(f"{lesson_id} was already {status}" if before == status else f"{verb} {lesson_id} (was {before})")
+
+
+Reason = Annotated[Optional[str], typer.Option("--reason", help="Why (kept with the lesson's lifecycle).")]
+
+
+@lesson_app.command("archive")
+def archive(lesson_id: LessonId, reason: Reason = None, db: Db = None, json: Json = False):
+    """Archive a lesson: out of queries and REM, kept with its whole history (undo: mgcp lesson restore).
+
+    Example: mgcp lesson archive old-deploy-steps --reason "we moved to containers"
+    """
+    _set_status(lesson_id, "archived", reason, db, json, "archived")
+
+
+@lesson_app.command("restore")
+def restore(lesson_id: LessonId, reason: Reason = None, db: Db = None, json: Json = False):
+    """Make an archived, deleted or superseded lesson active again.
+
+    Example: mgcp lesson restore old-deploy-steps
+    """
+    _set_status(lesson_id, "active", reason, db, json, "restored")
+
+
+@lesson_app.command("unlink")
+def unlink(source: Annotated[str, typer.Argument(metavar="A")],
+           target: Annotated[str, typer.Argument(metavar="B")],
+           db: Db = None, json: Json = False):
+    """Remove the link between two lessons (both directions; undo: mgcp lesson link A B --type TYPE).
+
+    Example: mgcp lesson unlink verify-api read-the-tests
+    """
+    removed = with_store(db, lambda s: s.lessons.unlink(source, target), create=False)
+    if json:
+        return print_json({"source": source, "target": target, "removed": removed})
+    echo(f"unlinked {source} <-> {target} ({', '.join(removed)})" if removed else f"{source} and {target} were not linked")

@@ -10,6 +10,7 @@ from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config,
                                    project_path, with_store)
 from mgcp.surfaces.cli.progress import reporter
 
+PENDING_EXIT = 3  # `rem run --auto --fail-on-pending`: nothing failed, but people have findings to review
 rem_app = noun("rem", "The REM consolidation cycle: status, run, review, resolve, undo.")
 
 
@@ -34,9 +35,11 @@ def run(project: Project = None,
         op: Annotated[Optional[list[str]], typer.Option("--op", help="Run this operation even if not due (repeatable).")] = None,
         auto: Annotated[bool, typer.Option("--auto", help="Apply the recommended option where the policy allows (CI).")] = False,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="With --auto: show what would be applied, write nothing.")] = False,
+        fail_on_pending: Annotated[bool, typer.Option("--fail-on-pending", help=f"With --auto: exit {PENDING_EXIT} when findings are left for people to review.")] = False,
         config: Config = None, db: Db = None, json: Json = False):
     """Run the due REM operations (or the named ones) and store their findings.
 
+    Exit 1 when an operation failed; with --auto --fail-on-pending, 3 when findings are left for people.
     Example: mgcp rem run --project . --op duplicate_detection
     """
     from mgcp import engine
@@ -46,6 +49,8 @@ def run(project: Project = None,
     engine.check_operations(op)
     if dry_run and not auto:
         raise InvalidInputError("--dry-run goes with --auto")
+    if fail_on_pending and not auto:
+        raise InvalidInputError("--fail-on-pending goes with --auto")
     with reporter(json) as report:
         result = with_store(db, lambda s: engine.run(s, cfg, path, op, auto, dry_run, progress=report))
     if json:
@@ -54,6 +59,8 @@ def run(project: Project = None,
         echo(format.rem_run(result))
     if any(o.error for o in result.report.operations):
         raise typer.Exit(1)
+    if fail_on_pending and result.left_pending:
+        raise typer.Exit(PENDING_EXIT)
 
 
 @rem_app.command("report")
@@ -209,3 +216,35 @@ def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_I
     if json:
         return print_json({"message": message, "overwritten": overwritten})
     echo(message)
+
+
+@rem_app.command("show")
+def show(finding_id: Annotated[str, typer.Argument(metavar="FINDING_ID")], db: Db = None, json: Json = False):
+    """Show one finding whole: its question, options, data, status, the answer given and its recorded actions.
+
+    Example: mgcp rem show 3fa2c1d0
+    """
+    async def work(store):
+        finding = await store.rem.get_finding(finding_id)
+        return finding, await store.rem.actions_for(finding_id=finding.id)
+
+    finding, actions = with_store(db, work, create=False)
+    if json:
+        return print_json({"finding": finding, "actions": actions})
+    import json as jsonlib
+
+    from mgcp.surfaces import format
+
+    echo(format.finding(finding))
+    echo()
+    echo(f"status: {finding.status.value}" + (f", answered with option {finding.chosen_option}" if finding.chosen_option else "")
+         + (f" at {finding.resolved_at}" if finding.resolved_at else "") + f"; created {finding.created_at}"
+         + (f" by run {finding.run_id}" if finding.run_id else ""))
+    if finding.data:
+        echo("data: " + jsonlib.dumps(finding.data, indent=2, ensure_ascii=False, sort_keys=True))
+    for action in actions:
+        changes = action.get("changes") or []
+        echo(f"action {action['id']}: {action['action']} at {action['applied_at']}" + (" (auto)" if action.get("auto") else "")
+             + (f", undone at {action['undone_at']}" if action.get("undone_at") else "")
+             + f"; {len(changes)} row change(s): "
+             + ", ".join(f"{c['table']} {'/'.join(str(v) for v in c['key'].values())}" for c in changes))

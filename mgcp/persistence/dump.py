@@ -1,0 +1,378 @@
+"""The whole knowledge base as JSON Lines, back in again, and a consistent copy of the file.
+
+`export_lines(path)` reads one snapshot (other processes may go on writing) and yields a header line
+and then one line per row, `{"row": {...}, "table": "..."}`, tables in the order of TABLES and rows in
+each table's key order, columns sorted by name, values exactly as stored (JSON columns stay the text
+SQLite holds). The same knowledge therefore always exports to the same bytes.
+
+`import_lines(store, lines)` checks every line first, then writes everything in one transaction:
+
+- into an empty database (no row in any exported table), every row goes in as it was, ids included,
+  so that exporting the result reproduces the file byte for byte;
+- into a database that already holds knowledge, nothing is duplicated. A lesson whose id exists here
+  is kept as it is here, with its versions and lifecycle; a project (by its id, a hash of its path)
+  likewise, with its history, sessions and REM schedule; a finding whose id exists here, with its
+  actions. Rows with an integer id of their own (history rows, runs, actions) get new ids, and the
+  rows that point at them (a finding's run, an action's recorded row images) are pointed at the new
+  ones. Everything left out is reported (`ImportReport.skipped`).
+
+The lesson search index is derived, not exported: imported lessons are indexed as they go in.
+
+TABLES lists each exported table with the columns that order its rows and, for merges, what a row
+belongs to (OWNERS) and how a copy is recognised (NATURAL). A table a later migration adds goes into
+TABLES (and, if its rows belong to a lesson or a project, into OWNERS); `tests/test_dump.py` fails
+while a table is neither exported nor listed in NOT_EXPORTED.
+
+`backup(path, dest)` copies the database with SQLite's online backup API: one consistent snapshot,
+taken while other processes keep writing, written beside `dest` and renamed into place.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from mgcp.errors import InvalidInputError, MgcpError
+from mgcp.persistence import migrate
+
+FORMAT = "mgcp-export"
+FORMAT_VERSION = 1
+
+# table -> the columns that order its rows (a unique key)
+TABLES: dict[str, tuple[str, ...]] = {
+    "lessons": ("id",),
+    "lesson_versions": ("lesson_id", "version"),
+    "lesson_lifecycle": ("lesson_id",),
+    "lesson_usage": ("lesson_id",),
+    "project_contexts": ("project_id",),
+    "context_history": ("id",),
+    "project_sessions": ("project_id", "session_number"),  # the order the sessions were seen
+    "query_log": ("id",),
+    "rem_state": ("project_id", "operation"),
+    "rem_runs": ("id",),
+    "rem_findings": ("id",),
+    "rem_actions": ("id",),
+    "community_runs": ("id",),
+    "context_summaries": ("id",),
+    "community_summaries": ("community_id",),
+    "telemetry_events": ("id",),
+    "workflows": ("id",),
+}
+# Derived or bookkeeping tables, never exported.
+NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesson_search_docs"}
+NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")
+
+# Tables whose integer `id` is only a row number: a merge gives their rows new ids.
+ROW_NUMBERED = {"lesson_versions", "context_history", "query_log", "rem_runs", "rem_actions",
+                "community_runs", "context_summaries"}
+# table -> (owner table, the column naming the owner): a row goes in only with its owner.
+OWNERS = {
+    "lesson_versions": ("lessons", "lesson_id"),
+    "lesson_lifecycle": ("lessons", "lesson_id"),
+    "lesson_usage": ("lessons", "lesson_id"),
+    "context_history": ("project_contexts", "project_id"),
+    "project_sessions": ("project_contexts", "project_id"),
+    "rem_state": ("project_contexts", "project_id"),
+    "context_summaries": ("project_contexts", "project_id"),
+    "rem_actions": ("rem_findings", "finding_id"),
+}
+# For owner-less rows of a row-numbered table: the columns that recognise a copy already here.
+NATURAL = {
+    "query_log": ("query", "project_id", "created_at"),
+    "rem_runs": ("project_id", "started_at"),
+    "community_runs": ("run_id", "created_at"),
+    "rem_actions": ("run_id", "action", "applied_at"),
+}
+# Columns that hold the id of a run (renumbered by a merge).
+RUN_COLUMNS = {"rem_findings": "run_id", "rem_actions": "run_id", "community_runs": "run_id"}
+# What the import reports a skipped owner as.
+NOUNS = {"lessons": "lesson", "project_contexts": "project", "rem_findings": "finding"}
+
+
+def header() -> str:
+    return _line({"format": FORMAT, "version": FORMAT_VERSION})
+
+
+def _line(obj: dict) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def _value(value):
+    if isinstance(value, bytes):
+        return {"$base64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _stored(value):
+    if isinstance(value, dict) and set(value) == {"$base64"}:
+        return base64.b64decode(value["$base64"])
+    return value
+
+
+def exported_tables(conn: sqlite3.Connection) -> list[str]:
+    present = set(migrate.table_names(conn))
+    return [t for t in TABLES if t in present]
+
+
+def unlisted_tables(conn: sqlite3.Connection) -> list[str]:
+    """Tables of the database that are neither exported nor deliberately left out."""
+    return sorted(t for t in migrate.table_names(conn)
+                  if t not in TABLES and t not in NOT_EXPORTED and not t.startswith(NOT_EXPORTED_PREFIXES))
+
+
+def export_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The whole knowledge base as JSON Lines, from one read snapshot."""
+    conn = migrate.connect_readonly(path)
+    try:
+        pending = migrate.pending_migrations(conn, path)
+        if pending:
+            raise MgcpError(f"{path} needs an upgrade first ({', '.join(pending)} pending): run `mgcp db migrate`")
+        conn.row_factory = sqlite3.Row
+        conn.execute("BEGIN")  # one snapshot for every table
+        yield header()
+        for table in exported_tables(conn):
+            order = ", ".join(TABLES[table])
+            for row in conn.execute(f'SELECT * FROM "{table}" ORDER BY {order}'):
+                yield _line({"table": table, "row": {k: _value(row[k]) for k in row.keys()}})
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise migrate.explain(exc, path) from None
+    finally:
+        conn.close()
+
+
+# -- import ----------------------------------------------------------------------------------------
+
+@dataclass
+class ImportReport:
+    mode: str = "empty"  # "empty": rebuilt as exported; "merge": added beside what was there
+    imported: dict[str, int] = field(default_factory=dict)
+    skipped: list[dict] = field(default_factory=list)  # {"kind", "id", "reason"} per lesson, project, finding
+    skipped_rows: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "imported": self.imported, "skipped": self.skipped,
+                "skipped_rows": self.skipped_rows}
+
+
+def parse(lines: Iterable[str], source: str) -> list[tuple[str, dict]]:
+    """Every row of an export, checked: a clear InvalidInputError names the first bad line."""
+    rows: list[tuple[str, dict]] = []
+    seen_header = False
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInputError(f"{where} is not JSON ({exc.msg}); nothing was imported") from None
+        if not isinstance(obj, dict):
+            raise InvalidInputError(f"{where} is not a JSON object; nothing was imported")
+        if not seen_header:
+            if obj.get("format") != FORMAT:
+                raise InvalidInputError(f"{source} is not an mgcp export (its first line is not the "
+                                        f"{FORMAT} header); nothing was imported")
+            if obj.get("version") != FORMAT_VERSION:
+                raise InvalidInputError(f"{source} is export format version {obj.get('version')!r}; this mgcp "
+                                        f"reads version {FORMAT_VERSION}; nothing was imported")
+            seen_header = True
+            continue
+        table, row = obj.get("table"), obj.get("row")
+        if table not in TABLES or not isinstance(row, dict):
+            raise InvalidInputError(f"{where}: expected {{\"table\": one of mgcp's tables, \"row\": {{...}}}}, "
+                                    f"got table {table!r}; nothing was imported")
+        rows.append((table, {k: _stored(v) for k, v in row.items()}))
+    if not seen_header:
+        raise InvalidInputError(f"{source} is empty; nothing was imported")
+    return rows
+
+
+async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> ImportReport:
+    """Write an export's rows into the store in one transaction (see the module docstring)."""
+    db = store.db
+    columns = {table: {r["name"] for r in await db.fetchall(f'PRAGMA table_info("{table}")')} for table in TABLES}
+    for table, row in rows:
+        if not columns[table]:
+            raise InvalidInputError(f"{source}: this database has no table {table!r} (run `mgcp db migrate`); "
+                                    "nothing was imported")
+        unknown = sorted(set(row) - columns[table])
+        if unknown:
+            raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
+                                    "newer mgcp?); nothing was imported")
+    async with db.transaction():
+        await db.conn.execute("PRAGMA defer_foreign_keys = ON")
+        empty = True
+        for table in TABLES:
+            if columns[table] and await db.fetchone(f'SELECT 1 FROM "{table}" LIMIT 1'):
+                empty = False
+                break
+        report = ImportReport(mode="empty" if empty else "merge")
+        if empty:
+            lessons_in = await _rebuild(db, rows, report)
+        else:
+            merge = _Merge(db, report)
+            for table, row in rows:
+                await merge.add(table, row)
+            lessons_in = merge.lessons_in
+        for lesson_id in lessons_in:
+            await store.lessons.reindex(lesson_id)
+        problems = await db.fetchall("PRAGMA foreign_key_check")
+        if problems:
+            first = dict(problems[0])
+            raise InvalidInputError(f"{source}: a {first['table']} row points at a missing {first['parent']} row; "
+                                    "nothing was imported")
+    return report
+
+
+async def _rebuild(db, rows: list[tuple[str, dict]], report: ImportReport) -> list[str]:
+    """Every row as it was, ids included, in batches of one table and one set of columns.
+    Returns the ids of the lessons inserted."""
+    lessons_in: list[str] = []
+    for (table, cols), batch in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
+        values = [list(row.values()) for _, row in batch]
+        names, marks = ", ".join(f'"{c}"' for c in cols), ", ".join("?" for _ in cols)
+        await db.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', values)
+        report.imported[table] = report.imported.get(table, 0) + len(values)
+        if table == "lessons":
+            lessons_in += [v[cols.index("id")] for v in values]
+    return lessons_in
+
+
+class _Merge:
+    """Rows added beside the knowledge already here, one at a time in file order (owners come
+    before what they own): nothing duplicated, everything left out counted in the report."""
+
+    def __init__(self, db, report: ImportReport):
+        self.db, self.report = db, report
+        self.imported: dict[str, set] = {t: set() for t in NOUNS}  # owners this import added
+        self.skipped: dict[str, set] = {t: set() for t in NOUNS}  # owners kept as they are here
+        self.new_ids: dict[str, dict[int, int]] = {t: {} for t in ROW_NUMBERED}
+        self.lessons_in: list[str] = []
+
+    def _skip(self, table: str) -> None:
+        self.report.skipped_rows[table] = self.report.skipped_rows.get(table, 0) + 1
+
+    async def add(self, table: str, row: dict) -> None:
+        run_column = RUN_COLUMNS.get(table)
+        if run_column and row.get(run_column) is not None:
+            row = {**row, run_column: self.new_ids["rem_runs"].get(row[run_column], row[run_column])}
+        owner_is_new = False
+        if table in OWNERS and row.get(OWNERS[table][1]) is not None:
+            owner_table, column = OWNERS[table]
+            owner_is_new = row[column] in self.imported[owner_table]
+            if not owner_is_new and (row[column] in self.skipped[owner_table]
+                                     or await _exists(self.db, owner_table, row[column])):
+                return self._skip(table)
+        if table in NOUNS:
+            ident = row[TABLES[table][0]]
+            existing = await self.db.row(table, {TABLES[table][0]: ident})
+            if existing is not None:
+                self.skipped[table].add(ident)
+                self.report.skipped.append({"kind": NOUNS[table], "id": ident, "reason": (
+                    "already here" if _same(existing, row) else "other content here (this database's kept)")})
+                return self._skip(table)
+            self.imported[table].add(ident)
+        elif not owner_is_new and (table in NATURAL or table not in ROW_NUMBERED):
+            match = {c: row.get(c) for c in NATURAL.get(table, TABLES[table])}
+            existing = await _find(self.db, table, match)
+            if existing is not None:
+                if table in ROW_NUMBERED:
+                    self.new_ids[table][row["id"]] = existing["id"]
+                return self._skip(table)
+        if table == "rem_actions":
+            row = {**row, "changes": _renumber_changes(row.get("changes"), self.new_ids)}
+        if table in ROW_NUMBERED:
+            self.new_ids[table][row["id"]] = await _insert(self.db, table, {k: v for k, v in row.items() if k != "id"})
+        else:
+            await _insert(self.db, table, row)
+        self.report.imported[table] = self.report.imported.get(table, 0) + 1
+        if table == "lessons":
+            self.lessons_in.append(row["id"])
+
+
+def _same(existing: dict, row: dict) -> bool:
+    return all(existing.get(k) == v for k, v in row.items()
+               if k not in ("usage_count", "last_used", "last_accessed", "session_count", "last_session_id"))
+
+
+async def _exists(db, table: str, ident) -> bool:
+    column = TABLES[table][0]
+    return await db.fetchone(f'SELECT 1 FROM "{table}" WHERE "{column}" = ?', [ident]) is not None
+
+
+async def _find(db, table: str, match: dict):
+    where = " AND ".join(f'"{c}" IS ?' for c in match)
+    return await db.fetchone(f'SELECT * FROM "{table}" WHERE {where}', list(match.values()))
+
+
+async def _insert(db, table: str, row: dict) -> int:
+    cols = ", ".join(f'"{c}"' for c in row)
+    marks = ", ".join("?" for _ in row)
+    cur = await db.conn.execute(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', list(row.values()))
+    return cur.lastrowid
+
+
+def _renumber_changes(changes, new_ids: dict[str, dict[int, int]]):
+    """An action's recorded row images, pointed at the ids their rows got in this database."""
+    if not isinstance(changes, str):
+        return changes
+    try:
+        items = json.loads(changes)
+    except ValueError:
+        return changes
+    if not isinstance(items, list):
+        return changes
+    for change in items:
+        ids = new_ids.get(change.get("table")) if isinstance(change, dict) else None
+        if not ids:
+            continue
+        for part in ("key", "before", "after"):
+            image = change.get(part)
+            if isinstance(image, dict) and image.get("id") in ids:
+                image["id"] = ids[image["id"]]
+    return json.dumps(items, ensure_ascii=False)
+
+
+# -- backup ----------------------------------------------------------------------------------------
+
+def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = False) -> dict:
+    """Copy the database to `dest` as one consistent snapshot (SQLite's online backup API)."""
+    dest = Path(dest)
+    if dest.exists() and not overwrite:
+        raise InvalidInputError(f"{dest} exists; choose another path or pass --force to replace it")
+    if dest.exists() and dest.is_dir():
+        raise InvalidInputError(f"{dest} is a directory; name the backup file")
+    if Path(path).resolve() == dest.resolve():
+        raise InvalidInputError("the backup must go to another file than the database")
+    src = migrate.connect_readonly(path)
+    scratch = dest.with_name(f".{dest.name}.mgcp-backup")
+    try:
+        migrate.pending_migrations(src, path)  # refuses a file that is not an mgcp database
+        scratch.unlink(missing_ok=True)
+        out = sqlite3.connect(scratch)
+        try:
+            src.backup(out)  # every page in one step: a single snapshot, writers are not blocked in WAL
+            out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            verdict = out.execute("PRAGMA integrity_check").fetchone()[0]
+            counts = {t: out.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+                      for t in ("lessons", "lesson_versions", "context_history", "rem_findings")}
+        finally:
+            out.close()
+        if verdict != "ok":
+            raise MgcpError(f"the backup failed its integrity check ({verdict}); {dest} was not written")
+        os.replace(scratch, dest)
+    except sqlite3.Error as exc:
+        raise migrate.explain(exc, path) from None
+    except OSError as exc:
+        raise MgcpError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    finally:
+        src.close()
+        scratch.unlink(missing_ok=True)
+    return {"database": str(path), "backup": str(dest), "bytes": dest.stat().st_size, "rows": counts}

@@ -1,0 +1,47 @@
+"""`mgcp import jsonl`: read an export back, into an empty database or beside what is there."""
+
+from typing import Annotated
+
+import typer
+
+from mgcp.surfaces.cli.app import Db, Json, echo, noun, print_json, with_store
+
+import_app = noun("import", "Import a knowledge base exported with `mgcp export jsonl`.")
+
+
+@import_app.command("jsonl")
+def jsonl(file: Annotated[str, typer.Argument(metavar="FILE", help="The export (- for stdin).")],
+          db: Db = None, json: Json = False):
+    """Import an export: an empty database is rebuilt as exported; otherwise nothing is duplicated and what is skipped is listed.
+
+    One transaction: a bad file imports nothing. Example: mgcp import jsonl knowledge.jsonl --db fresh.db
+    """
+    import sys
+
+    from mgcp.errors import InvalidInputError
+    from mgcp.persistence.dump import import_rows, parse
+
+    try:
+        if file == "-":
+            rows = parse(sys.stdin, "stdin")
+        else:
+            with open(file, encoding="utf-8") as fh:
+                rows = parse(fh, file)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+    report = with_store(db, lambda s: import_rows(s, rows, file))
+    if json:
+        return print_json(report.to_dict())
+    total = sum(report.imported.values())
+    what = ", ".join(f"{n} {t}" for t, n in report.imported.items()) or "nothing"
+    echo(("Rebuilt" if report.mode == "empty" else "Merged") + f" {total} row(s) from {file}: {what}.")
+    same = {}
+    for item in report.skipped:
+        if item["reason"] == "already here":
+            same[item["kind"]] = same.get(item["kind"], 0) + 1
+        else:
+            echo(f"skipped {item['kind']} {item['id']}: {item['reason']}")
+    if same:
+        echo("skipped, already here: " + ", ".join(f"{n} {kind}(s)" for kind, n in same.items()))
+    if report.skipped_rows:
+        echo("skipped rows: " + ", ".join(f"{n} {t}" for t, n in report.skipped_rows.items()))

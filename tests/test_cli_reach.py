@@ -1,0 +1,145 @@
+"""The commands people reach for: --version, lesson diff|archive|restore|unlink, rem show,
+config show, context diff; and errors under --json as JSON on stderr."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from clihelp import mgcp
+from conftest import ROOT
+from mgcp import __version__
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "l.db"
+    mgcp("lesson", "add", "verify-api", "--trigger", "calling an unfamiliar API", "--action", "Read its signature first",
+         "--tag", "api", "--db", path)
+    mgcp("lesson", "refine", "verify-api", "--action", "Read the signature and one real call site",
+         "--reason", "signatures alone mislead", "--db", path)
+    mgcp("lesson", "refine", "verify-api", "--rationale", "Docs drift", "--reason", "say why", "--db", path)
+    mgcp("lesson", "add", "read-the-tests", "--trigger", "learning a codebase", "--action", "Read the tests first",
+         "--db", path)
+    return path
+
+
+def test_version_prints_the_version():
+    result = subprocess.run([sys.executable, "-m", "mgcp", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"mgcp {__version__}\n", "")
+
+
+def test_lesson_diff_defaults_to_the_last_two_versions(db):
+    code, out, err = mgcp("lesson", "diff", "verify-api", "--db", db)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:2] == ["--- verify-api v2", "+++ verify-api v3"]
+    assert "-rationale:" in out and "+rationale: Docs drift" in out and "action" not in out.replace(" action:", "")
+
+
+def test_lesson_diff_of_two_named_versions_as_json(db):
+    code, out, _ = mgcp("lesson", "diff", "verify-api", "1", "2", "--db", db, "--json")
+    result = json.loads(out)
+    assert code == 0 and (result["from"], result["to"], result["reason"]) == (1, 2, "signatures alone mislead")
+    assert "-action: Read its signature first" in result["diff"]
+    assert "+action: Read the signature and one real call site" in result["diff"]
+
+
+@pytest.mark.parametrize("args, message", [(["read-the-tests"], "only version 1"),
+                                           (["verify-api", "1", "9"], "no version 9"),
+                                           (["verify-api", "1"], "two version numbers"),
+                                           (["nope"], "no lesson with id 'nope'")])
+def test_lesson_diff_refuses_what_it_cannot_compare(db, args, message):
+    code, out, err = mgcp("lesson", "diff", *args, "--db", db)
+    assert code == 2 and out == "" and message in err
+
+
+def test_archive_hides_a_lesson_and_restore_brings_it_back(db):
+    code, out, _ = mgcp("lesson", "archive", "read-the-tests", "--reason", "obvious", "--db", db)
+    assert code == 0 and out == "archived read-the-tests (was active)\n"
+    assert [x["id"] for x in json.loads(mgcp("lesson", "list", "--db", db, "--json")[1])] == ["verify-api"]
+    found = json.loads(mgcp("lesson", "query", "reading tests codebase", "--db", db, "--json")[1])
+    assert "read-the-tests" not in [x["id"] for x in found]
+    code, out, _ = mgcp("lesson", "restore", "read-the-tests", "--db", db, "--json")
+    assert code == 0 and json.loads(out)["previous_status"] == "archived"
+    assert len(json.loads(mgcp("lesson", "list", "--db", db, "--json")[1])) == 2
+    assert json.loads(mgcp("lesson", "history", "read-the-tests", "--db", db, "--json")[1])[0]["version"] == 1
+
+
+def test_unlink_removes_the_link_both_ways(db):
+    mgcp("lesson", "link", "verify-api", "read-the-tests", "--type", "complements", "--db", db)
+    code, out, _ = mgcp("lesson", "unlink", "read-the-tests", "verify-api", "--db", db, "--json")
+    assert code == 0 and json.loads(out)["removed"] == ["complements"]
+    for lesson_id in ("verify-api", "read-the-tests"):
+        assert json.loads(mgcp("lesson", "show", lesson_id, "--db", db, "--json")[1])["relationships"] == []
+    assert "were not linked" in mgcp("lesson", "unlink", "read-the-tests", "verify-api", "--db", db)[1]
+
+
+def test_rem_show_prints_one_finding_whole_with_its_actions(tmp_path):
+    path, project = tmp_path / "r.db", str(tmp_path / "proj")
+    for n in range(3):
+        mgcp("lesson", "add", f"copy-{n}", "--trigger", "opening sqlite from several processes",
+             "--action", "Use WAL mode and a busy timeout", "--db", path)
+    mgcp("rem", "run", "--project", project, "--op", "duplicate_detection", "--db", path)
+    finding = json.loads(mgcp("rem", "report", "--project", project, "--db", path, "--json")[1])["pending"][0]
+    mgcp("rem", "resolve", finding["id"][:8], "--option", str(finding["recommended"]), "--project", project,
+         "--db", path)
+    code, out, err = mgcp("rem", "show", finding["id"][:8], "--db", path, "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["finding"]["id"] == finding["id"] and shown["finding"]["status"] == "applied"
+    assert shown["actions"] and shown["actions"][0]["changes"]
+    code, out, _ = mgcp("rem", "show", finding["id"], "--db", path)
+    assert code == 0 and finding["title"] in out and "status: applied" in out and "action " in out
+
+
+def test_config_show_names_where_each_setting_came_from(tmp_path):
+    config = tmp_path / "rem-config.yaml"
+    config.write_text("rem:\n  duplicate_detection:\n    interval: 7\n"
+                      "projects:\n  /p/x:\n    staleness_scan:\n      interval: 2\n")
+    code, out, _ = mgcp("config", "show", "--config", config, "--project", "/p/x", "--json")
+    settings = {row["key"]: row for row in json.loads(out)["settings"]}
+    assert code == 0
+    assert settings["rem.duplicate_detection.interval"] == {"key": "rem.duplicate_detection.interval", "value": 7,
+                                                            "source": f"{config}: rem"}
+    assert settings["rem.staleness_scan.interval"]["source"] == f"{config}: projects./p/x"
+    assert settings["rem.staleness_scan.interval"]["value"] == 2
+    assert settings["rem.duplicate_detection.merge_threshold"]["source"] == "built-in default"
+    assert json.loads(out)["config_file"] == {"value": str(config), "source": "--config"}
+
+
+def test_config_show_without_a_file_is_the_built_in_defaults(tmp_path):
+    code, out, _ = mgcp("config", "show", "--db", tmp_path / "x.db")
+    assert code == 0 and "none: built-in defaults" in out and "(--db)" in out
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_context_diff_between_two_sessions(tmp_path):
+    path, project = tmp_path / "c.db", "/work/shop"
+    mgcp("context", "save", "--project", project, "--session-id", "s1", "--notes", "started", "--todo", "write tests",
+         "--db", path)
+    mgcp("context", "save", "--project", project, "--session-id", "s2", "--notes", "tests written",
+         "--done", "write tests", "--decision", "Use WAL", "--db", path)
+    code, out, err = mgcp("context", "diff", "--project", project, "--from", "1", "--to", "2", "--db", path)
+    assert (code, err) == (0, "")
+    assert "-notes: started" in out and "+notes: tests written" in out
+    assert "-todo [ ]: write tests" in out and "+todo [x]: write tests" in out and "+decision: Use WAL" in out
+
+
+@pytest.mark.parametrize("args", [["lesson", "show", "nope"], ["lesson", "diff", "nope", "1"],
+                                  ["lesson", "list", "--limit", "x"]])
+def test_errors_under_json_are_json_on_stderr(tmp_path, args):
+    mgcp("db", "migrate", "--db", tmp_path / "e.db")
+    code, out, err = mgcp(*args, "--db", tmp_path / "e.db", "--json")
+    error = json.loads(err)
+    assert out == "" and code == 2 and error["exit_code"] == 2 and error["error"]
+
+
+def test_fail_on_pending_goes_with_auto(tmp_path):
+    code, out, err = mgcp("rem", "run", "--fail-on-pending", "--db", tmp_path / "x.db")
+    assert code == 2 and "--fail-on-pending goes with --auto" in err and not (tmp_path / "x.db").exists()
+
+
+def test_auto_with_nothing_left_for_people_exits_0(tmp_path):
+    code, out, err = mgcp("rem", "run", "--auto", "--fail-on-pending", "--op", "duplicate_detection",
+                          "--project", "/p", "--db", tmp_path / "x.db")
+    assert code == 0, err

@@ -1,0 +1,197 @@
+"""`mgcp db backup`, `mgcp export jsonl` and `mgcp import jsonl`, run as a user runs them."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from clihelp import mgcp
+from conftest import ROOT
+from mgcp.persistence import dump, migrate
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    """A knowledge base with history, links, context, a REM run, findings and applied actions."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    code, _, err = mgcp("demo", "--db", path, "--json")
+    assert code == 0, err
+    return path
+
+
+def export(db, out) -> bytes:
+    code, _, err = mgcp("export", "jsonl", "--db", db, "--out", out)
+    assert code == 0, err
+    return out.read_bytes()
+
+
+def rows(text: bytes, table: str) -> list[dict]:
+    return [line["row"] for line in map(json.loads, text.decode().splitlines()[1:]) if line["table"] == table]
+
+
+def test_every_table_is_exported_or_deliberately_left_out(tmp_path):
+    migrate.open_and_migrate(tmp_path / "x.db")
+    conn = sqlite3.connect(tmp_path / "x.db")
+    try:
+        assert dump.unlisted_tables(conn) == []
+    finally:
+        conn.close()
+
+
+def test_export_holds_every_version_link_history_row_finding_and_action(demo_db, tmp_path):
+    text = export(demo_db, tmp_path / "a.jsonl")
+    conn = sqlite3.connect(demo_db)
+    counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in dump.TABLES}
+    conn.close()
+    assert json.loads(text.splitlines()[0]) == {"format": "mgcp-export", "version": 1}
+    assert {t: len(rows(text, t)) for t in dump.TABLES} == counts
+    assert counts["lesson_versions"] > counts["lessons"] and counts["rem_actions"] > 0
+    assert any(json.loads(r["relationships"]) for r in rows(text, "lessons"))
+
+
+def test_export_import_export_is_byte_identical(demo_db, tmp_path):
+    first = export(demo_db, tmp_path / "a.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", tmp_path / "new.db", "--json")
+    assert code == 0 and json.loads(out)["mode"] == "empty", err
+    assert export(tmp_path / "new.db", tmp_path / "b.jsonl") == first
+    # and the rebuilt database works: search finds an imported lesson, db check is clean
+    code, out, _ = mgcp("lesson", "query", "webhook signature", "--db", tmp_path / "new.db", "--json")
+    assert code == 0 and json.loads(out)
+    assert mgcp("db", "check", "--db", tmp_path / "new.db")[0] == 0
+
+
+def test_importing_twice_duplicates_nothing_and_says_what_it_skipped(demo_db, tmp_path):
+    first = export(demo_db, tmp_path / "a.jsonl")
+    mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", tmp_path / "new.db")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", tmp_path / "new.db", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["mode"] == "merge" and report["imported"] == {}
+    assert {s["reason"] for s in report["skipped"]} == {"already here"}
+    assert export(tmp_path / "new.db", tmp_path / "b.jsonl") == first
+
+
+def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    mgcp("lesson", "add", "shared", "--trigger", "t", "--action", "the team's wording", "--db", a)
+    mgcp("lesson", "add", "only-a", "--trigger", "t2", "--action", "from a", "--db", a)
+    mgcp("lesson", "refine", "only-a", "--action", "from a, refined", "--reason", "more precise", "--db", a)
+    mgcp("context", "save", "--project", "/p/a", "--notes", "a's notes", "--db", a)
+    mgcp("lesson", "add", "shared", "--trigger", "t", "--action", "my own wording", "--db", b)
+    mgcp("context", "save", "--project", "/p/b", "--notes", "b's notes", "--db", b)
+    export(a, tmp_path / "a.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", b)
+    assert code == 0, err
+    assert "skipped lesson shared: other content here (this database's kept)" in out
+    code, out, _ = mgcp("lesson", "history", "only-a", "--db", b, "--json")
+    assert [v["action"] for v in json.loads(out)] == ["from a", "from a, refined"]
+    assert json.loads(mgcp("lesson", "show", "shared", "--db", b, "--json")[1])["action"] == "my own wording"
+    assert json.loads(mgcp("context", "show", "--project", "/p/a", "--db", b, "--json")[1])["notes"] == "a's notes"
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
+def rem_history(db, project: str, prefix: str) -> str:
+    """Three copies of one lesson under `prefix`, a REM run, and the merge it proposed applied."""
+    for n in range(3):
+        mgcp("lesson", "add", f"{prefix}-{n}", "--trigger", f"{prefix} situation", "--action",
+             f"Do the {prefix} thing carefully", "--db", db)
+    mgcp("rem", "run", "--project", project, "--op", "duplicate_detection", "--db", db)
+    finding = json.loads(mgcp("rem", "report", "--project", project, "--db", db, "--json")[1])["pending"][0]
+    code, _, err = mgcp("rem", "resolve", finding["id"], "--option", finding["recommended"], "--project", project,
+                        "--db", db)
+    assert code == 0, err
+    return finding["id"]
+
+
+def test_a_merged_finding_keeps_its_actions_and_can_still_be_undone(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    theirs = rem_history(a, "/p/a", "alpha")
+    rem_history(b, "/p/b", "beta")  # run 1, action 1, versions 1.. exist here too: the ids collide
+    export(a, tmp_path / "a.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", b, "--json")
+    assert code == 0 and json.loads(out)["mode"] == "merge", err
+    assert mgcp("db", "check", "--db", b)[0] == 0
+    shown = json.loads(mgcp("rem", "show", theirs, "--db", b, "--json")[1])
+    assert shown["finding"]["status"] == "applied" and shown["actions"]
+    superseded = [x["id"] for x in json.loads(mgcp("lesson", "list", "--status", "superseded", "--db", b, "--json")[1])]
+    assert any(i.startswith("alpha") for i in superseded)
+    code, out, err = mgcp("rem", "undo", theirs, "--db", b)
+    assert code == 0, err
+    superseded = [x["id"] for x in json.loads(mgcp("lesson", "list", "--status", "superseded", "--db", b, "--json")[1])]
+    assert not any(i.startswith("alpha") for i in superseded) and any(i.startswith("beta") for i in superseded)
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
+@pytest.mark.parametrize("text", ["", "not json\n", '{"format": "other"}\n',
+                                  '{"format": "mgcp-export", "version": 1}\n{"table": "nope", "row": {}}\n',
+                                  '{"format": "mgcp-export", "version": 1}\n{"table": "lessons", "row": {"colour": 1}}\n'])
+def test_a_bad_file_is_refused_and_nothing_is_imported(tmp_path, text):
+    (tmp_path / "bad.jsonl").write_text(text)
+    mgcp("lesson", "add", "mine", "--trigger", "t", "--action", "a", "--db", tmp_path / "x.db")
+    before = export(tmp_path / "x.db", tmp_path / "before.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "bad.jsonl", "--db", tmp_path / "x.db")
+    assert (code, out) == (2, "") and err.startswith("Error: ") and "\n" == err[-1] and err.count("\n") == 1
+    assert export(tmp_path / "x.db", tmp_path / "after.jsonl") == before
+
+
+def test_a_lesson_whose_parent_is_missing_imports_nothing(tmp_path):
+    lesson = {"id": "child", "trigger": "t", "action": "a", "version": 1, "created_at": "2025-01-01T00:00:00+00:00",
+              "last_refined": "2025-01-01T00:00:00+00:00", "parent_id": "ghost"}
+    (tmp_path / "x.jsonl").write_text(dump.header() + json.dumps({"table": "lessons", "row": lesson}) + "\n")
+    code, _, err = mgcp("import", "jsonl", tmp_path / "x.jsonl", "--db", tmp_path / "x.db")
+    assert code == 2 and "missing lessons row" in err
+    assert json.loads(mgcp("lesson", "list", "--db", tmp_path / "x.db", "--json")[1]) == []
+
+
+WRITER = """
+import asyncio, sys
+from mgcp.persistence.store import Store
+
+async def main():
+    async with Store.open(sys.argv[1]) as store:
+        for i in range(100000):
+            await store.lessons.add(f"busy-{i:06d}", f"trigger {i}", f"action {i}")
+            if i % 7 == 0:
+                await store.lessons.refine(f"busy-{i:06d}", "again", action=f"action {i}, refined")
+            print(f"busy-{i:06d}", flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_a_backup_taken_while_a_writer_is_busy_holds_every_committed_write(tmp_path):
+    db = tmp_path / "live.db"
+    migrate.open_and_migrate(db)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        committed = [writer.stdout.readline().strip() for _ in range(50)]
+        code, out, err = mgcp("db", "backup", tmp_path / "copy.db", "--db", db, "--json")
+        more = [writer.stdout.readline().strip() for _ in range(20)]
+    finally:
+        writer.kill()
+        writer.wait()
+    assert code == 0, err
+    assert json.loads(out)["backup"] == str(tmp_path / "copy.db") and all(more)  # the writer went on writing
+    conn = sqlite3.connect(tmp_path / "copy.db")
+    saved = {r[0] for r in conn.execute("SELECT id FROM lessons")}
+    conn.close()
+    assert set(committed) <= saved
+    code, out, err = mgcp("db", "check", "--db", tmp_path / "copy.db")
+    assert code == 0, out + err
+
+
+def test_backup_refuses_to_overwrite_without_force(demo_db, tmp_path):
+    (tmp_path / "b.db").write_text("precious")
+    code, out, err = mgcp("db", "backup", tmp_path / "b.db", "--db", demo_db)
+    assert code == 2 and "--force" in err and (tmp_path / "b.db").read_text() == "precious"
+    assert mgcp("db", "backup", tmp_path / "b.db", "--db", demo_db, "--force")[0] == 0
+    assert export(tmp_path / "b.db", tmp_path / "b.jsonl") == export(demo_db, tmp_path / "d.jsonl")
+
+
+def test_backup_of_a_missing_database_is_an_error_and_creates_nothing(tmp_path):
+    code, _, err = mgcp("db", "backup", tmp_path / "b.db", "--db", tmp_path / "none.db")
+    assert code == 2 and "no database" in err and not (tmp_path / "none.db").exists()
+    assert not (tmp_path / "b.db").exists()
