@@ -38,11 +38,12 @@ class Outcome:
 
 async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                   input_text: str | None = None, selection: list[str] | None = None,
-                  auto: bool = False, project_path: str | None = None) -> Outcome:
+                  auto: bool = False, project_path: str | None = None, run_id: int | None = None) -> Outcome:
     """Apply option `option` (1-based) of a pending finding, in one write transaction with the
     check that it is still pending and still speaks: two answers to one finding apply it once, and
     the second gets a ConflictError. With `project_path`, only a finding that project's review may
-    show is answered."""
+    show is answered. The action is recorded under `run_id` (the --auto run applying it), else
+    under the run that raised the finding."""
     if project_path is not None:
         finding = await review.finding_for(store, project_path, finding_id)
     else:
@@ -74,7 +75,8 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
             status = FindingStatus.rejected if chosen.action in REJECTING_ACTIONS else FindingStatus.applied
             await store.rem.set_finding_status(finding.id, status, option, input_text)
             lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
-            await store.rem.record_action(finding.id, finding.run_id, chosen.action, lesson_changes, auto)
+            await store.rem.record_action(finding.id, finding.run_id if run_id is None else run_id,
+                                          chosen.action, lesson_changes, auto)
     if stale:
         raise ConflictError(f"finding {finding.id} is stale: {stale}; run REM again for a fresh finding")
     return Outcome(finding.id, chosen.action, status.value, message, len(lesson_changes), details)
@@ -319,9 +321,10 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     return None
 
 
-async def apply_auto(store: Store, config: RemConfig, project_path: str,
-                     findings: list[RemFinding]) -> tuple[list[AutoResult], list[AutoResult], list[AutoResult]]:
-    """Apply what the policy allows; returns (applied, left pending, settled elsewhere). A finding
+async def apply_auto(store: Store, config: RemConfig, project_path: str, findings: list[RemFinding],
+                     run_id: int | None = None) -> tuple[list[AutoResult], list[AutoResult], list[AutoResult]]:
+    """Apply what the policy allows, as actions of the run `run_id` (so that `rem undo --run` of
+    that run takes them back); returns (applied, left pending, settled elsewhere). A finding
     that another process answered or found stale meanwhile (another --auto, a person reviewing) is
     skipped and listed as such: a concurrent --auto is no failure."""
     applied, left, settled = [], [], []
@@ -335,7 +338,7 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str,
             left.append(entry)
             continue
         try:
-            outcome = await resolve(store, config, finding.id, finding.recommended, auto=True)
+            outcome = await resolve(store, config, finding.id, finding.recommended, auto=True, run_id=run_id)
             applied.append(entry.model_copy(update={"why": why, "result": outcome.message}))
         except SettledError as exc:
             settled.append(entry.model_copy(update={"result": str(exc)}))
@@ -359,7 +362,8 @@ async def undo_finding(store: Store, finding_id: str, force: bool = False) -> st
 
 
 async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
-    """Undo every action of a run (its findings' and its automatic outputs), in one transaction."""
+    """Undo every action of a run (the answers to its findings given by a person, what it applied
+    with --auto, and its automatic outputs), in one transaction."""
     await store.rem.get_run(run_id)
     actions = await store.rem.actions_for(run_id=run_id)
     if not actions:

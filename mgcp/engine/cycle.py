@@ -95,7 +95,8 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
         if not auto:
             return RemRun(report=report)
         applied, left, settled = await apply_auto(store, config, project.project_path,
-                                                  await review.pending_findings(store, project.project_path))
+                                                  await review.pending_findings(store, project.project_path),
+                                                  report.run_id)
         return RemRun(report=report, auto=True, dry_run=dry_run, applied=applied, left_pending=left,
                       settled_elsewhere=settled)
 
