@@ -437,6 +437,7 @@ class Bench:
             self.guard(f"cli/{size}", self.fig_cli, size, work)
         if self.want("hook"):
             self.guard(f"hook/{size}", self.fig_hook, size, work)
+            self.guard(f"hook-recall/{size}", self.fig_hook, size, work, "startup")
 
     def guard(self, name, fn, *args) -> None:
         try:
@@ -581,22 +582,25 @@ class Bench:
                  f"{len(times)} runs, min {min(times):.0f} ms; python+sqlite3 floor {statistics.median(floors):.0f} ms "
                  "in the same runs", 250)
 
-    def fig_hook(self, size, work) -> None:
+    def fig_hook(self, size, work, source: str = "resume") -> None:
+        """The hook's wall time against the floor. `resume` (a new id: registered, no recall
+        section) is the hook alone; `startup` adds the recall section (recall.hook_budget)."""
+        label = "hook" if source == "resume" else "hook with recall"
         if not HOOK.exists():
-            self.add("hook wall time", size, "n/a", note=f"{HOOK} missing")
+            self.add(f"{label} wall time", size, "n/a", note=f"{HOOK} missing")
             return
         env_db = dict(self.env, MGCP_DB=str(work))
         floor_cmd = [sys.executable, "-c",
                      f"import sqlite3, json; sqlite3.connect({str(work)!r}).execute('select 1')"]
         hook_cmd = [sys.executable, str(HOOK)]
-        self.log(f"hook {size}")
+        self.log(f"{label} {size}")
         hooks, floors, outputs, registered = [], [], [], 0
         n = self.args.repeat * 5
         for i in range(n + 1):
             sid = str(uuid.uuid4())
             payload = json.dumps({"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl",
                                   "cwd": synth.MAIN_PROJECT, "hook_event_name": "SessionStart",
-                                  "source": "startup"})
+                                  "source": source})
             order = ["hook", "floor"] if i % 2 else ["floor", "hook"]
             for which in order:
                 if which == "floor":
@@ -611,7 +615,8 @@ class Bench:
                     ms = (time.perf_counter() - t0) * 1000
                     if i:
                         hooks.append(ms)
-                        outputs.append((proc.returncode, proc.stdout.strip()[:300], proc.stderr.strip()[-300:]))
+                        outputs.append((proc.returncode, proc.stdout.strip()[:300], proc.stderr.strip()[-300:],
+                                        len(proc.stdout)))
             conn = sqlite3.connect(work)
             registered += conn.execute("SELECT count(*) FROM project_sessions WHERE session_id = ?", [sid]).fetchone()[0]
             conn.close()
@@ -622,11 +627,13 @@ class Bench:
             note += f"; exit {outputs[-1][0]}"
         if outputs and not outputs[-1][1]:
             note += "; printed nothing"
-        self.add("hook wall / python+sqlite3 floor", size, round(ratio, 2), "x", "< 2x (at large)", ratio < 2,
+        elif outputs and source != "resume":
+            note += f"; printed {outputs[-1][3]} bytes"
+        self.add(f"{label} wall / python+sqlite3 floor", size, round(ratio, 2), "x", "< 2x (at large)", ratio < 2,
                  size == "large", None, note, 2)
-        self.add("hook wall time", size, round(h, 1), "ms", None, None, True, None,
+        self.add(f"{label} wall time", size, round(h, 1), "ms", None, None, True, None,
                  f"floor {f:.1f} ms, {n} alternating pairs")
-        self.details[f"hook/{size}"] = {"hook_ms": hooks, "floor_ms": floors, "last_output": outputs[-1] if outputs else None,
+        self.details[f"{'hook' if source == 'resume' else 'hook-recall'}/{size}"] = {"hook_ms": hooks, "floor_ms": floors, "last_output": outputs[-1] if outputs else None,
                                         "registered": registered}
 
     def fig_bootstrap(self) -> None:

@@ -56,7 +56,8 @@ async def load(store, data: dict, now: datetime) -> str:
                         rationale=item.get("rationale"), version=version, created_at=created,
                         last_refined=refined, usage_count=item.get("usage_count", 0),
                         last_used=_ago(now, 2) if item.get("usage_count") else None,
-                        tags=item.get("tags", []), relationships=links.get(item["id"], []))
+                        tags=item.get("tags", []), relationships=links.get(item["id"], []),
+                        kind=item.get("kind", "pattern"), confidence=item.get("confidence", 0.8))
         await store.lessons.import_with_history(lesson, versions)
     path = data["project"]["path"]
     for query in data.get("queries", []):
