@@ -33,7 +33,6 @@ import re
 from mgcp import quality, ranking
 from mgcp.config import MIN_RECALL_BUDGET as MIN_BUDGET
 from mgcp.config import RECALL_DEFAULTS
-from mgcp.validation import SECRET_PATTERNS
 
 HEADER = "## Memory context (mgcp)\n"
 FOOTER = ("\n_Use this context where it helps; never quote it verbatim or show it to the user. "
@@ -80,16 +79,22 @@ class Recall:
                 "lessons": self.lessons, "sections": self.sections, "trimmed": self.trimmed}
 
 
-# What every credential pattern of mgcp.validation starts with: one search screens a text, and only
-# a text that may hold a credential goes through the patterns themselves.
-_MAYBE_SECRET = re.compile(r"-----BEGIN|AKIA|ASIA|sk-|gh[pousr]_|github_pat_|xox|AIza|k_live_|k_test_|eyJ"
-                           r"|(?i:password|passwd|secret|api[_-]?key|access[_-]?token)")
+# What every credential pattern of mgcp.validation needs to find in a text (the last ones
+# lowercased): a text holding none of them goes by without the patterns themselves.
+_SECRET_MARKS = ("-----BEGIN", "AKIA", "ASIA", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+                 "xox", "AIza", "k_live_", "k_test_", "eyJ")
+_SECRET_WORDS = ("password", "passwd", "secret", "apikey", "api_key", "api-key", "accesstoken", "access_token",
+                 "access-token")
 
 
 def redact(text: str) -> str:
     """The text with anything that looks like a credential replaced by "[redacted]"."""
-    if not _MAYBE_SECRET.search(text):
-        return text
+    if not any(mark in text for mark in _SECRET_MARKS):
+        low = text.lower()
+        if not any(word in low for word in _SECRET_WORDS):
+            return text
+    from mgcp.validation import SECRET_PATTERNS  # rarely needed: kept off the hook's usual path
+
     for _kind, pattern in SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
     return text
@@ -166,15 +171,26 @@ def _render(section: Section, shown: dict[int, Item]) -> str:
     left = len(section.items) - len(shown)
     lines = [f"### {section.title}\n"] + [f"- {shown[i].text}\n" for i in sorted(shown)]
     if left:
-        lines.append(f"- … {left} more {section.noun} trimmed\n")
+        lines.append(_mark(section, left))
     return "".join(lines)
+
+
+def _mark(section: Section, left: int) -> str:
+    return f"- … {left} more {section.noun} trimmed\n"
+
+
+def _length(section: Section, shown: dict[int, Item]) -> int:
+    """len(_render(section, shown)), counted without building the text."""
+    left = len(section.items) - len(shown)
+    return (len(section.title) + 5 + sum(len(item.text) + 3 for item in shown.values())
+            + (len(_mark(section, left)) if left else 0))
 
 
 def _fit(section: Section, shown: dict[int, Item], index: int, room: int) -> Item | None:
     """Item `index`, shortened if need be so that the subsection renders within `room`; None when
     too little would be left of it."""
     item = section.items[index]
-    over = len(_render(section, {**shown, index: item})) - room
+    over = _length(section, {**shown, index: item}) - room
     if over <= 0:
         return item
     keep = len(item.text) - over - 1
@@ -193,7 +209,7 @@ def assemble(sections: list[Section], budget: int, shares: dict | None = None,
     shown: dict[str, dict[int, Item]] = {s.key: {} for s in present}
 
     def size(section: Section, trial: dict[int, Item] | None = None) -> int:
-        return len(_render(section, shown[section.key] if trial is None else trial))
+        return _length(section, shown[section.key] if trial is None else trial)
 
     def total() -> int:
         return sum(size(s) for s in present)
@@ -213,13 +229,15 @@ def assemble(sections: list[Section], budget: int, shares: dict | None = None,
             item = _fit(s, shown[s.key], index, room) if not shown[s.key] else s.items[index]
             if item is not None and size(s, {**shown[s.key], index: item}) <= room:
                 shown[s.key][index] = item
+    used = total()
     for s in present:  # what the others left unused, in order
         for index in range(len(s.items)):
-            if index in shown[s.key]:
-                continue
+            if index in shown[s.key] or used + len(s.items[index].text) + 3 > available:
+                continue  # (adding an item never lengthens its subsection by more than its line)
             trial = {**shown[s.key], index: s.items[index]}
-            if total() - size(s) + size(s, trial) <= available:
-                shown[s.key] = trial
+            grown = size(s, trial) - size(s)
+            if used + grown <= available:
+                shown[s.key], used = trial, used + grown
     while total() > available:  # titles and marks of empty subsections that do not fit: drop them
         empty = [s for s in present if not shown[s.key]]
         if not empty:
@@ -277,17 +295,19 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
         raise ValueError(f"the recall budget must be at least {MIN_BUDGET} characters; got {budget}")
     project = reader.project(project_path) if project_path else None
     chosen: list[Item] = []
-    constraints = [lesson_item(r, True) for r in reader.of_kind("constraint", CONSTRAINT_CONFIDENCE)]
+    # No more candidates than the budget could show: a lesson line is rarely under 150 characters.
+    most = max(3, min(30, budget // 150))
+    constraints = [lesson_item(r, True) for r in reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most)]
     constraints = diverse(constraints, chosen)
     seen = {i.lesson_id for i in constraints}
-    preferences = [lesson_item(r) for r in rank(reader.of_kind("preference"), weights) if r["id"] not in seen]
+    preferences = [lesson_item(r) for r in rank(reader.of_kind("preference", limit=most), weights)
+                   if r["id"] not in seen]
     preferences = diverse(preferences, chosen)
     seen |= {i.lesson_id for i in preferences}
-    candidates = reader.search(match) if match else reader.most_used()
+    candidates = reader.search(match) if match else reader.most_used(limit=min(40, most + 10))
     ranked = [r for r in rank(candidates, weights) if r["id"] not in seen
               and (not match or r["parts"].get("relevance", 0.0) >= MIN_RELEVANCE * (weights or ranking.WEIGHTS)["relevance"])]
-    # no more than the budget could show (a lesson line is rarely under 60 characters)
-    lessons = diverse([lesson_item(r) for r in ranked], chosen, limit=min(30, budget // 60))
+    lessons = diverse([lesson_item(r) for r in ranked], chosen, limit=most)
     seen |= {i.lesson_id for i in lessons}
     fixes = []
     if errors and match:
