@@ -61,9 +61,11 @@ class Item:
 
 
 class Section:
-    def __init__(self, key: str, title: str, noun: str, items: list[Item]):
+    def __init__(self, key: str, title: str, noun: str, items: list[Item], extra: int = 0, capped: bool = False):
         self.key, self.title, self.items = key, title, items
         self.noun = noun  # what a trim mark counts ("lessons", "items")
+        self.extra = extra  # candidates known but not offered (beyond what the budget could show)
+        self.capped = capped  # more may exist than were read: the mark says "N+"
 
 
 class Recall:
@@ -106,7 +108,7 @@ def _clean(text: str | None, limit: int = MAX_ITEM) -> str:
 
 
 def words(text: str) -> frozenset:
-    return frozenset(w for w in _WORD.findall(text.casefold()) if w not in _STOP)
+    return frozenset(_WORD.findall(text.casefold())).difference(_STOP)
 
 
 def overlap(a: frozenset, b: frozenset) -> float:
@@ -129,12 +131,13 @@ def rank(rows: list[dict], weights: dict | None = None) -> list[dict]:
         r["importance"], r["tier"] = importance, tier
         r["parts"] = ranking.parts(signal, weights)
         r["score"] = ranking.total(r["parts"])
-    return sorted(rows, key=lambda r: (-r["score"], r["id"]))
+    return sorted(rows, key=lambda r: ranking.order_key(r["score"], r["importance"], r["id"]))
 
 
-def diverse(items: list[Item], chosen: list[Item], limit: int | None = None) -> list[Item]:
+def diverse(items: list[Item], chosen: list[Item], limit: int | None = None) -> tuple[list[Item], int]:
     """Items in MMR order (best score after the overlap penalty first), near-duplicates of any
-    already chosen item (this list's or `chosen`) left out. `chosen` grows with what is picked."""
+    already chosen item (this list's or `chosen`) left out, and how many others the limit left out.
+    `chosen` grows with what is picked."""
     top = max((i.score for i in items), default=1.0) or 1.0
     # each remaining item's highest overlap with what is chosen, kept up to date pick by pick
     pool = {n: max((overlap(item.words, c.words) for c in chosen), default=0.0) for n, item in enumerate(items)}
@@ -150,7 +153,7 @@ def diverse(items: list[Item], chosen: list[Item], limit: int | None = None) -> 
         chosen.append(item)
         for n in pool:
             pool[n] = max(pool[n], overlap(items[n].words, item.words))
-    return picked
+    return picked, sum(1 for o in pool.values() if o < NEAR_DUPLICATE)
 
 
 def lesson_item(row: dict, with_confidence: bool = False) -> Item:
@@ -168,7 +171,7 @@ def lesson_item(row: dict, with_confidence: bool = False) -> Item:
 # -- assembly -------------------------------------------------------------------------------------
 
 def _render(section: Section, shown: dict[int, Item]) -> str:
-    left = len(section.items) - len(shown)
+    left = len(section.items) - len(shown) + section.extra
     lines = [f"### {section.title}\n"] + [f"- {shown[i].text}\n" for i in sorted(shown)]
     if left:
         lines.append(_mark(section, left))
@@ -176,12 +179,12 @@ def _render(section: Section, shown: dict[int, Item]) -> str:
 
 
 def _mark(section: Section, left: int) -> str:
-    return f"- … {left} more {section.noun} trimmed\n"
+    return f"- … {left}{'+' if section.capped else ''} more {section.noun} trimmed\n"
 
 
 def _length(section: Section, shown: dict[int, Item]) -> int:
     """len(_render(section, shown)), counted without building the text."""
-    left = len(section.items) - len(shown)
+    left = len(section.items) - len(shown) + section.extra
     return (len(section.title) + 5 + sum(len(item.text) + 3 for item in shown.values())
             + (len(_mark(section, left)) if left else 0))
 
@@ -295,34 +298,44 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
         raise ValueError(f"the recall budget must be at least {MIN_BUDGET} characters; got {budget}")
     project = reader.project(project_path) if project_path else None
     chosen: list[Item] = []
-    # No more candidates than the budget could show: a lesson line is rarely under 150 characters.
-    most = max(3, min(30, budget // 150))
-    constraints = [lesson_item(r, True) for r in reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most)]
-    constraints = diverse(constraints, chosen)
+    # No more candidates than a subsection could show: a lesson line is rarely under 250 characters
+    # (what one subsection leaves unused goes to the others, so each may show more than its share).
+    # One more is read to know whether more exist.
+    most = max(3, min(30, budget // 250))
+    rows = reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most + 1)
+    constraints, _ = diverse([lesson_item(r, True) for r in rows[:most]], chosen)
+    capped = {"constraints": len(rows) > most}
     seen = {i.lesson_id for i in constraints}
-    preferences = [lesson_item(r) for r in rank(reader.of_kind("preference", limit=most), weights)
-                   if r["id"] not in seen]
-    preferences = diverse(preferences, chosen)
+    rows = reader.of_kind("preference", limit=most + 1)
+    capped["preferences"] = len(rows) > most
+    preferences, _ = diverse([lesson_item(r) for r in rank(rows[:most], weights) if r["id"] not in seen], chosen)
     seen |= {i.lesson_id for i in preferences}
-    candidates = reader.search(match) if match else reader.most_used(limit=min(40, most + 10))
+    limit = 60 if match else most + 10
+    candidates = reader.search(match, limit) if match else reader.most_used(limit)
+    capped["lessons"] = len(candidates) >= limit
     ranked = [r for r in rank(candidates, weights) if r["id"] not in seen
               and (not match or r["parts"].get("relevance", 0.0) >= MIN_RELEVANCE * (weights or ranking.WEIGHTS)["relevance"])]
-    lessons = diverse([lesson_item(r) for r in ranked], chosen, limit=most)
+    lessons, extra = diverse([lesson_item(r) for r in ranked], chosen, limit=most)
     seen |= {i.lesson_id for i in lessons}
     fixes = []
     if errors and match:
-        fixes = diverse([lesson_item(r) for r in reader.of_kind("error_solution", recent=True, limit=10)
-                         if r["id"] not in seen], chosen)
+        rows = reader.of_kind("error_solution", recent=True, limit=most + 1)
+        capped["errors"] = len(rows) > most
+        fixes, _ = diverse([lesson_item(r) for r in rows[:most] if r["id"] not in seen], chosen)
     name = (project or {}).get("name")
     sections = [
         Section("state", f"Project state{f' ({_clean(name, 80)})' if name else ''}", "items", state_items(project)),
-        Section("constraints", "Constraints (always apply)", "constraints", constraints),
-        Section("preferences", "Preferences", "preferences", preferences),
-        Section("lessons", "Lessons relevant to the task" if match else "Most used lessons", "lessons", lessons),
-        Section("errors", "Recent error solutions", "error solutions", fixes),
+        Section("constraints", "Constraints (always apply)", "constraints", constraints,
+                int(capped["constraints"]), capped["constraints"]),
+        Section("preferences", "Preferences", "preferences", preferences, int(capped["preferences"]),
+                capped["preferences"]),
+        Section("lessons", "Lessons relevant to the task" if match else "Most used lessons", "lessons", lessons,
+                extra, capped["lessons"]),
+        Section("errors", "Recent error solutions", "error solutions", fixes, int(capped.get("errors", False)),
+                capped.get("errors", False)),
     ]
     text, shown = assemble(sections, budget, shares)
-    counts = {s.key: len(s.items) for s in sections if s.items}
+    counts = {s.key: len(s.items) + s.extra for s in sections if s.items}
     return Recall(
         text=text, budget=budget,
         lessons=[i.lesson_id for s in sections for i in shown.get(s.key, []) if i.lesson_id],

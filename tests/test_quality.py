@@ -55,5 +55,10 @@ def test_the_score_is_the_sum_of_its_named_parts():
     parts = ranking.parts(signal)
     assert set(parts) == set(ranking.WEIGHTS)
     assert signal["success"] == 0.5 and signal["use"] == 0.0
-    assert ranking.total(parts) == round(1.0 + 0.25 * 0.8 + 0.25 * 0.5 + 0.1 * 0.5, 4)
+    assert ranking.total(parts) == round(1.0 + 0.25 * 0.8 + 0.25 * 0.5, 4)  # importance weighs 0 by default
     assert ranking.parts(signal, {"relevance": 2.0})["confidence"] == 0.0  # a part without a weight counts 0
+
+
+def test_ties_go_to_the_more_important_lesson():
+    keys = [ranking.order_key(1.2, 0.4, "a"), ranking.order_key(1.2, 0.9, "b"), ranking.order_key(1.5, 0.1, "c")]
+    assert [k[2] for k in sorted(keys)] == ["c", "b", "a"]

@@ -354,7 +354,7 @@ class Lessons:
                 importance=importance, tier=ranking.tier("active", row["helped"], row["usage_count"]))
             parts = ranking.parts(signal, weights)
             scored.append((ranking.total(parts), row["id"], parts, importance))
-        scored.sort(key=lambda item: (-item[0], item[1]))
+        scored.sort(key=lambda item: ranking.order_key(item[0], item[3], item[1]))
         scored = scored[:limit]
         ids = [item[1] for item in scored]
         now = utcnow()
