@@ -43,7 +43,7 @@ CONSTRAINT_CONFIDENCE = 0.9
 NEAR_DUPLICATE = 0.8
 MMR_LAMBDA = 0.7
 MAX_ITEM = 400  # characters of one item before it is shortened
-MIN_RELEVANCE = 0.2  # with a task, a lesson matching less than this share of the best match is left out
+MIN_RELEVANCE = 0.4  # with a task, a lesson matching less than this share of the best match is left out
 SITUATION_WORDS = frozenset({"when", "whenever", "before", "after", "if", "while", "during", "on", "once"})
 MIN_SHORTENED = 40
 _WORD = re.compile(r"[^\W_]+")
@@ -266,7 +266,7 @@ def state_items(project: dict | None) -> list[Item]:
         content, status = _todo(todo)
         if content and status != "completed":
             items.append(Item(f"Todo{' (in progress)' if status == 'in_progress' else ''}: {_clean(content, 200)}"))
-    for decision in list(reversed(project.get("decisions") or []))[:5]:
+    for decision in reversed(project.get("decisions") or []):
         items.append(Item(f"Decision: {_clean(decision, 240)}"))
     files = [str(f) for f in project.get("files") or []]
     if files:
