@@ -62,7 +62,7 @@ def _tags(text: str | None) -> list[str]:
 
 
 CANDIDATES_PER_RESULT = 4  # text matches reranked per result asked for
-MIN_CANDIDATES = 40
+MIN_CANDIDATES = 20
 
 
 def lesson_from_row(row) -> Lesson:

@@ -23,11 +23,15 @@ RANKED_JOINS = """LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version 
 ACTIVE = "COALESCE(c.status, 'active') = 'active'"
 # FTS5 relevance: trigger and action weigh twice as much as the rationale and the tags.
 BM25 = "bm25(lesson_search, 1.0, 1.0, 0.5, 0.5)"
-SEARCH = f"""SELECT {RANKED_COLUMNS}, -{BM25} AS relevance
-    FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
-    JOIN lessons l ON l.id = d.lesson_id {RANKED_JOINS}
-    WHERE lesson_search MATCH ? AND {ACTIVE}
-    ORDER BY {BM25}, l.usage_count DESC, l.id LIMIT ?"""
+# The best text matches first (FTS5 and the lifecycle only), then the ranking columns of those few.
+SEARCH = f"""SELECT {RANKED_COLUMNS}, m.relevance AS relevance
+    FROM (SELECT l.id AS id, -{BM25} AS relevance, l.usage_count AS uses
+          FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
+          JOIN lessons l ON l.id = d.lesson_id LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+          WHERE lesson_search MATCH ? AND {ACTIVE}
+          ORDER BY {BM25}, l.usage_count DESC, l.id LIMIT ?) m
+    JOIN lessons l ON l.id = m.id {RANKED_JOINS}
+    ORDER BY m.relevance DESC, m.uses DESC, m.id"""
 OF_KIND = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance
     FROM lesson_traits t JOIN lessons l ON l.id = t.lesson_id AND l.version = t.version
     LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
