@@ -126,4 +126,6 @@ def run_demo(db: str | None, as_json: bool) -> None:
     out(f"Built and analysed in {elapsed:.1f} s. Next:\n"
         f"  mgcp rem review --db {path} --project {project}      # answer them one at a time\n"
         f"  mgcp rem run --auto --dry-run --db {path} --project {project}   # what CI would apply\n"
-        f"  mgcp context history --db {path} --project {project} --limit 5\n")
+        f"  mgcp context history --db {path} --project {project} --limit 5\n"
+        f"  mgcp recall \"add a refund endpoint for Stripe webhooks\" --db {path} --project {project}"
+        f"   # the memory an agent gets for a task\n")
