@@ -664,6 +664,14 @@ class Bench:
                  "in the same runs", 250)
 
     def fig_hook(self, size, work) -> None:
+        """The hook's wall time against the floor, three commands in turns (rotating their order):
+        the floor, the hook on `resume` (a new id: registered, no recall section) and the hook on
+        `startup`, which adds the recall section (recall.hook_budget)."""
+        # An installed package has its bytecode compiled; a checkout run with PYTHONDONTWRITEBYTECODE
+        # would otherwise compile every changed module on every hook start.
+        import compileall
+
+        compileall.compile_dir(str(REPO / "mgcp"), quiet=1)
         if not HOOK.exists():
             self.add("hook wall time", size, "n/a", note=f"{HOOK} missing")
             return
@@ -676,45 +684,53 @@ class Bench:
         hook_cmd = ([str(console)] if console.exists() and not self.args.hook_script
                     else [sys.executable, str(HOOK)])
         self.log(f"hook {size}: {' '.join(hook_cmd)}")
-        hooks, floors, outputs, registered = [], [], [], 0
+        times = {"floor": [], "resume": [], "startup": []}
+        outputs = {"resume": [], "startup": []}
+        registered = 0
         n = self.args.repeat * 5
+        kinds = list(times)
         for i in range(n + 1):
-            sid = str(uuid.uuid4())
-            payload = json.dumps({"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl",
-                                  "cwd": synth.MAIN_PROJECT, "hook_event_name": "SessionStart",
-                                  "source": "startup"})
-            order = ["hook", "floor"] if i % 2 else ["floor", "hook"]
-            for which in order:
+            for which in kinds[i % 3:] + kinds[:i % 3]:
+                t0 = time.perf_counter()
                 if which == "floor":
-                    t0 = time.perf_counter()
                     subprocess.run(floor_cmd, capture_output=True, env=env_db)
-                    ms = (time.perf_counter() - t0) * 1000
-                    if i:
-                        floors.append(ms)
                 else:
-                    t0 = time.perf_counter()
+                    sid = str(uuid.uuid4())
+                    payload = json.dumps({"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl",
+                                          "cwd": synth.MAIN_PROJECT, "hook_event_name": "SessionStart",
+                                          "source": which})
                     proc = subprocess.run(hook_cmd, input=payload, capture_output=True, text=True, env=env_db)
-                    ms = (time.perf_counter() - t0) * 1000
-                    if i:
-                        hooks.append(ms)
-                        outputs.append((proc.returncode, proc.stdout.strip()[:300], proc.stderr.strip()[-300:]))
-            conn = sqlite3.connect(work)
-            registered += conn.execute("SELECT count(*) FROM project_sessions WHERE session_id = ?", [sid]).fetchone()[0]
-            conn.close()
-        h, f = statistics.median(hooks), statistics.median(floors)
-        ratio = h / f
-        note = (f"{Path(hook_cmd[-1]).name} {h:.0f} ms vs floor {f:.0f} ms; "
-                f"sessions registered {registered}/{n + 1}")
-        if outputs and outputs[-1][0] != 0:
-            note += f"; exit {outputs[-1][0]}"
-        if outputs and not outputs[-1][1]:
-            note += "; printed nothing"
-        self.add("hook wall / python+sqlite3 floor", size, round(ratio, 2), "x", "< 2x (at large)", ratio < 2,
-                 size == "large", None, note, 2)
-        self.add("hook wall time", size, round(h, 1), "ms", None, None, True, None,
-                 f"floor {f:.1f} ms, {n} alternating pairs")
-        self.details[f"hook/{size}"] = {"hook_ms": hooks, "floor_ms": floors, "last_output": outputs[-1] if outputs else None,
-                                        "registered": registered}
+                ms = (time.perf_counter() - t0) * 1000
+                if not i:
+                    continue  # the first round warms the caches
+                times[which].append(ms)
+                if which != "floor":
+                    outputs[which].append((proc.returncode, proc.stdout.strip()[:300], proc.stderr.strip()[-300:],
+                                           len(proc.stdout)))
+                    conn = sqlite3.connect(work)
+                    registered += conn.execute("SELECT count(*) FROM project_sessions WHERE session_id = ?",
+                                               [sid]).fetchone()[0]
+                    conn.close()
+        f = statistics.median(times["floor"])
+        for source, label in (("resume", "hook"), ("startup", "hook with recall")):
+            h = statistics.median(times[source])
+            ratio = h / f
+            last = outputs[source][-1] if outputs[source] else None
+            note = (f"{Path(hook_cmd[-1]).name} {h:.0f} ms vs floor {f:.0f} ms; "
+                    f"sessions registered {registered}/{2 * n}")
+            if last and last[0] != 0:
+                note += f"; exit {last[0]}"
+            if last and not last[1]:
+                note += "; printed nothing"
+            elif last and source == "startup":
+                note += f"; printed {last[3]} bytes"
+            self.add(f"{label} wall / python+sqlite3 floor", size, round(ratio, 2), "x", "< 2x (at large)", ratio < 2,
+                     size == "large", None, note, 2)
+            self.add(f"{label} wall time", size, round(h, 1), "ms", None, None, True, None,
+                     f"floor {f:.1f} ms, {n} rounds of floor, resume and startup in turns")
+        self.details[f"hook/{size}"] = {"floor_ms": times["floor"], "resume_ms": times["resume"],
+                                        "startup_ms": times["startup"], "registered": registered,
+                                        "last_output": {k: v[-1] if v else None for k, v in outputs.items()}}
 
     def fig_bootstrap(self) -> None:
         if not BOOTSTRAP.is_dir():

@@ -44,7 +44,7 @@ import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-SYNTH_VERSION = 5  # bump when the data changes: cached databases are keyed by it
+SYNTH_VERSION = 6  # bump when the data changes: cached databases are keyed by it
 
 # The legacy schema as migration 0001 keeps it (the tables an existing user's database has).
 LEGACY_MIGRATION = Path(__file__).resolve().parents[1] / "migrations" / "0001_legacy_tables.py"
@@ -482,6 +482,22 @@ def build_db(path: str | os.PathLike, n_lessons: int, n_history: int, seed: int 
     conn.executemany(
         """INSERT INTO lesson_versions (lesson_id, version, trigger, action, rationale, tags, timestamp,
            refinement_reason, session_id, reconstructed) VALUES (?,?,?,?,?,?,?,?,?,?)""", versions)
+    # kinds and confidence: most lessons keep the defaults (no row, as lessons written before kinds
+    # were recorded); a few are constraints, preferences and error solutions; some have outcomes
+    traits, outcomes = [], []
+    for l in lessons:
+        roll = rng.random()
+        kind = ("constraint" if roll < 0.01 else "preference" if roll < 0.03
+                else "error_solution" if roll < 0.05 else None)
+        if kind:
+            traits.append((l["id"], l["version"], kind, round(rng.uniform(0.6, 1.0), 2), l["last_refined"]))
+        if rng.random() < 0.05:
+            helped, failed = rng.randint(0, 6), rng.randint(0, 3)
+            outcomes.append((l["id"], helped, failed, 0, None, l["last_refined"]))
+    conn.executemany("""INSERT INTO lesson_traits (lesson_id, version, kind, confidence, created_at)
+                        VALUES (?,?,?,?,?)""", traits)
+    conn.executemany("""INSERT INTO lesson_outcome_stats (lesson_id, helped, failed, streak, streak_started,
+                        last_outcome_at) VALUES (?,?,?,?,?,?)""", outcomes)
     conn.execute("INSERT INTO lesson_search_docs (lesson_id) SELECT id FROM lessons ORDER BY rowid")
     conn.execute(
         """INSERT INTO lesson_search (rowid, trigger, action, rationale, tags)

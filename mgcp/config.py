@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 # No `typing` import: the SessionStart hook imports this module and typing costs it ~5 ms.
 from mgcp.errors import ConfigError
+from mgcp.ranking import WEIGHTS
 from mgcp.schedule import STRATEGIES
 
 OPERATIONS = (
@@ -38,6 +39,7 @@ DEFAULTS: dict[str, dict] = {
         "strategy": "linear", "interval": 5,
         "unused_min_age_days": 30, "popular_min_retrievals": 10, "popular_unrefined_days": 180,
         "query_window_days": 30, "max_findings": 50,
+        "speculative_confidence": 0.5, "speculative_max_age_days": 30,
     },
     "duplicate_detection": {
         "strategy": "linear", "interval": 10,
@@ -64,6 +66,15 @@ STRATEGY_KEYS = {
     "logarithmic": {"base_interval": "a number > 0, at most 1000000000", "scale": "a number > 0, at most 1000000000"},
 }
 SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
+
+# Lesson quality: ranking weights (mgcp.ranking), the recall budgets and shares (mgcp.recall),
+# and outcome feedback.
+RANKING_DEFAULTS = dict(WEIGHTS)
+MIN_RECALL_BUDGET = 400
+RECALL_DEFAULTS = {"budget": 8000, "hook_budget": 2000,
+                   "shares": {"state": 0.25, "constraints": 0.2, "preferences": 0.15, "lessons": 0.3, "errors": 0.1}}
+OUTCOME_DEFAULTS = {"failure_threshold": 3}
+QUALITY_SECTIONS = ("ranking", "recall", "outcomes")
 
 SIMILARITY_BACKENDS = ("lexical", "semantic")
 SIMILARITY_DEFAULTS = {"backend": "lexical", "model": None}
@@ -146,7 +157,7 @@ class RemConfig:
     """Schedules and thresholds per operation, with per-project overrides."""
 
     def __init__(self, operations: dict[str, dict], projects: dict[str, dict] | None = None,
-                 source: str | None = None, similarity: dict | None = None):
+                 source: str | None = None, similarity: dict | None = None, quality: dict | None = None):
         self.operations = operations
         self.projects = projects or {}
         self.source = source
@@ -155,6 +166,11 @@ class RemConfig:
         # Which (operation, key) pairs the file set under `rem:` (None) and under each project.
         self.set_keys: dict[str | None, set[tuple[str, str]]] = {None: set()}
         self.similarity_keys: set[str] = set()
+        self.section_keys: dict[str, set[str]] = {}  # the keys the file set in ranking, recall, ...
+        quality = quality or {}
+        self.ranking: dict = quality.get("ranking") or dict(RANKING_DEFAULTS)
+        self.recall: dict = quality.get("recall") or copy.deepcopy(RECALL_DEFAULTS)
+        self.outcomes: dict = quality.get("outcomes") or dict(OUTCOME_DEFAULTS)
 
     def for_project(self, project_path: str | None) -> dict[str, dict]:
         """Each operation's settings for one project (defaults, file, then the project's override)."""
@@ -179,6 +195,14 @@ class RemConfig:
         for key, value in self.similarity.items():
             rows.append({"key": f"similarity.{key}", "value": value,
                          "source": f"{self.source}: similarity" if key in self.similarity_keys else "built-in default"})
+        sections = {"ranking": self.ranking, "outcomes": self.outcomes,
+                    "recall": {k: v for k, v in self.recall.items() if k != "shares"},
+                    "recall.shares": self.recall.get("shares", {})}
+        for section, values in sections.items():
+            for key, value in values.items():
+                given = key in self.section_keys.get(section, set())
+                rows.append({"key": f"{section}.{key}", "value": value,
+                             "source": f"{self.source}: {section}" if given else "built-in default"})
         return rows
 
     def operation(self, name: str, project_path: str | None = None) -> dict:
@@ -215,9 +239,10 @@ def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
 def parse_config(raw: object, source: str) -> RemConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem', 'similarity' and 'projects'")
-    unknown = set(raw) - {"rem", "similarity", "projects"}
+    unknown = set(raw) - {"rem", "similarity", "projects", *QUALITY_SECTIONS}
     if unknown:
-        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects")
+        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects, "
+                          + ", ".join(QUALITY_SECTIONS))
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
     set_keys: dict[str | None, set[tuple[str, str]]] = {None: _keys_set(raw.get("rem"))}
@@ -229,14 +254,53 @@ def parse_config(raw: object, source: str) -> RemConfig:
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
         projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
         set_keys[normalize_path(project)] = _keys_set(ops)
-    config = RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source))
+    config = RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source),
+                       _quality(raw, source))
     config.set_keys = set_keys
     config.similarity_keys = set(raw.get("similarity") or {})
+    recall = raw.get("recall") if isinstance(raw.get("recall"), dict) else {}
+    config.section_keys = {"ranking": set(raw.get("ranking") or {}), "outcomes": set(raw.get("outcomes") or {}),
+                           "recall": set(recall) - {"shares"}, "recall.shares": set(recall.get("shares") or {})}
     return config
 
 
 def _keys_set(section: object) -> set[tuple[str, str]]:
     return {(op, key) for op, settings in (section or {}).items() if isinstance(settings, dict) for key in settings}
+
+
+def _quality(raw: dict, source: str) -> dict:
+    """The `ranking`, `recall` and `outcomes` sections, checked, over their defaults."""
+    def section(name: str, given: object, defaults: dict) -> dict:
+        if given is None:
+            return copy.deepcopy(defaults)
+        if not isinstance(given, dict):
+            raise ConfigError(f"{source}: '{name}' must be a mapping with keys {', '.join(defaults)}")
+        for key in given:
+            if key not in defaults:
+                raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(defaults)}")
+        return {**copy.deepcopy(defaults), **given}
+
+    ranking = section("ranking", raw.get("ranking"), RANKING_DEFAULTS)
+    for key, value in ranking.items():
+        if not (_is_number(value) and value >= 0):
+            raise ConfigError(f"{source}: invalid value {value!r} for 'ranking.{key}'; allowed: a number from 0 to 1000000000")
+    recall = section("recall", raw.get("recall"), RECALL_DEFAULTS)
+    if not (_is_int(recall["budget"]) and recall["budget"] >= MIN_RECALL_BUDGET):
+        raise ConfigError(f"{source}: invalid value {recall['budget']!r} for 'recall.budget'; "
+                          f"allowed: a whole number from {MIN_RECALL_BUDGET} to 1000000000")
+    if not (_is_int(recall["hook_budget"]) and (recall["hook_budget"] == 0 or recall["hook_budget"] >= MIN_RECALL_BUDGET)):
+        raise ConfigError(f"{source}: invalid value {recall['hook_budget']!r} for 'recall.hook_budget'; "
+                          f"allowed: 0 (off) or a whole number from {MIN_RECALL_BUDGET} to 1000000000")
+    recall["shares"] = section("recall.shares", raw.get("recall", {}).get("shares") if isinstance(raw.get("recall"), dict) else None,
+                               RECALL_DEFAULTS["shares"])
+    for key, value in recall["shares"].items():
+        if not (_is_number(value) and value >= 0):
+            raise ConfigError(f"{source}: invalid value {value!r} for 'recall.shares.{key}'; allowed: a number from 0 to 1000000000")
+    outcomes = section("outcomes", raw.get("outcomes"), OUTCOME_DEFAULTS)
+    if not (_is_int(outcomes["failure_threshold"]) and outcomes["failure_threshold"] >= 1):
+        raise ConfigError(f"{source}: invalid value {outcomes['failure_threshold']!r} for 'outcomes.failure_threshold'; "
+                          "allowed: a whole number from 1 to 1000000000")
+    return {"ranking": ranking, "recall": recall, "outcomes": outcomes}
 
 
 def _similarity(given: object, source: str) -> dict:
@@ -331,7 +395,8 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
         wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
     elif key == "louvain":
         wrong = value not in LOUVAIN and ", ".join(LOUVAIN)
-    elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor"):
+    elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor",
+                                               "speculative_confidence"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
     elif isinstance(defaults.get(key), float):
         wrong = not (_is_number(value) and value >= 0) and "a number from 0 to 1000000000"

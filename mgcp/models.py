@@ -62,11 +62,21 @@ class Lesson(BaseModel):
     status: LessonStatus = LessonStatus.active
     superseded_by: str | None = None
     project_id: str | None = None  # set when the lesson was marked project-specific
+    # Kind and confidence are versioned with the text; outcomes and the tier are retrieval facts.
+    kind: str = "pattern"
+    confidence: float = 0.8
+    helped: int = 0
+    failed: int = 0
+    failure_streak: int = 0
+    success_rate: float | None = None  # helped / (helped + failed); None before any outcome
+    tier: str = "candidate"  # candidate, validated or archived (mgcp.ranking.tier)
+    importance: float | None = None  # the write-time heuristic (mgcp.quality); set where shown
 
 
 class LessonUse(NamedTuple):
-    """What is read of every active lesson to judge its use: its texts, version, use and times, but
-    not its tags, examples or links (a read of all lessons far cheaper than `Lesson`'s)."""
+    """What is read of every active lesson to judge its use: its texts, version, use, times,
+    confidence and helpful outcomes, but not its tags, examples or links (a read of all lessons far
+    cheaper than `Lesson`'s)."""
 
     id: str
     trigger: str
@@ -76,6 +86,8 @@ class LessonUse(NamedTuple):
     created_at: str
     last_refined: str
     last_used: str | None
+    confidence: float = 0.8
+    helped: int = 0
 
 
 class LessonVersion(BaseModel):
@@ -89,6 +101,8 @@ class LessonVersion(BaseModel):
     refinement_reason: str | None = None  # why this version was insufficient (set when refined)
     session_id: str | None = None
     reconstructed: bool = False
+    kind: str | None = None  # None: written before kinds were recorded (reads as the default)
+    confidence: float | None = None
 
 
 class Todo(BaseModel):

@@ -22,13 +22,17 @@ RULES = {  # layer -> the other mgcp layers it may import
     "resources": set(),
     "models": set(),
     "validation": {"errors"},
-    "config": {"errors", "schedule"},
+    "config": {"errors", "schedule", "ranking"},
+    "quality": set(),  # stdlib only: the SessionStart hook imports it
+    "ranking": set(),  # stdlib only: the SessionStart hook imports it
+    "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook
     "export": {"models"},
-    "persistence": {"errors", "config", "models", "validation", "text", "resources"},
+    "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking"},
     "operations": {"models", "text"},
-    "engine": {"errors", "config", "schedule", "models", "validation", "persistence", "operations"},
+    "engine": {"errors", "config", "schedule", "models", "validation", "persistence", "operations",
+               "quality", "ranking", "recall"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
-                 "persistence", "engine"},
+                 "persistence", "engine", "quality", "ranking", "recall"},
     "__main__": {"surfaces"},
 }
 ONLY_IN = {  # third-party or stdlib modules that belong to one place

@@ -42,7 +42,8 @@ def keyed(text: str) -> dict[tuple, str]:
 def seed(db: Path) -> None:
     lessons = [
         ("wal-a", "opening sqlite from several processes", "Use WAL mode and a busy timeout", "sqlite"),
-        ("wal-b", "opening sqlite from several processes", "Use WAL mode and a busy timeout", "sqlite"),
+        # the same rule again (an exact copy would be refused at add time: the same trigger, reworded)
+        ("wal-b", "opening sqlite from several processes at once", "Use WAL mode and a busy timeout", "sqlite"),
         ("wal-c", "sqlite shared by workers", "Use WAL mode and a busy timeout", "sqlite"),
         ("retry-a", "calling a flaky HTTP API", "Retry with exponential backoff and jitter, at most five times", "http"),
         ("retry-b", "calling a flaky HTTP API",

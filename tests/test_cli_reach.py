@@ -78,7 +78,7 @@ def test_unlink_removes_the_link_both_ways(db):
 def test_rem_show_prints_one_finding_whole_with_its_actions(tmp_path):
     path, project = tmp_path / "r.db", str(tmp_path / "proj")
     for n in range(3):
-        mgcp("lesson", "add", f"copy-{n}", "--trigger", "opening sqlite from several processes",
+        mgcp("lesson", "add", f"copy-{n}", "--trigger", f"opening sqlite from {n + 2} processes",
              "--action", "Use WAL mode and a busy timeout", "--db", path)
     mgcp("rem", "run", "--project", project, "--op", "duplicate_detection", "--db", path)
     finding = json.loads(mgcp("rem", "report", "--project", project, "--db", path, "--json")[1])["pending"][0]

@@ -53,3 +53,41 @@ def test_db_path_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("MGCP_DB", str(tmp_path / "x.db"))
     assert db_path() == tmp_path / "x.db"
     assert db_path("given.db").name == "given.db"
+
+
+# -- ranking, recall and outcomes ----------------------------------------------------------------------
+
+def test_quality_defaults_equal_the_shipped_file():
+    from mgcp.config import OUTCOME_DEFAULTS, RANKING_DEFAULTS, RECALL_DEFAULTS
+    from mgcp.ranking import WEIGHTS
+
+    shipped = yaml.safe_load((ROOT / "rem-config.yaml").read_text())
+    assert (shipped["ranking"], shipped["recall"], shipped["outcomes"]) == (RANKING_DEFAULTS, RECALL_DEFAULTS,
+                                                                           OUTCOME_DEFAULTS)
+    assert RANKING_DEFAULTS == WEIGHTS
+    config = load_config(ROOT / "rem-config.yaml")
+    assert (config.ranking, config.recall, config.outcomes) == (RANKING_DEFAULTS, RECALL_DEFAULTS, OUTCOME_DEFAULTS)
+
+
+def test_a_partial_quality_section_keeps_the_other_defaults():
+    config = parse_config({"recall": {"hook_budget": 0, "shares": {"state": 0.5}}, "ranking": {"use": 0.3}}, "x")
+    assert config.recall["hook_budget"] == 0 and config.recall["budget"] == 8000
+    assert config.recall["shares"]["state"] == 0.5 and config.recall["shares"]["lessons"] == 0.3
+    assert config.ranking["use"] == 0.3 and config.ranking["relevance"] == 1.0
+    assert config.outcomes["failure_threshold"] == 3
+
+
+@pytest.mark.parametrize("raw, needle", [
+    ({"ranking": {"boost": 1}}, "unknown key 'ranking.boost'"),
+    ({"ranking": {"use": -1}}, "'ranking.use'; allowed: a number from 0"),
+    ({"recall": {"budget": 100}}, "'recall.budget'; allowed: a whole number from 400"),
+    ({"recall": {"hook_budget": 50}}, "allowed: 0 (off) or a whole number from 400"),
+    ({"recall": {"shares": {"gossip": 1}}}, "unknown key 'recall.shares.gossip'"),
+    ({"outcomes": {"failure_threshold": 0}}, "'outcomes.failure_threshold'; allowed: a whole number from 1"),
+    ({"rem": {"staleness_scan": {"speculative_confidence": 2}}}, "between 0 and 1"),
+    ({"outcomes": [3]}, "'outcomes' must be a mapping"),
+])
+def test_bad_quality_settings_are_refused_naming_the_key(raw, needle):
+    with pytest.raises(ConfigError, match=None) as caught:
+        parse_config(raw, "rem.yaml")
+    assert needle in str(caught.value) and str(caught.value).startswith("rem.yaml: ")

@@ -236,6 +236,16 @@ def day(db, tmp_path, agent, s0, saves):
 
     # -- evening: a new session, CI applies what the policy allows, a save under A -------------------
     assert hook(db, "D", "startup", P) == s0 + 4
+    # the agent recalls memory for its task, applies a lesson, and reports that it failed three times
+    memory = agent.ok("recall", task="add refunds to the webhook handler", project_path=P, budget=3000)
+    assert memory["chars"] == len(memory["text"]) <= 3000 and memory["lessons"], memory
+    used = memory["lessons"][-1]
+    for _ in range(3):
+        reported = agent.ok("lesson_outcome", lesson_id=used, helped=False, project_path=P)
+    failing = reported["finding"]["finding_id"]
+    assert failing in [f["id"] for f in json.loads(cli(db, "rem", "report", "--project", Q, "--json"))["pending"]]
+    cli(db, "rem", "resolve", failing, "--option", option(db, failing, "keep"), "--project", Q)
+    assert json.loads(cli(db, "stats", "--json"))["outcomes"]["failed"] == 3
     auto = json.loads(cli(db, "rem", "run", "--auto", "--project", P, "--json"))
     applied = [a["id"] for a in auto["applied"]]
     assert applied and not auto["dry_run"]

@@ -76,8 +76,8 @@ def test_importing_twice_duplicates_nothing_and_says_what_it_skipped(demo_db, tm
 def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     mgcp("lesson", "add", "shared", "--trigger", "t", "--action", "the team's wording", "--db", a)
-    mgcp("lesson", "add", "only-a", "--trigger", "t2", "--action", "from a", "--db", a)
-    mgcp("lesson", "refine", "only-a", "--action", "from a, refined", "--reason", "more precise", "--db", a)
+    mgcp("lesson", "add", "only-a", "--trigger", "t2", "--action", "from database a", "--db", a)
+    mgcp("lesson", "refine", "only-a", "--action", "from database a, refined", "--reason", "more precise", "--db", a)
     mgcp("context", "save", "--project", "/p/a", "--notes", "a's notes", "--db", a)
     mgcp("lesson", "add", "shared", "--trigger", "t", "--action", "my own wording", "--db", b)
     mgcp("context", "save", "--project", "/p/b", "--notes", "b's notes", "--db", b)
@@ -86,7 +86,7 @@ def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
     assert code == 0, err
     assert "skipped lesson shared: other content here (this database's kept)" in out
     code, out, _ = mgcp("lesson", "history", "only-a", "--db", b, "--json")
-    assert [v["action"] for v in json.loads(out)] == ["from a", "from a, refined"]
+    assert [v["action"] for v in json.loads(out)] == ["from database a", "from database a, refined"]
     assert json.loads(mgcp("lesson", "show", "shared", "--db", b, "--json")[1])["action"] == "my own wording"
     assert json.loads(mgcp("context", "show", "--project", "/p/a", "--db", b, "--json")[1])["notes"] == "a's notes"
     assert mgcp("db", "check", "--db", b)[0] == 0
@@ -95,7 +95,7 @@ def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
 def rem_history(db, project: str, prefix: str) -> str:
     """Three copies of one lesson under `prefix`, a REM run, and the merge it proposed applied."""
     for n in range(3):
-        mgcp("lesson", "add", f"{prefix}-{n}", "--trigger", f"{prefix} situation", "--action",
+        mgcp("lesson", "add", f"{prefix}-{n}", "--trigger", f"{prefix} situation {n}", "--action",
              f"Do the {prefix} thing carefully", "--db", db)
     mgcp("rem", "run", "--project", project, "--op", "duplicate_detection", "--db", db)
     finding = json.loads(mgcp("rem", "report", "--project", project, "--db", db, "--json")[1])["pending"][0]

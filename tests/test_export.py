@@ -32,7 +32,7 @@ def test_dpo_pairs_consecutive_real_versions_only(tmp_path):
 
 
 def test_dpo_to_stdout_is_jsonl(db):
-    mgcp("lesson", "add", "a", "--trigger", "t", "--action", "one", "--db", db)
-    mgcp("lesson", "refine", "a", "--action", "two", "--reason", "r", "--db", db)
+    mgcp("lesson", "add", "a", "--trigger", "t", "--action", "Do it the first way.", "--db", db)
+    mgcp("lesson", "refine", "a", "--action", "Do it the second way.", "--reason", "r", "--db", db)
     code, out, _ = mgcp("export", "dpo", "--db", db)
-    assert code == 0 and [json.loads(line)["chosen"] for line in out.splitlines()] == ["two"]
+    assert code == 0 and [json.loads(line)["chosen"] for line in out.splitlines()] == ["Do it the second way."]

@@ -55,7 +55,7 @@ def report():
 def base(tmp_path) -> Path:
     path = tmp_path / "fuzz.db"
     open_and_migrate(path)
-    code, _, err = mgcp("lesson", "add", "target", "--trigger", "when fuzzing", "--action", "hold on", "--db", path)
+    code, _, err = mgcp("lesson", "add", "target", "--trigger", "when fuzzing", "--action", "hold on, then retry", "--db", path)
     assert code == 0, err
     return path
 

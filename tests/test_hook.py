@@ -261,3 +261,77 @@ def test_the_steady_state_imports_nothing_heavy(db):
                 if line.startswith("import time:") and "|" in line}
     assert "mgcp" in imported and "REM cycle due" in context(result.stdout)
     assert sorted(set(HEAVY) & imported) == []
+
+
+# -- the recall section ------------------------------------------------------------------------------
+
+def seed_memory(db):
+    """A constraint, a lesson used often and the project's notes, as the CLI and MCP tools write them."""
+    now = "2026-01-01T00:00:00+00:00"
+    for lesson_id, trigger, action, kind, confidence, uses in (
+            ("never-force-push", "pushing to main", "Never force-push to main; open a pull request.",
+             "constraint", 0.97, 0),
+            ("verify-api", "calling an unfamiliar API", "Read its signature first, then one call site.",
+             "pattern", 0.8, 12)):
+        write(db, """INSERT INTO lessons (id, trigger, action, created_at, last_refined, usage_count)
+                     VALUES (?, ?, ?, ?, ?, ?)""", [lesson_id, trigger, action, now, now, uses])
+        write(db, "INSERT INTO lesson_traits (lesson_id, version, kind, confidence, created_at) VALUES (?, 1, ?, ?, ?)",
+              [lesson_id, kind, confidence, now])
+    at_session(db, 1)
+    write(db, "UPDATE project_contexts SET notes = ?, todos = ? WHERE project_path = ?",
+          ["Payments next. Is the retry cap right?", '[{"content": "load test", "status": "pending"}]', PROJECT])
+
+
+@pytest.mark.parametrize("source", ["startup", "clear"])
+def test_startup_and_clear_carry_the_recall_section(db, source):
+    seed_memory(db)
+    text = context(run_hook(payload(source=source), db).stdout)
+    assert text.startswith("## Memory context (mgcp)") and len(text) <= 2000
+    assert "[never-force-push] When pushing to main" in text and "[verify-api]" in text
+    assert "Open question: Is the retry cap right?" in text and "Todo: load test" in text
+    uses = sqlite3.connect(db).execute("SELECT usage_count FROM lessons WHERE id = 'verify-api'").fetchone()[0]
+    assert uses == 13  # shown lessons count as used
+
+
+@pytest.mark.parametrize("source", ["resume", "compact"])
+def test_resume_and_compact_carry_none(db, source):
+    seed_memory(db)
+    session_id = str(uuid.uuid4())
+    run_hook(payload(session_id), db)
+    assert run_hook(payload(session_id, source=source), db).stdout == ""
+
+
+def test_the_recall_section_follows_the_reminder_and_keeps_the_budget(db, tmp_path):
+    at_session(db, 4)
+    seed_memory(db)
+    config = tmp_path / "rem.yaml"
+    config.write_text("recall:\n  hook_budget: 400\n")
+    text = context(run_hook(payload(), db, MGCP_REM_CONFIG=str(config)).stdout)
+    reminder_text, section = text.split("\n\n", 1)
+    assert reminder_text.startswith("REM cycle due at session 5") and len(section) <= 400
+    assert "[never-force-push]" in section
+
+
+def test_a_hook_budget_of_zero_turns_it_off(db, tmp_path):
+    seed_memory(db)
+    config = tmp_path / "rem.yaml"
+    config.write_text("recall:\n  hook_budget: 0\n")
+    assert run_hook(payload(), db, MGCP_REM_CONFIG=str(config)).stdout == ""
+
+
+def test_a_failing_recall_leaves_the_reminder_and_a_log_line(db, isolated_data):
+    at_session(db, 4)
+    seed_memory(db)
+    write(db, "DROP TABLE lesson_outcome_stats")
+    text = context(run_hook(payload(), db).stdout)
+    assert text.startswith("REM cycle due") and "Memory context" not in text
+    assert any("left out the recall section" in line for line in log_lines(isolated_data))
+
+
+def test_the_recall_path_imports_nothing_heavy(db):
+    seed_memory(db)
+    result = run_hook(payload(), db, "-X", "importtime")
+    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "[verify-api]" in context(result.stdout)
+    assert sorted(set(HEAVY) & imported) == []

@@ -56,7 +56,7 @@ def unprivileged(cmd: list) -> list:
 @pytest.fixture
 def lessons_db(tmp_path) -> Path:
     path = tmp_path / "kb" / "lessons.db"
-    assert cli("lesson", "add", "keep-me", "--trigger", "when x", "--action", "do y", "--db", str(path)).returncode == 0
+    assert cli("lesson", "add", "keep-me", "--trigger", "when x", "--action", "do y with care", "--db", str(path)).returncode == 0
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file, for byte comparisons
     conn.close()
@@ -82,7 +82,7 @@ def test_invalid_utf8_arguments_are_refused_naming_the_argument(lessons_db, args
 
 
 def test_invalid_utf8_names_the_option_it_belongs_to(lessons_db):
-    err = one_line_error(cli("lesson", "add", "x", "--trigger", b"when \xff", "--action", "a", "--db", str(lessons_db)))
+    err = one_line_error(cli("lesson", "add", "x", "--trigger", b"when \xff", "--action", "Do the safe thing.", "--db", str(lessons_db)))
     assert "the value of --trigger" in err
 
 
@@ -182,7 +182,7 @@ def test_numbers_beyond_64_bits_are_usage_errors(lessons_db, args):
 def test_a_zero_byte_file_is_refused_by_reads_and_writes_and_left_alone(tmp_path):
     empty = tmp_path / "lessons.db"
     empty.touch()
-    for args in (["lesson", "show", "x"], ["lesson", "add", "x", "--trigger", "t", "--action", "a"],
+    for args in (["lesson", "show", "x"], ["lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing."],
                  ["db", "status"], ["db", "check"]):
         err = one_line_error(cli(*args, "--db", str(empty)))
         assert "empty file" in err and str(empty) in err and "db migrate" in err
@@ -196,14 +196,14 @@ def test_db_migrate_makes_an_empty_file_a_database(tmp_path):
     empty = tmp_path / "lessons.db"
     empty.touch()
     assert cli("db", "migrate", "--db", str(empty)).returncode == 0
-    assert cli("lesson", "add", "x", "--trigger", "t", "--action", "a", "--db", str(empty)).returncode == 0
+    assert cli("lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing.", "--db", str(empty)).returncode == 0
 
 
 def test_a_pipe_or_a_device_is_refused_without_hanging(tmp_path):
     fifo = tmp_path / "fifo.db"
     os.mkfifo(fifo)
     for target in (fifo, Path("/dev/null")):
-        for args in (["lesson", "show", "x"], ["lesson", "add", "x", "--trigger", "t", "--action", "a"], ["db", "check"]):
+        for args in (["lesson", "show", "x"], ["lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing."], ["db", "check"]):
             err = one_line_error(cli(*args, "--db", str(target)))
             assert "not a regular file" in err
         result = hook(target)
@@ -211,7 +211,7 @@ def test_a_pipe_or_a_device_is_refused_without_hanging(tmp_path):
 
 
 def test_a_name_too_long_is_one_line(tmp_path):
-    err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "a", "--db", str(tmp_path / ("a" * 300 + ".db"))))
+    err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing.", "--db", str(tmp_path / ("a" * 300 + ".db"))))
     assert "too long" in err
 
 
@@ -230,7 +230,7 @@ def test_a_database_is_created_where_hard_links_are_not_allowed(tmp_path, monkey
 def test_ten_processes_creating_one_database_all_succeed(tmp_path):
     target = tmp_path / "new" / "lessons.db"
     procs = [subprocess.Popen([sys.executable, "-m", "mgcp", "lesson", "add", f"l{i}", "--trigger", f"when {i}",
-                               "--action", f"do {i}", "--db", str(target)], stderr=subprocess.PIPE) for i in range(10)]
+                               "--action", f"do step {i} with care", "--db", str(target)], stderr=subprocess.PIPE) for i in range(10)]
     errors = [p.communicate(timeout=120)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 10, errors
     assert sqlite3.connect(target).execute("SELECT count(*) FROM lessons").fetchone()[0] == 10
@@ -280,7 +280,7 @@ def test_a_new_database_is_never_a_zero_byte_file(tmp_path):
 
 def test_a_path_through_a_file_is_named(tmp_path):
     (tmp_path / "afile").write_text("not a directory")
-    for args in (["lesson", "add", "x", "--trigger", "t", "--action", "a"], ["lesson", "show", "x"]):
+    for args in (["lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing."], ["lesson", "show", "x"]):
         err = one_line_error(cli(*args, "--db", str(tmp_path / "afile" / "x.db")))
         assert "is a file, not a directory" in err
     assert (tmp_path / "afile").read_text() == "not a directory"
@@ -297,7 +297,7 @@ def world_readable(tmp_path):
 def test_a_read_only_database_file_is_named_and_unchanged(lessons_db, world_readable):
     lessons_db.chmod(0o444)
     before = digest(lessons_db)
-    err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "a", "--db", str(lessons_db),
+    err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing.", "--db", str(lessons_db),
                              wrap=unprivileged))
     assert "read-only" in err and str(lessons_db) in err and "corrupt" not in err
     assert digest(lessons_db) == before
@@ -313,10 +313,10 @@ def test_a_read_only_directory_is_named_not_called_corrupt(lessons_db, world_rea
     before = digest(lessons_db)
     folder.chmod(0o555)
     try:
-        for args in (["lesson", "show", "keep-me"], ["lesson", "add", "x", "--trigger", "t", "--action", "a"]):
+        for args in (["lesson", "show", "keep-me"], ["lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing."]):
             err = one_line_error(cli(*args, "--db", str(lessons_db), wrap=unprivileged))
             assert "read-only" in err and str(folder) in err and "corrupt" not in err
-        err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "a",
+        err = one_line_error(cli("lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing.",
                                  "--db", str(folder / "new.db"), wrap=unprivileged))
         assert "read-only" in err and "Traceback" not in err
     finally:
@@ -341,7 +341,7 @@ def full_disk(base: Path, size_kb: int):
 def test_a_full_disk_is_named_and_the_database_is_unchanged(tmp_path):
     with full_disk(tmp_path, 2048) as disk:
         path = disk / "lessons.db"
-        assert cli("lesson", "add", "keep-me", "--trigger", "when x", "--action", "do y", "--db", str(path)).returncode == 0
+        assert cli("lesson", "add", "keep-me", "--trigger", "when x", "--action", "do y with care", "--db", str(path)).returncode == 0
         conn = sqlite3.connect(path)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
@@ -385,7 +385,7 @@ def test_unusable_files_are_refused_untouched_and_the_hook_is_silent(lessons_db,
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
     before = digest(target)
-    for args in (["lesson", "show", "keep-me"], ["lesson", "add", "x", "--trigger", "t", "--action", "a"]):
+    for args in (["lesson", "show", "keep-me"], ["lesson", "add", "x", "--trigger", "t", "--action", "Do the safe thing."]):
         err = one_line_error(cli(*args, "--db", str(target)))
         assert str(target) in err or kind in ("foreign", "newer"), err
     result = hook(target)
@@ -500,7 +500,7 @@ def test_every_raw_request_gets_an_answer_and_the_server_goes_on(lessons_db):
         server.send(server.call(53, b"rem_undo", b'{"run_id": %d}' % 2**70))
         answer = server.reply()
         assert answer["id"] == 53 and answer["result"]["isError"]
-        server.send(server.call(52, b"add_lesson", b'{"lesson_id": "fine", "trigger": "when \\u00e9 \\u0000", "action": "a"}'))
+        server.send(server.call(52, b"add_lesson", b'{"lesson_id": "fine", "trigger": "when \\u00e9 \\u0000", "action": "a safe action"}'))
         answer = server.reply()
         assert answer["id"] == 52 and not answer["result"]["isError"], answer
     finally:

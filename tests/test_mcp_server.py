@@ -30,9 +30,10 @@ TOOLS = {
     "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
     "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo",
     "list_lessons", "get_lesson",
+    "lesson_outcome", "recall", "lesson_stats",
 }
 READ_ONLY = {"get_lesson_history", "get_project_context", "get_context_history", "get_context_at_session",
-             "list_lessons", "get_lesson"}
+             "list_lessons", "get_lesson", "lesson_stats"}
 
 # Two near-identical lessons (a duplicate) and four unlinked lessons on one topic (a cluster).
 KB = [
@@ -235,7 +236,7 @@ def test_query_counts_a_retrieval(client, db, run):
 
 def test_link_lessons_links_both_ways(client, db, run):
     for lesson_id in ("a-lesson", "b-lesson"):
-        client.ok("add_lesson", lesson_id=lesson_id, trigger=f"{lesson_id} trigger", action="do it")
+        client.ok("add_lesson", lesson_id=lesson_id, trigger=f"{lesson_id} trigger", action=f"Do the {lesson_id} thing.")
     assert client.ok("link_lessons", source="a-lesson", target="b-lesson", type="complements")["added"]
     b = run(db, lambda s: s.lessons.get("b-lesson"))
     assert [(r.target, r.type) for r in b.relationships] == [("a-lesson", "complements")]
@@ -451,3 +452,47 @@ def test_another_call_answers_while_a_rem_cycle_runs(tmp_path, run):
             assert not cycle.result(timeout=60).is_error
         finally:
             client.close()
+
+
+# -- write-time dedup, outcomes and recall -----------------------------------------------------------
+
+def test_add_lesson_twice_returns_the_existing_one_and_names_a_near_match(client, db):
+    first = client.ok("add_lesson", lesson_id="verify-api", trigger="calling an unfamiliar API",
+                      action="Read its signature first, then one call site.", kind="pattern", confidence=0.9)
+    assert first["existing"] is False and first["confidence"] == 0.9
+    again = client.ok("add_lesson", lesson_id="verify-api-2", trigger="Calling an unfamiliar API.",
+                      action="read its signature first; then one call-site")
+    assert again["existing"] is True and again["id"] == "verify-api"
+    near = client.ok("add_lesson", lesson_id="check-api", trigger="calling an unknown API",
+                     action="Read its signature first, then one real call site.")
+    assert near["existing"] is False and near["similar"][0]["id"] == "verify-api"
+    assert "greeting or an acknowledgement" in client.error("add_lesson", lesson_id="x", trigger="thanks",
+                                                            action="Read the docs first.")
+
+
+def test_lesson_outcome_raises_the_finding_as_a_question(client, db):
+    client.ok("add_lesson", lesson_id="verify-api", trigger="calling an unfamiliar API",
+              action="Read its signature first, then one call site.")
+    for _ in range(2):
+        assert client.ok("lesson_outcome", lesson_id="verify-api", helped=False)["finding"] is None
+    third = client.ok("lesson_outcome", lesson_id="verify-api", helped=False, note="docs were stale")
+    assert third["streak"] == 3 and third["finding"]["header"] == "Failing"
+    archive = choose(third["finding"], "Archive")
+    answered = client.ok("rem_answer", project_path=PROJECT, finding_id=third["finding"]["finding_id"], option=archive)
+    assert "archived verify-api" in answered["message"]
+    assert client.ok("rem_undo", finding_id=third["finding"]["finding_id"])["message"].startswith("undid archive")
+    assert client.ok("lesson_stats")["outcomes"]["failed"] == 3
+
+
+def test_recall_tool_returns_the_budgeted_section(client, db):
+    client.ok("add_lesson", lesson_id="never-force-push", trigger="pushing to main",
+              action="Never force-push to main; open a pull request.", kind="constraint", confidence=0.97)
+    client.ok("add_lesson", lesson_id="verify-api", trigger="calling an unfamiliar API",
+              action="Read its signature first, then one call site.")
+    client.ok("save_project_context", project_path=PROJECT, notes="Payments next. Is the retry cap right?")
+    result = client.ok("recall", task="call the payments API", project_path=PROJECT, budget=1200)
+    assert result["chars"] == len(result["text"]) <= 1200
+    assert result["lessons"] == ["never-force-push", "verify-api"]
+    assert result["text"].startswith("## Memory context (mgcp)") and "Is the retry cap right?" in result["text"]
+    hits = client.ok("query_lessons", text="unfamiliar API", explain=True)["results"]
+    assert hits[0]["id"] == "verify-api" and set(hits[0]["score_parts"]) >= {"relevance", "confidence", "success"}

@@ -302,6 +302,19 @@ ACTIONS = {
 OPTIONAL_INPUT = {"draft_lesson"}
 
 
+async def _confirm(store, config, finding, text, selection):
+    """A speculative lesson confirmed in review: its confidence rises to the default (a new version)."""
+    from mgcp.quality import DEFAULT_CONFIDENCE
+
+    lesson_id = _lesson(finding)
+    await store.lessons.refine(lesson_id, reason=f"REM {finding.kind}: confirmed in review",
+                               confidence=DEFAULT_CONFIDENCE)
+    return f"confirmed {lesson_id} (confidence {DEFAULT_CONFIDENCE})", {}
+
+
+ACTIONS["confirm"] = _confirm
+
+
 # -- --auto ---------------------------------------------------------------------------------------
 
 def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | None) -> str | None:

@@ -4,6 +4,9 @@ Rules, each configurable (settings = config.DEFAULTS["staleness_scan"]):
 1. `stale_unused`: never retrieved (usage_count 0) and created `unused_min_age_days` or more ago.
 2. `popular_unrefined`: retrieved `popular_min_retrievals` times or more and last refined
    `popular_unrefined_days` or more ago.
+0. `speculative_unconfirmed`: added with a confidence below `speculative_confidence` (0.5), and
+   neither used nor confirmed (no retrieval, no "helped" outcome, confidence not raised) within
+   `speculative_max_age_days` (30) of its creation: confirm it or archive it, never a silent expiry.
 3. `unmatched_trigger`: none of the trigger's keywords (stemmed, stop words out) occurs in any query
    of the window (`recent_queries`, logged within `query_window_days`). Without queries there is no
    signal and no such finding; a lesson younger than the window is not judged by it either (it has
@@ -39,6 +42,9 @@ def run(lessons: list[LessonUse], recent_queries: list[str], now: datetime,
         last_used = parse_time(lesson.last_used)
         age = (now - created).days
         reasons = []
+        if (lesson.confidence < settings.get("speculative_confidence", 0.5) and lesson.usage_count == 0
+                and lesson.helped == 0 and age >= settings.get("speculative_max_age_days", 30)):
+            reasons.append("speculative_unconfirmed")
         if lesson.usage_count == 0 and age >= settings["unused_min_age_days"]:
             reasons.append("stale_unused")
         if (lesson.usage_count >= settings["popular_min_retrievals"]
@@ -66,6 +72,9 @@ def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: in
     kind = reasons[0]
     subject = subject_of(lesson)
     sentences = []
+    if "speculative_unconfirmed" in reasons:
+        sentences.append(f"was added as speculative (confidence {lesson.confidence:.2f}) {facts['age_days']} "
+                         "days ago and has been neither used nor confirmed since")
     if "stale_unused" in reasons:
         sentences.append(f"has never been retrieved since it was created {facts['age_days']} days ago")
     if "popular_unrefined" in reasons:
@@ -85,6 +94,7 @@ def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: in
         "", "What should we do?",
     ])
     titles = {
+        "speculative_unconfirmed": f'Speculative lesson "{lesson.id}" unconfirmed after {facts["age_days"]} days',
         "stale_unused": f'Unused lesson "{lesson.id}" ({facts["age_days"]} days, never retrieved)',
         "popular_unrefined": f'Popular lesson "{lesson.id}" not refined for {facts["unrefined_days"]} days',
         "unmatched_trigger": f'Lesson "{lesson.id}": trigger matches no recent query',
@@ -102,7 +112,11 @@ def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: in
     keep = FindingOption(label="Keep as-is", action="keep",
                          description="Remember this answer; not raised again unless the lesson changes")
     skip = FindingOption(label="Skip for now", action="skip", description="Leave this finding pending")
-    if kind == "stale_unused":
+    confirm = FindingOption(label="Confirm it", action="confirm",
+                            description="It holds: raise its confidence to 0.8 (a new version)")
+    if kind == "speculative_unconfirmed":
+        options = [confirm, archive, keep, skip]
+    elif kind == "stale_unused":
         options = [archive, delete, retrigger, keep, skip]
     elif kind == "popular_unrefined":
         options = [refine, retrigger, keep, skip]

@@ -50,6 +50,7 @@ MIGRATION_TABLES = {
     "0003_rem_tables": ("rem_state", "rem_runs", "rem_findings", "rem_actions", "community_runs",
                         "context_summaries"),
     "0006_lesson_search": ("lesson_search_docs", "lesson_search"),
+    "0007_lesson_quality": ("lesson_traits", "lesson_outcomes", "lesson_outcome_stats"),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 CONTENT = ("trigger", "action", "rationale", "tags")  # the text lessons and lesson_versions share

@@ -50,6 +50,9 @@ TABLES: dict[str, tuple[str, ...]] = {
     "lesson_versions": ("lesson_id", "version"),
     "lesson_lifecycle": ("lesson_id",),
     "lesson_usage": ("lesson_id",),
+    "lesson_traits": ("lesson_id", "version"),
+    "lesson_outcomes": ("id",),
+    "lesson_outcome_stats": ("lesson_id",),  # after lesson_outcomes: its streak_started names one
     "project_contexts": ("project_id",),
     "context_history": ("id",),
     "project_sessions": ("project_id", "session_number"),  # the order the sessions were seen
@@ -69,13 +72,16 @@ NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesso
 NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")
 
 # Tables whose integer `id` is only a row number: a merge gives their rows new ids.
-ROW_NUMBERED = {"lesson_versions", "context_history", "query_log", "rem_runs", "rem_actions",
+ROW_NUMBERED = {"lesson_versions", "lesson_outcomes", "context_history", "query_log", "rem_runs", "rem_actions",
                 "community_runs", "context_summaries"}
 # table -> (owner table, the column naming the owner): a row goes in only with its owner.
 OWNERS = {
     "lesson_versions": ("lessons", "lesson_id"),
     "lesson_lifecycle": ("lessons", "lesson_id"),
     "lesson_usage": ("lessons", "lesson_id"),
+    "lesson_traits": ("lessons", "lesson_id"),
+    "lesson_outcomes": ("lessons", "lesson_id"),
+    "lesson_outcome_stats": ("lessons", "lesson_id"),
     "context_history": ("project_contexts", "project_id"),
     "project_sessions": ("project_contexts", "project_id"),
     "rem_state": ("project_contexts", "project_id"),
@@ -89,8 +95,9 @@ NATURAL = {
     "community_runs": ("run_id", "created_at"),
     "rem_actions": ("run_id", "action", "applied_at"),
 }
-# Columns that hold the id of a run (renumbered by a merge).
-RUN_COLUMNS = {"rem_findings": "run_id", "rem_actions": "run_id", "community_runs": "run_id"}
+# Columns that hold the id of a row-numbered table's row (renumbered by a merge): table -> {column: its table}.
+ID_COLUMNS = {"rem_findings": {"run_id": "rem_runs"}, "rem_actions": {"run_id": "rem_runs"},
+              "community_runs": {"run_id": "rem_runs"}, "lesson_outcome_stats": {"streak_started": "lesson_outcomes"}}
 # What the import reports a skipped owner as.
 NOUNS = {"lessons": "lesson", "project_contexts": "project", "rem_findings": "finding"}
 
@@ -260,9 +267,9 @@ class _Merge:
         self.report.skipped_rows[table] = self.report.skipped_rows.get(table, 0) + 1
 
     async def add(self, table: str, row: dict) -> None:
-        run_column = RUN_COLUMNS.get(table)
-        if run_column and row.get(run_column) is not None:
-            row = {**row, run_column: self.new_ids["rem_runs"].get(row[run_column], row[run_column])}
+        for column, target in ID_COLUMNS.get(table, {}).items():
+            if row.get(column) is not None:
+                row = {**row, column: self.new_ids[target].get(row[column], row[column])}
         owner_is_new = False
         if table in OWNERS and row.get(OWNERS[table][1]) is not None:
             owner_table, column = OWNERS[table]

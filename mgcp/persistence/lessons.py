@@ -12,16 +12,36 @@ import hashlib
 import json
 from typing import Any
 
+from mgcp import quality, ranking
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonStatus, LessonUse, LessonVersion, Relationship
 from mgcp.persistence.database import Database, dumps, utcnow
+from mgcp.persistence.recall_data import SEARCH
 from mgcp.text import query_terms
 from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
 
 LESSON_SELECT = """
-SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id
+SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id,
+    COALESCE(t.kind, 'pattern') AS kind, COALESCE(t.confidence, 0.8) AS confidence,
+    COALESCE(s.helped, 0) AS helped, COALESCE(s.failed, 0) AS failed, COALESCE(s.streak, 0) AS streak
 FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+    LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version = l.version
+    LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
 """
+
+
+def check_kind(kind: str | None) -> str | None:
+    if kind is not None and kind not in quality.KINDS:
+        raise InvalidInputError(f"unknown kind {kind!r}; allowed: {', '.join(quality.KINDS)}")
+    return kind
+
+
+def check_confidence(confidence: float | None) -> float | None:
+    if confidence is None:
+        return None
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+        raise InvalidInputError(f"confidence must be a number from 0 to 1; got {confidence!r}")
+    return float(confidence)
 
 
 def _json_list(text: str | None) -> list:
@@ -42,6 +62,10 @@ def _tags(text: str | None) -> list[str]:
     return [str(t) for t in _json_list(text)]
 
 
+CANDIDATES_PER_RESULT = 4  # text matches reranked per result asked for
+MIN_CANDIDATES = 20
+
+
 def lesson_from_row(row) -> Lesson:
     d = dict(row)
     return Lesson(
@@ -51,6 +75,9 @@ def lesson_from_row(row) -> Lesson:
         usage_count=d["usage_count"], tags=_tags(d["tags"]), parent_id=d["parent_id"],
         relationships=[Relationship(**r) for r in _json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
         status=d["status"], superseded_by=d["superseded_by"], project_id=d["lc_project_id"],
+        kind=d["kind"], confidence=d["confidence"], helped=d["helped"], failed=d["failed"],
+        failure_streak=d["streak"], success_rate=ranking.success_rate(d["helped"], d["failed"]),
+        tier=ranking.tier(d["status"], d["helped"], d["usage_count"]),
     )
 
 
@@ -62,7 +89,7 @@ def version_from_row(row) -> LessonVersion:
         action=None if reconstructed else d["action"], rationale=d["rationale"],
         tags=_tags(d["tags"]), timestamp=d["timestamp"],
         refinement_reason=d["refinement_reason"], session_id=d["session_id"],
-        reconstructed=reconstructed,
+        reconstructed=reconstructed, kind=d.get("t_kind"), confidence=d.get("t_confidence"),
     )
 
 
@@ -76,7 +103,9 @@ class Lessons:
         row = await self.db.fetchone(LESSON_SELECT + " WHERE l.id = ?", [lesson_id])
         if row is None:
             raise NotFoundError(f"no lesson with id {lesson_id!r}")
-        return lesson_from_row(row)
+        lesson = lesson_from_row(row)
+        lesson.importance = quality.importance(lesson.trigger, lesson.action, lesson.rationale, lesson.tags)
+        return lesson
 
     async def exists(self, lesson_id: str) -> bool:
         return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
@@ -95,16 +124,20 @@ class Lessons:
         """Every active lesson's use (see `LessonUse`), by id."""
         rows = await self.db.fetchall(
             """SELECT l.id, l.trigger, l.action, l.version, l.usage_count, l.created_at, l.last_refined,
-                      l.last_used
+                      l.last_used, COALESCE(t.confidence, 0.8), COALESCE(s.helped, 0)
                FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                   LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version = l.version
+                   LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
                WHERE COALESCE(c.status, 'active') = 'active' ORDER BY l.id""")
-        return [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7])
-                for r in rows]
+        return [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7],
+                          float(r[8]), int(r[9])) for r in rows]
 
     async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,
-                         examples: list[Any] | None = None, session_id: str | None = None) -> Lesson:
+                         examples: list[Any] | None = None, session_id: str | None = None,
+                         kind: str | None = None, confidence: float | None = None) -> Lesson:
         check_lesson_id(lesson_id)
+        kind, confidence = check_kind(kind), check_confidence(confidence)
         trigger = check_text("trigger", trigger, limit=MAX_SHORT)
         action = check_text("action", action)
         rationale = check_text("rationale", rationale, required=False)
@@ -127,16 +160,27 @@ class Lessons:
                 "lesson_id": lesson_id, "version": 1, "trigger": trigger, "action": action,
                 "rationale": rationale, "tags": tags_json, "timestamp": now, "session_id": session_id,
             })
+            await self.write_traits(lesson_id, 1, kind, confidence, now)
             await self.reindex(lesson_id)
         return await self.get(lesson_id)
+
+    async def write_traits(self, lesson_id: str, version: int, kind: str | None, confidence: float | None,
+                           now: str) -> None:
+        """Record version `version`'s kind and confidence (None: the defaults)."""
+        await self.db.insert("lesson_traits", {
+            "lesson_id": lesson_id, "version": version, "kind": kind or quality.DEFAULT_KIND,
+            "confidence": quality.DEFAULT_CONFIDENCE if confidence is None else confidence, "created_at": now})
 
     async def refine(self, lesson_id: str, reason: str, trigger: str | None = None,
                             action: str | None = None, rationale: str | None = None,
                             tags: list[str] | None = None, session_id: str | None = None,
                             examples: list[Any] | None = None,
-                            relationships: list[dict] | None = None) -> Lesson:
-        """Write version N+1. `reason` says why version N was insufficient."""
+                            relationships: list[dict] | None = None,
+                            kind: str | None = None, confidence: float | None = None) -> Lesson:
+        """Write version N+1. `reason` says why version N was insufficient. Kind and confidence
+        carry over unless given."""
         reason = check_text("reason", reason, limit=MAX_SHORT)
+        kind, confidence = check_kind(kind), check_confidence(confidence)
         trigger = check_text("trigger", trigger, required=False, limit=MAX_SHORT)
         action = check_text("action", action, required=False)
         rationale = check_text("rationale", rationale, required=False)
@@ -155,8 +199,11 @@ class Lessons:
                          and new["rationale"] == current.rationale
                          and new["tags"] == dumps(current.tags) and examples is None
                          and relationships is None)
-            if unchanged:
-                raise InvalidInputError("the refinement changes nothing; give a new trigger, action, rationale or tags")
+            traits = {"kind": kind if kind is not None else current.kind,
+                      "confidence": confidence if confidence is not None else current.confidence}
+            if unchanged and (traits["kind"], traits["confidence"]) == (current.kind, current.confidence):
+                raise InvalidInputError("the refinement changes nothing; give a new trigger, action, rationale, "
+                                        "tags, kind or confidence")
             now = utcnow()
             row = await self.db.fetchone(
                 "SELECT id FROM lesson_versions WHERE lesson_id = ? AND version = ?",
@@ -182,10 +229,11 @@ class Lessons:
             if relationships is not None:
                 values["relationships"] = dumps(relationships)
             await self.db.update("lessons", {"id": lesson_id}, values)
+            await self.write_traits(lesson_id, version, traits["kind"], traits["confidence"], now)
             await self.reindex(lesson_id, new)
         return current.model_copy(update={
             **{k: v for k, v in new.items() if k != "tags"}, "tags": json.loads(new["tags"]),
-            "version": version, "last_refined": now,
+            "version": version, "last_refined": now, **traits,
             **({"examples": examples} if examples is not None else {}),
             **({"relationships": [Relationship(**r) for r in relationships]} if relationships is not None else {}),
         })
@@ -219,12 +267,18 @@ class Lessons:
                     "timestamp": v.timestamp, "refinement_reason": v.refinement_reason,
                     "session_id": v.session_id,
                 })
+                if v.kind is not None or v.confidence is not None or v.version == lesson.version:
+                    last = v.version == lesson.version
+                    await self.write_traits(lesson.id, v.version, lesson.kind if last else v.kind,
+                                            lesson.confidence if last else v.confidence, v.timestamp)
             await self.reindex(lesson.id)
 
     async def versions(self, lesson_id: str) -> list[LessonVersion]:
         await self.get(lesson_id)
         rows = await self.db.fetchall(
-            "SELECT * FROM lesson_versions WHERE lesson_id = ? ORDER BY version", [lesson_id])
+            """SELECT v.*, t.kind AS t_kind, t.confidence AS t_confidence FROM lesson_versions v
+               LEFT JOIN lesson_traits t ON t.lesson_id = v.lesson_id AND t.version = v.version
+               WHERE v.lesson_id = ? ORDER BY v.version""", [lesson_id])
         return [version_from_row(r) for r in rows]
 
     async def real_version_pairs(self) -> list[tuple[LessonVersion, LessonVersion]]:
@@ -290,37 +344,86 @@ class Lessons:
                 [doc_id, row["trigger"], row["action"], row["rationale"] or "", row["tags"]])
 
     async def query(self, text: str, limit: int = 10, project_id: str | None = None) -> list[tuple[Lesson, float]]:
-        """Active lessons ranked by BM25 relevance (trigger and action weigh twice as much as the
-        rationale and the tags: measured on benchmarks/quality, where a heavier trigger let a rule
-        file's long heading outrank what its rules say). Each returned lesson's
-        usage count and last_used advance, and the query is logged for the staleness scan."""
-        words = query_terms(text)
-        if not words:
-            raise InvalidInputError("the query has no words to search for (common words such as "
-                                    "'a' or 'the' match nothing on their own)")
-        match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
-        rows = await self.db.fetchall(
-            LESSON_SELECT.replace("FROM lessons l", """, bm25(lesson_search, 1.0, 1.0, 0.5, 0.5) AS score
-                FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
-                JOIN lessons l ON l.id = d.lesson_id""")
-            + " WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'"
-            + " ORDER BY score, l.usage_count DESC, l.id LIMIT ?",
-            [match, limit])
+        """`ranked` without the score parts: (lesson, score) pairs, best first."""
+        return [(lesson, score) for lesson, score, _ in await self.ranked(text, limit, project_id)]
+
+    async def ranked(self, text: str, limit: int = 10, project_id: str | None = None,
+                     weights: dict | None = None) -> list[tuple[Lesson, float, dict]]:
+        """Active lessons for a situation, best first, each with its score and the score's parts
+        (mgcp.ranking: text relevance with confidence, use, success rate, importance and tier).
+        The candidates are the CANDIDATES_PER_RESULT x `limit` (at least MIN_CANDIDATES) best text
+        matches (FTS5 BM25; trigger and action weigh twice as much as the rationale and the tags:
+        measured on benchmarks/quality). Each returned lesson's usage count and last_used advance,
+        and the query is logged for the staleness scan."""
+        match = self.match_expression(text)
+        candidates = await self.db.fetchall(SEARCH, [match, max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)])
+        best = max((float(r["relevance"]) for r in candidates), default=0.0)
+        scored = []
+        for row in candidates:
+            importance = quality.importance(row["trigger"], row["action"], row["rationale"], _tags(row["tags"]))
+            signal = ranking.signals(
+                relevance=float(row["relevance"]) / best if best > 0 else 0.0, confidence=row["confidence"],
+                usage_count=row["usage_count"], helped=row["helped"], failed=row["failed"],
+                importance=importance, tier=ranking.tier("active", row["helped"], row["usage_count"]))
+            parts = ranking.parts(signal, weights)
+            scored.append((ranking.total(parts), row["id"], parts, importance))
+        scored.sort(key=lambda item: ranking.order_key(item[0], item[3], item[1]))
+        scored = scored[:limit]
+        ids = [item[1] for item in scored]
         now = utcnow()
-        ids = [r["id"] for r in rows]
         async with self.db.transaction():
             await self.db.conn.executemany(
                 "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
                 [(now, i) for i in ids])
             await self.db.insert("query_log", {"query": text, "project_id": project_id,
                                              "result_ids": dumps(ids), "created_at": now})
+            rows = {r["id"]: r for r in await self.db.fetchall(
+                LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
         results = []
-        for r in rows:
-            lesson = lesson_from_row(r)
-            lesson.usage_count += 1
-            lesson.last_used = now
-            results.append((lesson, -float(r["score"])))
+        for score, lesson_id, parts, importance in scored:
+            lesson = lesson_from_row(rows[lesson_id])
+            lesson.importance = importance
+            results.append((lesson, score, parts))
         return results
+
+    @staticmethod
+    def match_expression(text: str) -> str:
+        """The FTS5 query for a situation in words (its terms, OR-ed)."""
+        words = query_terms(text)
+        if not words:
+            raise InvalidInputError("the query has no words to search for (common words such as "
+                                    "'a' or 'the' match nothing on their own)")
+        return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+
+    async def search(self, text: str, limit: int = 20) -> list[Lesson]:
+        """The best text matches among active lessons, read only (no use counted, nothing logged)."""
+        words = query_terms(text)
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+        ids = [r["id"] for r in await self.db.fetchall(SEARCH, [match, limit])]
+        if not ids:
+            return []
+        rows = await self.db.fetchall(LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)
+        order = {lesson_id: n for n, lesson_id in enumerate(ids)}
+        return sorted((lesson_from_row(r) for r in rows), key=lambda lesson: order[lesson.id])
+
+    async def same_text(self, trigger: str, action: str) -> Lesson | None:
+        """The active lesson whose trigger and action equal these once normalized
+        (mgcp.quality.normalized), or None. Found through the search index by phrase, then checked."""
+        key = (quality.normalized(trigger), quality.normalized(action))
+        if not key[0] or not key[1]:
+            return None
+        phrase = 'trigger : "{}" AND action : "{}"'.format(*(k.replace('"', '""') for k in key))
+        rows = await self.db.fetchall(
+            LESSON_SELECT.replace("FROM lessons l", """FROM lesson_search
+                JOIN lesson_search_docs d ON d.id = lesson_search.rowid JOIN lessons l ON l.id = d.lesson_id""")
+            + " WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active' ORDER BY l.created_at, l.id",
+            [phrase])
+        for row in rows:
+            if (quality.normalized(row["trigger"]), quality.normalized(row["action"])) == key:
+                return lesson_from_row(row)
+        return None
 
     async def log_query(self, text: str, project_id: str | None, at: str) -> None:
         """Record a query without running it (imports and the demo)."""

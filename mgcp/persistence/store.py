@@ -17,6 +17,7 @@ from mgcp.models import LessonStatus
 from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
 from mgcp.persistence.lessons import Lessons
+from mgcp.persistence.outcomes import Outcomes
 from mgcp.persistence.rem import RemLedger
 
 
@@ -35,6 +36,7 @@ class Store:
         self.lessons = Lessons(db)
         self.context = Contexts(db)
         self.rem = RemLedger(db)
+        self.outcomes = Outcomes(db)
 
     @classmethod
     @asynccontextmanager
@@ -99,6 +101,12 @@ class Store:
         `project_path` when it is known."""
         project = await self.context.find_project(project_path) if project_path else None
         return await self.lessons.query(text, limit, project.project_id if project else None)
+
+    async def ranked(self, text: str, limit: int = 10, project_path: str | None = None,
+                     weights: dict | None = None):
+        """Lessons for a situation with their score parts (see Lessons.ranked)."""
+        project = await self.context.find_project(project_path) if project_path else None
+        return await self.lessons.ranked(text, limit, project.project_id if project else None, weights)
 
     async def count(self, table: str) -> int:
         return (await self.db.fetchone(f"SELECT count(*) FROM {table}"))[0]

@@ -56,7 +56,8 @@ async def load(store, data: dict, now: datetime) -> str:
                         rationale=item.get("rationale"), version=version, created_at=created,
                         last_refined=refined, usage_count=item.get("usage_count", 0),
                         last_used=_ago(now, 2) if item.get("usage_count") else None,
-                        tags=item.get("tags", []), relationships=links.get(item["id"], []))
+                        tags=item.get("tags", []), relationships=links.get(item["id"], []),
+                        kind=item.get("kind", "pattern"), confidence=item.get("confidence", 0.8))
         await store.lessons.import_with_history(lesson, versions)
     path = data["project"]["path"]
     for query in data.get("queries", []):
@@ -125,4 +126,6 @@ def run_demo(db: str | None, as_json: bool) -> None:
     out(f"Built and analysed in {elapsed:.1f} s. Next:\n"
         f"  mgcp rem review --db {path} --project {project}      # answer them one at a time\n"
         f"  mgcp rem run --auto --dry-run --db {path} --project {project}   # what CI would apply\n"
-        f"  mgcp context history --db {path} --project {project} --limit 5\n")
+        f"  mgcp context history --db {path} --project {project} --limit 5\n"
+        f"  mgcp recall \"add a refund endpoint for Stripe webhooks\" --db {path} --project {project}"
+        f"   # the memory an agent gets for a task\n")

@@ -25,6 +25,47 @@ def lesson(lesson: Lesson) -> str:
     if lesson.relationships:
         lines.append("  links:     " + ", ".join(f"{r.target} ({r.type})" for r in lesson.relationships))
     lines.append(f"  used {lesson.usage_count} time(s); created {lesson.created_at}; refined {lesson.last_refined}")
+    quality = f"  {lesson.kind}, confidence {lesson.confidence:.2f}, {lesson.tier}"
+    if lesson.importance is not None:
+        quality += f", importance {lesson.importance:.2f}"
+    if lesson.helped or lesson.failed:
+        quality += (f"; helped {lesson.helped}, failed {lesson.failed} (success {lesson.success_rate:.0%})"
+                    + (f", {lesson.failure_streak} failure(s) in a row" if lesson.failure_streak else ""))
+    lines.append(quality)
+    return "\n".join(lines)
+
+
+def score_parts(parts: dict, weights: dict) -> str:
+    """`--explain`: each part of a ranking score, as weight x signal."""
+    shown = []
+    for name, value in parts.items():
+        weight = weights.get(name, 0.0)
+        signal = value / weight if weight else 0.0
+        shown.append(f"{name} {value:.3f} (= {weight:g} x {signal:.2f})")
+    return "  score parts: " + ", ".join(shown)
+
+
+def outcome(result: dict) -> str:
+    rate = result["success_rate"]
+    lines = [f"recorded: {result['lesson_id']} {result['outcome']}; helped {result['helped']}, failed "
+             f"{result['failed']}" + (f" (success {rate:.0%})" if rate is not None else "")
+             + (f"; {result['streak']} failure(s) in a row (a finding is raised at {result['failure_threshold']})"
+                if result["streak"] else "")]
+    if result.get("finding") is not None:
+        f = result["finding"]
+        lines.append(f"raised finding {f.id}: {f.title} - review it with `mgcp rem review`")
+    return "\n".join(lines)
+
+
+def stats(figures: dict) -> str:
+    q, o = figures["queries"], figures["outcomes"]
+    lines = [f"{figures['lessons']} active lesson(s); {figures['never_used']} never used",
+             "  by kind: " + (", ".join(f"{k} {n}" for k, n in figures["by_kind"].items()) or "none"),
+             "  by tier: " + ", ".join(f"{k} {n}" for k, n in figures["by_tier"].items()),
+             f"queries: {q['total']} ({q['found']} found something, {q['found_nothing']} found nothing)",
+             f"outcomes: helped {o['helped']}, failed {o['failed']}"
+             + (f" (success rate {o['success_rate']:.0%})" if o["success_rate"] is not None else "")
+             + f"; {o['lessons_on_a_failure_streak']} lesson(s) failing lately"]
     return "\n".join(lines)
 
 
@@ -36,6 +77,8 @@ def version(v: LessonVersion) -> str:
         lines.append(field("rationale", v.rationale))
     if v.tags:
         lines.append(field("tags", ", ".join(v.tags)))
+    if v.kind is not None:
+        lines.append(field("kind", f"{v.kind}, confidence {v.confidence:.2f}"))
     if v.refinement_reason:
         lines.append(f"  refined because: {v.refinement_reason}" + (f"  (session {v.session_id})" if v.session_id else ""))
     return "\n".join(lines)

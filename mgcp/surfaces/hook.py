@@ -4,7 +4,11 @@ Reads Claude Code's SessionStart JSON on stdin (`session_id`, `cwd`, `source` = 
 clear | compact), registers the session for the project at `cwd` (a session id never seen for the
 project advances its session number; a resumed or compacted one does not), and, when REM operations
 are due or findings await review, prints one JSON object whose
-`hookSpecificOutput.additionalContext` is a short reminder. Otherwise it prints nothing.
+`hookSpecificOutput.additionalContext` is a short reminder. On startup and clear (not resume or
+compact, whose conversation still holds it) it adds the project's recall section (mgcp.recall, no
+task: project state, constraints, preferences, most used lessons) under `recall.hook_budget`
+characters (rem-config.yaml; 0 turns it off); the lessons it shows count as used. Otherwise it
+prints nothing.
 
 Contract:
 - It never runs the cycle; it only registers the session and reminds.
@@ -12,9 +16,11 @@ Contract:
   database, a bad config) means exit status 0, nothing on stdout, and one line in the hook log
   (`config.hook_log_path()`).
 - It is fast: it runs before every session. The steady state imports only the stdlib, mgcp.config,
-  mgcp.schedule and persistence.sessions (stdlib plus mgcp.config) -- never pydantic, typer, networkx,
-  aiosqlite or mcp; sqlite-utils only when the database must be created or upgraded, yaml only when a
-  config file exists. A locked database fails open after a short busy timeout.
+  mgcp.schedule and persistence.sessions (stdlib plus mgcp.config), and for the recall section
+  mgcp.recall, mgcp.ranking, mgcp.quality, mgcp.validation and persistence.recall_data (all stdlib
+  only) -- never pydantic, typer, networkx, aiosqlite or mcp; sqlite-utils only when the database
+  must be created or upgraded, yaml only when a config file exists. A locked database fails open
+  after a short busy timeout. A recall that fails is logged and left out; the reminder still shows.
 """
 
 from __future__ import annotations
@@ -68,19 +74,48 @@ def parse_input(text: str) -> dict:
     return payload
 
 
+RECALL_SOURCES = (None, "startup", "clear")  # a resumed or compacted conversation still holds it
+
+
 def run(session_id: str, cwd: str, source: str | None) -> str | None:
-    """Register the session and return the reminder to show, or None when there is nothing to say."""
+    """Register the session and return the text to show (reminder and recall), or None when there
+    is nothing to say."""
     conn = _open(str(config.db_path()))
     try:
         project_id, session, _ = sessions.register_session(conn, cwd, session_id, source, utcnow())
-        settings = config.load_config().for_project(config.normalize_path(cwd))
+        rem_config = config.load_config()
+        settings = rem_config.for_project(config.normalize_path(cwd))
         last_runs = sessions.last_runs(conn, project_id)
         due = [op for op, _strategy, _params, _last, _due_at, due_now in plan(settings, last_runs, session)
                if due_now]
         pending = sessions.pending_findings(conn, project_id)
+        section = None
+        budget = int(rem_config.recall["hook_budget"])
+        if source in RECALL_SOURCES and budget > 0:
+            section = _recall(conn, cwd, budget, rem_config, {"session_id": session_id, "source": source, "cwd": cwd})
     finally:
         conn.close()
-    return reminder(session, due, pending)
+    parts = [text for text in (reminder(session, due, pending), section) if text]
+    return "\n\n".join(parts) or None
+
+
+def _recall(conn, cwd: str, budget: int, rem_config, payload: dict) -> str | None:
+    """The project's recall section for a session's start, its lessons counted as used; None (and
+    a line in the hook log) if it cannot be built."""
+    try:
+        from mgcp import recall
+        from mgcp.persistence import recall_data
+
+        reader = recall_data.Reader(conn)
+        result = recall.build(reader, cwd, budget, weights=rem_config.ranking,
+                              shares=rem_config.recall["shares"], errors=False)
+        if result.lessons:
+            reader.mark_used(result.lessons, utcnow())
+        has_content = result.lessons or result.sections.get("state")
+        return result.text if has_content else None
+    except Exception as exc:  # noqa: BLE001 -- the reminder must still reach the session
+        _log(exc, payload, "left out the recall section")
+        return None
 
 
 def reminder(session: int, due: list[str], pending: int) -> str | None:

@@ -61,6 +61,10 @@ across sessions. Call query_lessons before unfamiliar work; add_lesson when you 
 reusable, refine_lesson when a lesson proved insufficient (say why). Call get_project_context at the
 start of a session and save_project_context before it ends. When reminded that a REM cycle is due,
 call rem_run and walk the user through each finding with rem_answer, one question at a time."""
+INSTRUCTIONS += """
+Call recall with the task when you start one: it returns one memory section (project state,
+constraints, preferences, relevant lessons) within a character budget; use it, do not quote it.
+After applying a lesson, report with lesson_outcome whether it helped."""
 
 
 def tool_error(message: str) -> CallToolResult:

@@ -25,12 +25,18 @@ OPERATION_HEADERS = {
     "staleness_scan": "Stale", "duplicate_detection": "Duplicate", "community_detection": "Links",
     "knowledge_extraction": "Extraction", "context_summary": "Summary",
 }
+HEADERS.update({"failure_streak": "Failing", "speculative_unconfirmed": "Speculative"})
 MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
 
 ProjectPath = Annotated[str, Field(description="The project's absolute path (the agent's working "
                                                "directory); it need not exist on disk.")]
 LessonId = Annotated[str, Field(description="The lesson id, e.g. 'verify-api-signatures'.")]
 SessionId = Annotated[str | None, Field(description="The agent's session id, if known.")]
+Kind = Annotated[Literal["constraint", "preference", "architecture", "pattern", "error_solution", "project_fact",
+                         "style", "decision"] | None,
+                 Field(description="What sort of knowledge it is (default pattern; a constraint with confidence "
+                                   ">= 0.9 is always recalled).")]
+Confidence = Annotated[float | None, Field(ge=0, le=1, description="How sure, 0 to 1 (default 0.8; below 0.5 is speculative).")]
 
 
 class TodoInput(BaseModel):
@@ -120,7 +126,9 @@ class Tools:
     # Tools that change nothing in the database (query_lessons counts retrievals; rem_status and
     # rem_report mark findings whose subject changed as stale).
     READ_ONLY = frozenset({"get_lesson_history", "get_project_context", "get_context_history",
-                           "get_context_at_session", "list_lessons", "get_lesson"})
+                           "get_context_at_session", "list_lessons", "get_lesson",
+                           "lesson_stats"})
+    NAMES += ("lesson_outcome", "recall", "lesson_stats")
 
     def __init__(self, service: Service):
         self.service = service
@@ -136,11 +144,20 @@ class Tools:
         tags: Annotated[list[str] | None, Field(description="Tags, e.g. ['testing', 'sqlite'].")] = None,
         parent_id: Annotated[str | None, Field(description="The id of a broader parent lesson.")] = None,
         session_id: SessionId = None,
+        kind: Kind = None,
+        confidence: Confidence = None,
     ) -> dict[str, Any]:
         """Store a new reusable lesson (version 1). Call it when you learned something that will help
-        in future sessions: a mistake to avoid, a check that paid off. Returns the lesson."""
-        return to_jsonable(await self.service.run(lambda s: s.lessons.add(
-            lesson_id, trigger, action, rationale, tags or [], parent_id, session_id=session_id)))
+        in future sessions: a mistake to avoid, a check that paid off. Trivial text is refused. If an
+        active lesson already says the same (same trigger and action up to case, spacing and
+        punctuation), that lesson is returned with "existing": true and nothing is added; "similar"
+        names near matches you may rather refine. Returns the lesson with existing, similar, message."""
+        from mgcp.engine.lessons import add_lesson
+
+        cfg = self.service.rem_config()
+        result = await self.service.run(lambda s: add_lesson(
+            s, cfg, lesson_id, trigger, action, rationale, tags or [], parent_id, session_id, kind, confidence))
+        return result.to_dict()
 
     async def refine_lesson(
         self,
@@ -151,24 +168,32 @@ class Tools:
         rationale: Annotated[str | None, Field(description="A new rationale (omit to keep).")] = None,
         tags: Annotated[list[str] | None, Field(description="New tags, replacing the old (omit to keep).")] = None,
         session_id: SessionId = None,
+        kind: Kind = None,
+        confidence: Confidence = None,
     ) -> dict[str, Any]:
         """Improve an existing lesson: writes version N+1 and keeps every earlier version with the
         reason. Call it when a lesson proved wrong, vague or incomplete. Returns the new lesson."""
-        return to_jsonable(await self.service.run(lambda s: s.lessons.refine(
-            lesson_id, reason, trigger, action, rationale, tags, session_id), create=False))
+        from mgcp.engine.lessons import refine_lesson
+
+        return to_jsonable(await self.service.run(lambda s: refine_lesson(
+            s, lesson_id, reason, trigger, action, rationale, tags, session_id, kind, confidence), create=False))
 
     async def query_lessons(
         self,
         text: Annotated[str, Field(description="The situation or task, in words, e.g. 'writing a database migration'.")],
         limit: Annotated[int, Field(ge=1, le=100, description="How many lessons at most.")] = 5,
         project_path: Annotated[str | None, Field(description="The project's path, to attribute the query (optional).")] = None,
+        explain: Annotated[bool, Field(description="Add each result's score parts (relevance, confidence, use, success, importance, tier).")] = False,
     ) -> dict[str, Any]:
-        """Find the active lessons most relevant to a situation, best first. Call it before starting
-        unfamiliar work. Each returned lesson counts as retrieved (usage count, last used), and the
-        query is logged for REM's staleness scan. Returns {"results": [lesson + score]}."""
+        """Find the active lessons most relevant to a situation, best first (text relevance combined
+        with confidence, use and success rate). Call it before starting unfamiliar work. Each
+        returned lesson counts as retrieved (usage count, last used), and the query is logged for
+        REM's staleness scan. Returns {"results": [lesson + score (+ score_parts)]}."""
+        weights = self.service.rem_config().ranking
         results = await self.service.run(
-            lambda s: s.query(text, limit, _path(project_path) if project_path else None), create=False)
-        return {"results": [{"score": round(score, 4), **to_jsonable(lesson)} for lesson, score in results]}
+            lambda s: s.ranked(text, limit, _path(project_path) if project_path else None, weights), create=False)
+        return {"results": [{"score": round(score, 4), **({"score_parts": parts} if explain else {}),
+                             **to_jsonable(lesson)} for lesson, score, parts in results]}
 
     async def get_lesson_history(self, lesson_id: LessonId) -> dict[str, Any]:
         """Every version of a lesson, oldest first, each with the reason it was refined. Call it to
@@ -376,3 +401,50 @@ class Tools:
         message = await self.service.run(lambda s: engine.undo_finding(s, finding_id, force) if finding_id
                                          else engine.undo_run(s, run_id, force), create=False)
         return {"message": message}
+
+    # -- recall and outcomes ------------------------------------------------------------------------
+
+    async def lesson_outcome(
+        self,
+        lesson_id: LessonId,
+        helped: Annotated[bool, Field(description="true: applying the lesson helped; false: it did not.")],
+        note: Annotated[str | None, Field(description="What happened (optional).")] = None,
+        project_path: Annotated[str | None, Field(description="The project's path (optional).")] = None,
+        session_id: SessionId = None,
+    ) -> dict[str, Any]:
+        """Report whether a lesson you applied helped. Call it after using a lesson from recall or
+        query_lessons. Failures in a row raise a REM finding for the user (refine, archive, keep);
+        a success resets the streak. Returns the lesson's counts, success rate and any finding raised."""
+        from mgcp.engine.outcomes import record_outcome
+
+        cfg = self.service.rem_config()
+        result = await self.service.run(lambda s: record_outcome(
+            s, cfg, lesson_id, helped, note, session_id, _path(project_path) if project_path else None), create=False)
+        finding = result.pop("finding")
+        message = (f"recorded: {lesson_id} {result['outcome']} ({result['helped']} helped, {result['failed']} failed)"
+                   + (f"; raised finding {finding.id} for review: {finding.title}" if finding else ""))
+        return {**result, "finding": finding_prompt(finding) if finding else None, "message": message}
+
+    async def recall(
+        self,
+        task: Annotated[str, Field(description="The task at hand, in words.")],
+        project_path: Annotated[str | None, Field(description="The project's path, for its state (optional).")] = None,
+        budget: Annotated[int | None, Field(ge=400, le=1_000_000, description="At most this many characters (default 8000).")] = None,
+    ) -> dict[str, Any]:
+        """One Markdown memory section for a task: the project's state, constraints that always
+        apply, preferences, the lessons most relevant to the task and recent error solutions, within
+        a character budget. Call it when starting a task; use it, do not quote it. Its lessons count
+        as used. Returns {"text", "chars", "budget", "lessons", "sections", "trimmed"}."""
+        from mgcp.engine.recall import recall as build
+
+        cfg = self.service.rem_config()
+        result = await self.service.run(
+            lambda s: build(s, cfg, _path(project_path) if project_path else None, task, budget), create=False)
+        return result.to_dict()
+
+    async def lesson_stats(self) -> dict[str, Any]:
+        """The knowledge base in figures: lessons by kind and tier, lessons never used, queries that
+        found something or nothing, outcomes and the success rate."""
+        from mgcp.engine.outcomes import stats
+
+        return await self.service.run(stats, create=False)

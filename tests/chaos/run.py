@@ -171,10 +171,10 @@ class Writers:
 
     def run(self) -> None:
         setup = mgcp("lesson", "add", "shared-cli", "--trigger", "when many writers refine one lesson",
-                     "--action", "start", db=self.db)
+                     "--action", "start with this", db=self.db)
         assert setup.returncode == 0, setup.stderr
         assert mgcp("lesson", "add", "shared-lib", "--trigger", "when the library refines one lesson",
-                    "--action", "start", db=self.db).returncode == 0
+                    "--action", "start with this", db=self.db).returncode == 0
         deadline = time.time() + self.seconds
         threads = [threading.Thread(target=fn, args=(deadline,), name=fn.__name__) for fn in
                    (self.cli_add, self.cli_refine, self.cli_save_new, self.cli_save_resumed, self.hook,
@@ -369,7 +369,7 @@ class Kills:
     def run(self) -> None:
         self.base = self.work / "kill-base.db"
         build(self.base, self.lessons, self.history)
-        assert mgcp("lesson", "add", "kill-target", "--trigger", "when a writer is killed", "--action", "start",
+        assert mgcp("lesson", "add", "kill-target", "--trigger", "when a writer is killed", "--action", "start with this",
                     db=self.base).returncode == 0
         self.loop_writer("refine", KILL_REFINE, "SELECT count(*) FROM lesson_versions WHERE action = ?")
         self.loop_writer("save", KILL_SAVE, "SELECT count(*) FROM context_history WHERE notes = ?")

@@ -8,6 +8,7 @@ Heavy modules are imported inside commands so that cheap commands start fast.
 # Each module registers its commands on import; this order is the order of `mgcp --help`.
 from mgcp.surfaces.cli import db, lesson, context, rem, export, agents  # noqa: F401,I001
 from mgcp.surfaces.cli import importing, settings  # noqa: F401,I001
+from mgcp.surfaces.cli import memory  # noqa: F401,I001  (recall, stats)
 from mgcp.surfaces.cli.app import app, main
 
 __all__ = ["app", "main"]

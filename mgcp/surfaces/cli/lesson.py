@@ -1,4 +1,4 @@
-"""`mgcp lesson add|refine|show|history|list|link|query`."""
+"""`mgcp lesson add|refine|show|history|list|link|query|outcome`."""
 
 from typing import Annotated, Optional
 
@@ -10,6 +10,10 @@ from mgcp.surfaces.cli.app import Db, Json, Project, echo, noun, note, print_jso
 lesson_app = noun("lesson", "Add, refine, find and link lessons (every version is kept).")
 LessonId = Annotated[str, typer.Argument(metavar="ID")]
 SessionId = Annotated[Optional[str], typer.Option("--session-id", help="The agent session this change belongs to.")]
+Kind = Annotated[Optional[str], typer.Option("--kind", help="constraint, preference, architecture, pattern (default), "
+                                             "error_solution, project_fact, style or decision.")]
+Confidence = Annotated[Optional[float], typer.Option("--confidence", help="How sure, from 0 to 1 (default 0.8; "
+                                                     "below 0.5 is speculative).")]
 
 
 def _print(lesson, json: bool) -> None:
@@ -27,13 +31,24 @@ def add(lesson_id: LessonId,
         rationale: Annotated[Optional[str], typer.Option("--rationale", help="Why.")] = None,
         tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag (repeatable).")] = None,
         parent: Annotated[Optional[str], typer.Option("--parent", help="Parent lesson id.")] = None,
+        kind: Kind = None, confidence: Confidence = None,
         session_id: SessionId = None, db: Db = None, json: Json = False):
-    """Add a lesson (version 1).
+    """Add a lesson (version 1); the same text twice gives the existing lesson back.
 
     Example: mgcp lesson add verify-api --trigger "calling an unfamiliar API" --action "Read its signature first" --tag api
     """
-    _print(with_store(db, lambda s: s.lessons.add(
-        lesson_id, trigger, action, rationale, tag or [], parent, session_id=session_id)), json)
+    from mgcp.engine.lessons import add_lesson
+    from mgcp.surfaces.cli.app import load_config
+
+    config = load_config(None)
+    result = with_store(db, lambda s: add_lesson(s, config, lesson_id, trigger, action, rationale, tag or [],
+                                                 parent, session_id, kind, confidence))
+    if json:
+        return print_json(result.to_dict())
+    from mgcp.surfaces import format
+
+    echo(format.lesson(result.lesson))
+    note(result.message)
 
 
 @lesson_app.command("refine")
@@ -43,13 +58,16 @@ def refine(lesson_id: LessonId,
            action: Annotated[Optional[str], typer.Option("--action")] = None,
            rationale: Annotated[Optional[str], typer.Option("--rationale")] = None,
            tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Replaces the tags (repeatable).")] = None,
+           kind: Kind = None, confidence: Confidence = None,
            session_id: SessionId = None, db: Db = None, json: Json = False):
     """Refine a lesson into a new version; the old version stays in history.
 
     Example: mgcp lesson refine verify-api --action "Read the signature and one example" --reason "too vague"
     """
-    _print(with_store(db, lambda s: s.lessons.refine(
-        lesson_id, reason, trigger, action, rationale, tag, session_id), create=False), json)
+    from mgcp.engine.lessons import refine_lesson
+
+    _print(with_store(db, lambda s: refine_lesson(
+        s, lesson_id, reason, trigger, action, rationale, tag, session_id, kind, confidence), create=False), json)
 
 
 @lesson_app.command("show")
@@ -78,21 +96,35 @@ def history(lesson_id: LessonId, db: Db = None, json: Json = False):
 @lesson_app.command("list")
 def list_(tag: Annotated[Optional[str], typer.Option("--tag")] = None,
           status: Annotated[str, typer.Option("--status", help="active, archived, deleted, superseded or all.")] = "active",
+          tier: Annotated[Optional[str], typer.Option("--tier", help="candidate, validated or archived "
+                                                      "(archived implies --status archived).")] = None,
+          kind: Kind = None,
           db: Db = None, json: Json = False):
     """List lessons.
 
-    Example: mgcp lesson list --tag testing
+    Example: mgcp lesson list --tag testing --tier validated
     """
     from mgcp.models import LessonStatus
+    from mgcp.quality import KINDS
+    from mgcp.ranking import TIERS
 
     allowed = [s.value for s in LessonStatus] + ["all"]
     if status not in allowed:
         raise InvalidInputError(f"unknown status {status!r}; allowed: {', '.join(allowed)}")
+    if tier is not None and tier not in TIERS:
+        raise InvalidInputError(f"unknown tier {tier!r}; allowed: {', '.join(TIERS)}")
+    if kind is not None and kind not in KINDS:
+        raise InvalidInputError(f"unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
+    if tier == "archived" and status == "active":
+        status = "archived"
     lessons = with_store(db, lambda s: s.lessons.list(tag, None if status == "all" else status), create=False)
+    lessons = [lesson for lesson in lessons if (tier is None or lesson.tier == tier)
+               and (kind is None or lesson.kind == kind)]
     if json:
         return print_json(lessons)
     for lesson in lessons:
-        echo(f"{lesson.id:40} v{lesson.version:<3} {lesson.status.value:10} {lesson.trigger[:70]}")
+        echo(f"{lesson.id:40} v{lesson.version:<3} {lesson.status.value:10} {lesson.tier:9} "
+             f"{lesson.kind:14} {lesson.trigger[:60]}")
     note(f"{len(lessons)} lesson(s)")
 
 
@@ -122,18 +154,26 @@ def link(source: Annotated[str, typer.Argument(metavar="A")],
 @lesson_app.command("query")
 def query(text: Annotated[str, typer.Argument(metavar="TEXT")],
           limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 5,
+          explain: Annotated[bool, typer.Option("--explain", help="Show each result's score parts.")] = False,
           project: Project = None, db: Db = None, json: Json = False):
-    """Find the lessons most relevant to a situation (counts as a retrieval; the query is logged).
+    """Find the lessons most relevant to a situation, ranked by relevance, confidence, use and success
+    (counts as a retrieval; the query is logged).
 
-    Example: mgcp lesson query "writing a database migration" --limit 3
+    Example: mgcp lesson query "writing a database migration" --limit 3 --explain
     """
+    from mgcp.surfaces.cli.app import load_config
+
     path = project_path(project)
-    results = with_store(db, lambda s: s.query(text, limit, path), create=False)
+    weights = load_config(None).ranking
+    results = with_store(db, lambda s: s.ranked(text, limit, path, weights), create=False)
     if json:
-        return print_json([{"score": round(score, 4), **lesson.model_dump(mode="json")} for lesson, score in results])
+        return print_json([{"score": round(score, 4), **({"score_parts": parts} if explain else {}),
+                            **lesson.model_dump(mode="json")} for lesson, score, parts in results])
     from mgcp.surfaces import format
 
-    echo("\n\n".join(f"score {score:.2f}  " + format.lesson(lesson) for lesson, score in results)
+    echo("\n\n".join(f"score {score:.2f}  " + format.lesson(lesson)
+                      + (("\n" + format.score_parts(parts, weights)) if explain else "")
+                      for lesson, score, parts in results)
          if results else "no matching lessons")
 
 
@@ -216,3 +256,29 @@ def unlink(source: Annotated[str, typer.Argument(metavar="A")],
     if json:
         return print_json({"source": source, "target": target, "removed": removed})
     echo(f"unlinked {source} <-> {target} ({', '.join(removed)})" if removed else f"{source} and {target} were not linked")
+
+
+@lesson_app.command("outcome")
+def outcome(lesson_id: LessonId,
+            helped: Annotated[bool, typer.Option("--helped", help="Applying the lesson helped.")] = False,
+            failed: Annotated[bool, typer.Option("--failed", help="Applying the lesson did not help.")] = False,
+            text: Annotated[Optional[str], typer.Option("--note", help="What happened.")] = None,
+            project: Project = None, session_id: SessionId = None, db: Db = None, json: Json = False):
+    """Report whether a lesson helped; failures in a row raise a finding (refine, archive, keep).
+
+    Example: mgcp lesson outcome verify-api --failed --note "the signature was out of date"
+    """
+    from mgcp.engine.outcomes import record_outcome
+    from mgcp.surfaces.cli.app import load_config
+
+    if helped == failed:
+        raise InvalidInputError("give exactly one of --helped and --failed")
+    config = load_config(None)
+    path = project_path(project)
+    result = with_store(db, lambda s: record_outcome(s, config, lesson_id, helped, text, session_id, path),
+                        create=False)
+    if json:
+        return print_json(result)
+    from mgcp.surfaces import format
+
+    echo(format.outcome(result))

@@ -1,0 +1,103 @@
+"""What ranking and recall read about lessons and projects, in plain sqlite3: shared by the
+SessionStart hook (which must stay light: stdlib and mgcp's stdlib-only modules) and by the
+`recall` command, which runs it on its own connection in a worker thread.
+
+A lesson's kind and confidence are those of its current version (`lesson_traits`), else the
+defaults; its outcome counts come from `lesson_outcome_stats`. Only active lessons are read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from mgcp.persistence.sessions import FIND_PROJECT, find_params
+
+# The lesson columns ranking needs, and the joins that bring kind, confidence and outcomes.
+RANKED_COLUMNS = """l.id, l.trigger, l.action, l.rationale, l.tags, l.usage_count, l.version,
+    l.last_refined, COALESCE(t.kind, 'pattern') AS kind, COALESCE(t.confidence, 0.8) AS confidence,
+    COALESCE(s.helped, 0) AS helped, COALESCE(s.failed, 0) AS failed"""
+RANKED_JOINS = """LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version = l.version
+    LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
+    LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id"""
+ACTIVE = "COALESCE(c.status, 'active') = 'active'"
+# FTS5 relevance: trigger and action weigh twice as much as the rationale and the tags.
+BM25 = "bm25(lesson_search, 1.0, 1.0, 0.5, 0.5)"
+# The best text matches first (FTS5 and the lifecycle only), then the ranking columns of those few.
+SEARCH = f"""SELECT {RANKED_COLUMNS}, m.relevance AS relevance
+    FROM (SELECT l.id AS id, -{BM25} AS relevance, l.usage_count AS uses
+          FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
+          JOIN lessons l ON l.id = d.lesson_id LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+          WHERE lesson_search MATCH ? AND {ACTIVE}
+          ORDER BY {BM25}, l.usage_count DESC, l.id LIMIT ?) m
+    JOIN lessons l ON l.id = m.id {RANKED_JOINS}
+    ORDER BY m.relevance DESC, m.uses DESC, m.id"""
+OF_KIND = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance
+    FROM lesson_traits t JOIN lessons l ON l.id = t.lesson_id AND l.version = t.version
+    LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
+    LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+    WHERE t.kind = ? AND t.confidence >= ? AND {ACTIVE}
+    ORDER BY {{order}} LIMIT ?"""
+MOST_USED = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance FROM lessons l {RANKED_JOINS}
+    WHERE {ACTIVE} ORDER BY l.usage_count DESC LIMIT ?"""
+
+
+def rows(conn: sqlite3.Connection, sql: str, params) -> list[dict]:
+    cur = conn.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur]
+
+
+class Reader:
+    """The reads recall makes, over one sqlite3 connection (autocommit)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def project(self, path: str) -> dict | None:
+        """The project's current state (notes, todos, recent decisions, active files), or None."""
+        found = rows(self.conn, FIND_PROJECT, find_params(path))
+        if not found:
+            return None
+        row = found[0]
+        return {"project_id": row["project_id"], "name": row["project_name"], "notes": row["notes"],
+                "todos": _json_list(row["todos"]), "decisions": _json_list(row["recent_decisions"]),
+                "files": _json_list(row["active_files"])}
+
+    def of_kind(self, kind: str, min_confidence: float = 0.0, limit: int = 30, recent: bool = False) -> list[dict]:
+        order = "l.last_refined DESC, l.id" if recent else "t.confidence DESC, l.usage_count DESC, l.id"
+        return rows(self.conn, OF_KIND.format(order=order), [kind, min_confidence, limit])
+
+    def most_used(self, limit: int = 40) -> list[dict]:
+        return rows(self.conn, MOST_USED, [limit])
+
+    def search(self, match: str, limit: int = 60) -> list[dict]:
+        return rows(self.conn, SEARCH, [match, limit])
+
+    def mark_used(self, ids: list[str], now: str, query: str | None = None,
+                  project_id: str | None = None) -> None:
+        """Count the lessons as used (usage count, last used) and, for a task, log the query."""
+        if not ids and query is None:
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany("UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
+                                  [(now, i) for i in ids])
+            if query is not None:
+                self.conn.execute("INSERT INTO query_log (query, project_id, result_ids, created_at) VALUES (?, ?, ?, ?)",
+                                  [query, project_id, json.dumps(ids), now])
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+
+
+def _json_list(text: str | None) -> list:
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []

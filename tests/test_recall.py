@@ -1,0 +1,167 @@
+"""Recall: the budgeted memory section (mgcp.recall over persistence.recall_data)."""
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mgcp import recall
+from mgcp.persistence import recall_data
+from mgcp.persistence.migrate import open_and_migrate
+from mgcp.quality import KINDS
+
+TS = "2026-01-01T00:00:00+00:00"
+WORDS = ["retry", "webhook", "signature", "migration", "cache", "pool", "timeout", "deploy", "schema",
+         "index", "token", "queue", "backoff", "lock", "commit", "rollback", "fixture", "mock", "parse",
+         "encode", "stream", "batch", "shard", "vacuum"]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    path = tmp_path_factory.mktemp("recall") / "template.db"
+    open_and_migrate(path)
+    return path
+
+
+def fresh(template, tmp_path, name="kb.db"):
+    path = tmp_path / name
+    shutil.copy(template, path)
+    return path
+
+
+def add(conn, lesson_id, trigger, action, kind="pattern", confidence=0.8, usage=0, status=None):
+    conn.execute("""INSERT INTO lessons (id, trigger, action, rationale, created_at, last_refined, usage_count, tags)
+                    VALUES (?, ?, ?, NULL, ?, ?, ?, '[]')""", [lesson_id, trigger, action, TS, TS, usage])
+    conn.execute("INSERT INTO lesson_traits (lesson_id, version, kind, confidence, created_at) VALUES (?, 1, ?, ?, ?)",
+                 [lesson_id, kind, confidence, TS])
+    doc = conn.execute("INSERT INTO lesson_search_docs (lesson_id) VALUES (?)", [lesson_id]).lastrowid
+    conn.execute("INSERT INTO lesson_search (rowid, trigger, action, rationale, tags) VALUES (?, ?, ?, '', '[]')",
+                 [doc, trigger, action])
+    if status:
+        conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES (?, ?, ?)",
+                     [lesson_id, status, TS])
+
+
+def project(conn, path, notes=None, todos=(), decisions=(), files=()):
+    conn.execute("""INSERT INTO project_contexts (project_id, project_name, project_path, todos, active_files,
+                    recent_decisions, last_accessed, notes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                 ["p" + str(abs(hash(path)))[:10], path.rsplit("/", 1)[-1], path,
+                  json.dumps([{"content": t, "status": "pending"} for t in todos]), json.dumps(list(files)),
+                  json.dumps(list(decisions)), TS, notes])
+
+
+def build(path, budget, project_path=None, match=None, **kw):
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        return recall.build(recall_data.Reader(conn), project_path, budget, match=match, **kw)
+    finally:
+        conn.close()
+
+
+text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60).map(" ".join)
+lesson_st = st.tuples(text_st, text_st, st.sampled_from(KINDS), st.floats(0, 1), st.integers(0, 50))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lessons=st.lists(lesson_st, max_size=40), budget=st.integers(400, 12000),
+       notes=st.one_of(st.none(), text_st), todos=st.lists(text_st, max_size=8), task=st.booleans())
+def test_never_over_budget_and_the_strongest_constraint_is_always_in(template, tmp_path, lessons, budget,
+                                                                   notes, todos, task):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for n, (trigger, action, kind, confidence, usage) in enumerate(lessons):
+            add(conn, f"l{n:03d}", trigger, action * 3, kind, round(confidence, 3), usage)
+        project(conn, "/work/p", notes, todos, ["use WAL"] * 2, ["a.py"])
+    conn.close()
+    result = build(path, budget, "/work/p", match='"retry" OR "cache"' if task else None)
+    assert len(result.text) <= budget
+    constraints = [(-round(c, 3), f"l{n:03d}") for n, (_, _, kind, c, _) in enumerate(lessons)
+                   if kind == "constraint" and round(c, 3) >= 0.9]
+    if constraints:
+        strongest = min(constraints)
+        # ties on confidence go to the most used: any of the tied ones is the strongest
+        tied = {i for c, i in constraints if c == strongest[0]}
+        assert result.lessons and result.lessons[0] in tied
+        assert f"[{result.lessons[0]}]" in result.text
+
+
+def test_sections_in_order_with_reserved_shares_and_trim_marks(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for n in range(40):
+            add(conn, f"tip-{n:02d}", f"handling {WORDS[n % 24]} {WORDS[(n * 7) % 24]} case {n}",
+                f"Do the careful {WORDS[(n * 5) % 24]} thing number {n}, then check {WORDS[(n * 3) % 24]}.", usage=n)
+        for n in range(10):
+            add(conn, f"pref-{n}", f"writing code {n}", f"Prefer style number {n} with {WORDS[n]} names.",
+                kind="preference")
+        add(conn, "never-force-push", "pushing to main", "Never force-push to main; open a pull request.",
+            kind="constraint", confidence=0.97)
+        project(conn, "/work/p", "Working on retries. Is the backoff cap right?", ["load test"], ["use WAL"])
+    conn.close()
+    result = build(path, 1500, "/work/p")
+    text = result.text
+    assert len(text) <= 1500
+    order = [text.index(t) for t in ("### Project state", "### Constraints", "### Preferences", "### Most used")]
+    assert order == sorted(order)
+    assert "Open question: Is the backoff cap right?" in text
+    assert "more lessons trimmed" in text and "more preferences trimmed" in text
+    assert result.trimmed["lessons"] > 0 and result.sections["preferences"] >= 1  # not starved
+    assert "never quote it verbatim" in text
+
+
+def test_a_huge_constraint_is_shortened_not_dropped(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add(conn, "huge", "deploying", "Always " + "check everything twice " * 500, kind="constraint", confidence=1.0)
+    conn.close()
+    result = build(path, 400)
+    assert len(result.text) <= 400 and "[huge] When deploying: Always check" in result.text
+    assert "…" in result.text
+
+
+def test_near_duplicates_are_never_both_included(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add(conn, "a", "calling an unfamiliar API", "Read its signature first, then one call site.", usage=9)
+        add(conn, "b", "calling an unknown API", "Read its signature first, then one real call site.", usage=8)
+        add(conn, "c", "writing a migration", "Add new tables; never alter legacy ones.", usage=7)
+    conn.close()
+    result = build(path, 4000)
+    assert sorted(result.lessons) == ["a", "c"]
+
+
+def test_archived_lessons_and_secrets_stay_out(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add(conn, "gone", "deploying", "An archived lesson about deploys.", usage=50, status="archived")
+        add(conn, "kept", "deploying", "Tag every release before deploying it.", usage=5)
+        # written by an older mgcp that did not check for secrets
+        project(conn, "/work/p", notes="Staging key is AKIAABCDEFGHIJKLMNOP for now.")
+    conn.close()
+    result = build(path, 4000, "/work/p")
+    assert "gone" not in result.lessons and "kept" in result.lessons
+    assert "AKIAABCDEFGHIJKLMNOP" not in result.text and "[redacted]" in result.text
+
+
+def test_a_budget_under_the_minimum_is_refused(template, tmp_path):
+    with pytest.raises(ValueError, match="at least 400"):
+        build(fresh(template, tmp_path), 399)
+
+
+@pytest.mark.parametrize("secret", [
+    "-----BEGIN RSA PRIVATE KEY-----", "AKIAABCDEFGHIJKLMNOP", "sk-ant-abcdefghijklmnopqrstuvwxyz",
+    "ghp_" + "a" * 36, "xoxb-1234567890-abcdef", "AIza" + "b" * 35, "sk_live_" + "c" * 24,
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop", "password = hunter2hunter2",
+])
+def test_every_kind_of_credential_is_redacted(secret):
+    from mgcp.validation import find_secret
+
+    assert find_secret(secret) and not find_secret(recall.redact(f"before {secret} after"))
