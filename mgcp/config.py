@@ -10,6 +10,10 @@ file, the key and the allowed values.
 (built in) or `semantic` (the `semantic` extra), which needs `model`: a folder holding a model2vec
 model (a relative path is read from the config file's folder), or a Hugging Face model name
 ("owner/name"). Only the shape is checked here; the engine loads the model when an operation needs it.
+
+`reinforcement` sets the opt-in ranking boost of reinforced lessons (`boost`, `weight`, `max_boost`;
+see mgcp.reinforcement). An operation with `enabled: false` (pattern_reinforcement by default) is
+never due; it runs only when named.
 """
 
 from __future__ import annotations
@@ -28,10 +32,14 @@ OPERATIONS = (
     "community_detection",
     "knowledge_extraction",
     "context_summary",
+    # Reinforcement and contradictions (a pattern recurring across sessions; lessons that disagree).
+    "pattern_reinforcement",
+    "contradiction_scan",
 )
 # Operations over the lessons, which every project shares: their findings are reviewed from any
 # project. The others work on one project's history and their findings stay in that project.
-SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection")
+SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection",
+                     "pattern_reinforcement", "contradiction_scan")
 
 DEFAULTS: dict[str, dict] = {
     "staleness_scan": {
@@ -55,7 +63,20 @@ DEFAULTS: dict[str, dict] = {
         "theme_min_sessions": 3, "todo_min_sessions": 5, "max_findings": 50,
     },
     "context_summary": {"strategy": "linear", "interval": 20},
+    "pattern_reinforcement": {
+        "strategy": "linear", "interval": 10, "enabled": False,
+        "min_count": 3, "categories": ["lesson", "decision", "note"], "max_findings": 50,
+    },
+    "contradiction_scan": {
+        "strategy": "linear", "interval": 10,
+        "trigger_threshold": 0.5, "claim_threshold": 0.6, "max_findings": 50,
+    },
 }
+
+# The categories pattern_reinforcement can cluster: lessons added again, decisions, note sentences.
+PATTERN_CATEGORIES = ("lesson", "decision", "note")
+# The opt-in reinforcement boost of lesson ranking (top-level key `reinforcement`).
+REINFORCEMENT_DEFAULTS = {"boost": False, "weight": 0.05, "max_boost": 0.3}
 
 # What each strategy needs, with its allowed values (for messages).
 STRATEGY_KEYS = {
@@ -114,12 +135,15 @@ class RemConfig:
     """Schedules and thresholds per operation, with per-project overrides."""
 
     def __init__(self, operations: dict[str, dict], projects: dict[str, dict] | None = None,
-                 source: str | None = None, similarity: dict | None = None):
+                 source: str | None = None, similarity: dict | None = None,
+                 reinforcement: dict | None = None):
         self.operations = operations
         self.projects = projects or {}
         self.source = source
         # {"backend": "lexical" | "semantic", "model": None, an absolute folder or a model name}
         self.similarity = similarity or dict(SIMILARITY_DEFAULTS)
+        # {"boost": bool, "weight": float, "max_boost": float}: the ranking boost of reinforced lessons
+        self.reinforcement = reinforcement or dict(REINFORCEMENT_DEFAULTS)
 
     def for_project(self, project_path: str | None) -> dict[str, dict]:
         """Each operation's settings for one project (defaults, file, then the project's override)."""
@@ -162,9 +186,10 @@ def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
 def parse_config(raw: object, source: str) -> RemConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem', 'similarity' and 'projects'")
-    unknown = set(raw) - {"rem", "similarity", "projects"}
+    unknown = set(raw) - {"rem", "similarity", "projects", "reinforcement"}
     if unknown:
-        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects")
+        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; "
+                          "allowed: rem, similarity, projects, reinforcement")
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
     projects: dict[str, dict] = {}
@@ -174,7 +199,28 @@ def parse_config(raw: object, source: str) -> RemConfig:
         merged = copy.deepcopy(operations)
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
         projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
-    return RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source))
+    return RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source),
+                     _reinforcement(raw.get("reinforcement"), source))
+
+
+def _reinforcement(given: object, source: str) -> dict:
+    """The `reinforcement` setting (the ranking boost of reinforced lessons), checked."""
+    settings = dict(REINFORCEMENT_DEFAULTS)
+    if given is None:
+        return settings
+    if not isinstance(given, dict):
+        raise ConfigError(f"{source}: 'reinforcement' must be a mapping with keys boost, weight, max_boost")
+    for key, value in given.items():
+        if key not in REINFORCEMENT_DEFAULTS:
+            raise ConfigError(f"{source}: unknown key 'reinforcement.{key}'; allowed: boost, weight, max_boost")
+        if key == "boost":
+            wrong = not isinstance(value, bool) and "true, false"
+        else:
+            wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
+        if wrong:
+            raise ConfigError(f"{source}: invalid value {value!r} for 'reinforcement.{key}'; allowed: {wrong}")
+        settings[key] = value
+    return settings
 
 
 def _similarity(given: object, source: str) -> dict:
@@ -266,6 +312,11 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
         wrong = not ok and STRATEGY_KEYS["fibonacci"]["intervals"]
     elif key in ("base_interval", "scale"):
         wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
+    elif key == "enabled":
+        wrong = not isinstance(value, bool) and "true, false"
+    elif key == "categories":
+        ok = isinstance(value, list) and all(v in PATTERN_CATEGORIES for v in value)
+        wrong = not ok and f"a list of any of: {', '.join(PATTERN_CATEGORIES)}"
     elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
     elif isinstance(defaults.get(key), float):

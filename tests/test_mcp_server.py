@@ -29,6 +29,7 @@ TOOLS = {
     "add_lesson", "refine_lesson", "query_lessons", "get_lesson_history", "link_lessons",
     "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
     "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo",
+    "pattern_reinforcement_run",
 }
 
 # Two near-identical lessons (a duplicate) and four unlinked lessons on one topic (a cluster).
@@ -413,3 +414,19 @@ def test_another_call_answers_while_a_rem_cycle_runs(tmp_path, run):
             assert not cycle.result(timeout=60).is_error
         finally:
             client.close()
+
+
+# -- pattern reinforcement --------------------------------------------------------------------------
+
+def test_pattern_reinforcement_runs_on_demand_only_when_forced_while_off(client, db, run):
+    async def seed(store):
+        for i in range(1, 4):
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=["Use pnpm workspaces"])
+    run(db, seed)
+    skipped = client.ok("pattern_reinforcement_run", project_path=PROJECT)
+    assert skipped["ran"] is False and "not enabled" in skipped["reason"] and skipped["run"] is None
+    forced = client.ok("pattern_reinforcement_run", project_path=PROJECT, force=True)
+    assert forced["ran"] is True and forced["run"]["summary"]["patterns"] == 1
+    assert forced["finding"]["header"] == "Recurring" and "3 sessions" in forced["finding"]["question"]
+    [pattern] = run(db, lambda s: s.patterns.list())
+    assert pattern.reinforcement_count == 3

@@ -374,10 +374,61 @@ async def _summary(store, project, settings, inputs):
                 "to_session": result.to_session}, ("write_context_summary", write)
 
 
+async def _patterns(store, project, settings, inputs):
+    from mgcp.operations import pattern_reinforcement
+
+    lessons = await store.lessons.list(status=None)  # superseded copies count as members
+    history = await store.patterns.history()
+    observations = await store.patterns.decision_observations()
+    existing = await store.patterns.all()
+    paths = await store.patterns.project_paths()
+    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, history, observations, existing,
+                                     settings, utcnow(), paths)
+    summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
+               "snapshots": len(history), "decision_observations": len(observations)}
+    if not result.patterns:
+        return result.findings, summary, None
+
+    async def write(run_id):
+        for pattern in result.patterns:
+            await store.patterns.save(pattern)
+
+    return result.findings, summary, ("write_reinforced_patterns", write)
+
+
+async def _contradictions(store, project, settings, inputs):
+    from mgcp.operations import contradiction_scan
+
+    active = await inputs.lessons()
+    findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache)
+    return findings, {"lessons": len(active)}, None
+
+
 RUNNERS = {
     "staleness_scan": _staleness,
     "duplicate_detection": _duplicates,
     "community_detection": _communities,
     "knowledge_extraction": _extraction,
     "context_summary": _summary,
+    "pattern_reinforcement": _patterns,
+    "contradiction_scan": _contradictions,
 }
+
+
+async def run_on_demand(store: Store, config: RemConfig, project_path: str, operation: str,
+                        force: bool = False, progress: Progress | None = None) -> tuple[RemRun | None, str]:
+    """Run one operation when it is due (enabled and its schedule reached), or whatever the
+    schedule says with `force`. Returns (the run or None, why it ran or was skipped)."""
+    check_operations([operation])
+    project = await store.context.known_project(project_path)
+    plan = {p.operation: p for p in schedules(config, project.project_path,
+                                              await store.rem.state(project.project_id), project.session_count)}
+    item = plan[operation]
+    if not force and not item.due:
+        enabled = config.operation(operation, project.project_path).get("enabled", True) is not False
+        why = (f"{operation} is not enabled (rem-config: enabled: false); force runs it anyway" if not enabled
+               else f"{operation} is not due until session {item.next_due_session} "
+                    f"(now {project.session_count}); force runs it anyway")
+        return None, why
+    result = await run(store, config, project_path, [operation], progress=progress)
+    return result, "forced" if force and not item.due else "due"

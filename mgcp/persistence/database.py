@@ -33,6 +33,7 @@ KEYS = {
     "rem_findings": ("id",),
     "community_runs": ("id",),
     "context_summaries": ("id",),
+    "reinforced_patterns": ("id",),
 }
 
 

@@ -283,6 +283,12 @@ class Lessons:
         rationale and the tags: measured on benchmarks/quality, where a heavier trigger let a rule
         file's long heading outrank what its rules say). Each returned lesson's
         usage count and last_used advance, and the query is logged for the staleness scan."""
+        found = await self.candidates(text, limit)
+        await self.retrieved(text, [lesson for lesson, _ in found], project_id)
+        return found
+
+    async def candidates(self, text: str, limit: int) -> list[tuple[Lesson, float]]:
+        """The `limit` most relevant active lessons with their relevance (see `query`), read only."""
         words = query_terms(text)
         if not words:
             raise InvalidInputError("the query has no words to search for (common words such as "
@@ -295,21 +301,22 @@ class Lessons:
             + " WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'"
             + " ORDER BY score, l.usage_count DESC, l.id LIMIT ?",
             [match, limit])
+        return [(lesson_from_row(r), -float(r["score"])) for r in rows]
+
+    async def retrieved(self, text: str, lessons: list[Lesson], project_id: str | None) -> None:
+        """Count the lessons a query returned as retrieved (usage count, last used; the lesson
+        objects too) and log the query."""
         now = utcnow()
-        ids = [r["id"] for r in rows]
+        ids = [lesson.id for lesson in lessons]
         async with self.db.transaction():
             await self.db.conn.executemany(
                 "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
                 [(now, i) for i in ids])
             await self.db.insert("query_log", {"query": text, "project_id": project_id,
                                              "result_ids": dumps(ids), "created_at": now})
-        results = []
-        for r in rows:
-            lesson = lesson_from_row(r)
+        for lesson in lessons:
             lesson.usage_count += 1
             lesson.last_used = now
-            results.append((lesson, -float(r["score"])))
-        return results
 
     async def log_query(self, text: str, project_id: str | None, at: str) -> None:
         """Record a query without running it (imports and the demo)."""

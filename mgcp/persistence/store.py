@@ -1,7 +1,7 @@
 """The async store: lessons, context and REM state in one SQLite database.
 
 `Store` composes three plain classes over one `Database` (connection and transactions):
-`store.lessons`, `store.context` and `store.rem`. Open it with
+`store.lessons`, `store.context`, `store.rem` and `store.patterns`. Open it with
 `async with Store.open(path) as store:`; the database is checked and upgraded by the sync migration
 runner first. Writes that belong together share `store.transaction()` (nested blocks are
 savepoints).
@@ -13,11 +13,15 @@ import json
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
-from mgcp.models import LessonStatus
+from mgcp.models import Lesson, LessonStatus
 from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
 from mgcp.persistence.lessons import Lessons
+from mgcp.persistence.patterns import Patterns
 from mgcp.persistence.rem import RemLedger
+from mgcp.reinforcement import reinforcement_boost
+
+RERANK_POOL = 4  # with the reinforcement boost, this many times `limit` candidates are re-ranked
 
 
 def _lesson_of(change: dict) -> str | None:
@@ -35,6 +39,7 @@ class Store:
         self.lessons = Lessons(db)
         self.context = Contexts(db)
         self.rem = RemLedger(db)
+        self.patterns = Patterns(db)
 
     @classmethod
     @asynccontextmanager
@@ -99,6 +104,30 @@ class Store:
         `project_path` when it is known."""
         project = await self.context.find_project(project_path) if project_path else None
         return await self.lessons.query(text, limit, project.project_id if project else None)
+
+    async def ranked(self, text: str, limit: int = 10, project_path: str | None = None,
+                     reinforcement: dict | None = None) -> list[tuple[Lesson, dict[str, float]]]:
+        """`query` with each lesson's score parts: {"relevance": BM25} plus, when `reinforcement`
+        ({"boost": True, "weight", "max_boost"}, the config's `reinforcement`) turns the boost on,
+        {"reinforcement_boost": ...} for a reinforced lesson (mgcp.reinforcement). With the boost
+        on, the best RERANK_POOL x limit lessons by relevance are re-ranked by relevance + boost
+        (the boost is small, so a lesson further down cannot overtake them)."""
+        if not (reinforcement and reinforcement.get("boost")):
+            return [(lesson, {"relevance": score}) for lesson, score in await self.query(text, limit, project_path)]
+        project = await self.context.find_project(project_path) if project_path else None
+        pool = await self.lessons.candidates(text, max(limit * RERANK_POOL, limit + 20))
+        counts = await self.patterns.reinforcement_counts([lesson.id for lesson, _ in pool])
+        scored = []
+        for lesson, relevance in pool:
+            parts = {"relevance": relevance}
+            boost = reinforcement_boost(counts.get(lesson.id, 0), reinforcement["weight"], reinforcement["max_boost"])
+            if boost:
+                parts["reinforcement_boost"] = boost
+            scored.append((lesson, parts))
+        scored.sort(key=lambda item: (-round(sum(item[1].values()), 9), -item[0].usage_count, item[0].id))
+        top = scored[:limit]
+        await self.lessons.retrieved(text, [lesson for lesson, _ in top], project.project_id if project else None)
+        return top
 
     async def count(self, table: str) -> int:
         return (await self.db.fetchone(f"SELECT count(*) FROM {table}"))[0]

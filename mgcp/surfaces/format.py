@@ -142,3 +142,36 @@ def rem_report(result: RemReport) -> str:
                  + (" - run `mgcp rem review`:" if result.pending else "."))
     lines += [f"  {f.id}  {f.operation:20} {f.title}" for f in result.pending]
     return "\n".join(lines)
+
+
+# -- reinforced patterns ----------------------------------------------------------------------------
+
+def patterns(found) -> str:
+    if not found:
+        return "no reinforced patterns (pattern_reinforcement has not found any yet)"
+    lines = [f"Reinforced patterns ({len(found)}):"]
+    for p in found:
+        lesson = f", lesson {p.lesson_id}" if p.lesson_id else ", no lesson holds it"
+        lines.append(f"[{p.reinforcement_count}x] {p.id} ({p.category}{lesson}, last reinforced {p.last_reinforced_at})")
+        lines.append("    " + textwrap.shorten(p.text, 110, placeholder="…"))
+    return "\n".join(lines)
+
+
+def pattern_explanation(e) -> str:
+    p = e.pattern
+    lines = [f"Pattern: {p.id}", field("count", str(p.reinforcement_count)),
+             field("last", p.last_reinforced_at + " (last reinforced)"), field("category", p.category),
+             field("via", p.derived_via), field("canonical", p.canonical)]
+    if p.lesson_id:
+        lines.append(field("lesson", f"{p.lesson_id} ({e.lesson_status or 'missing'})"))
+    lines += ["", "Canonical text:", "  " + e.canonical_text, "", f"Derived from ({len(e.sources)}):"]
+    for s in e.sources:
+        if "lesson" in s:
+            lines.append(f"  - lesson {s['lesson']} ({s.get('status', '?')}"
+                         + (f", added {s['created_at']}" if s.get("created_at") else "") + ")")
+        else:
+            lines.append(f"  - session {s['session']} of {s['project']}")
+    if p.category == "lesson":
+        lines += ["", f"Superseded members ({len(e.members)}):"]
+        lines += [f"  - {m.id} (superseded {m.superseded_at})" for m in e.members] or ["  (none)"]
+    return "\n".join(lines)

@@ -20,10 +20,12 @@ HEADERS = {
     "orphan": "Orphan", "stale_unused": "Unused", "popular_unrefined": "Needs update",
     "unmatched_trigger": "Old trigger", "theme": "New lesson", "uncaptured_decision": "Decision",
     "stale_todo": "Old todo", "summary": "Many more",
+    "reinforced_duplicates": "Reinforced", "reinforced_draft": "Recurring", "contradiction": "Contradicts",
 }
 OPERATION_HEADERS = {
     "staleness_scan": "Stale", "duplicate_detection": "Duplicate", "community_detection": "Links",
     "knowledge_extraction": "Extraction", "context_summary": "Summary",
+    "pattern_reinforcement": "Pattern", "contradiction_scan": "Contradicts",
 }
 MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
 
@@ -115,7 +117,8 @@ class Tools:
 
     NAMES = ("add_lesson", "refine_lesson", "query_lessons", "get_lesson_history", "link_lessons",
              "save_project_context", "get_project_context", "get_context_history", "get_context_at_session",
-             "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo")
+             "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo",
+             "pattern_reinforcement_run")
 
     def __init__(self, service: Service):
         self.service = service
@@ -161,9 +164,12 @@ class Tools:
         """Find the active lessons most relevant to a situation, best first. Call it before starting
         unfamiliar work. Each returned lesson counts as retrieved (usage count, last used), and the
         query is logged for REM's staleness scan. Returns {"results": [lesson + score]}."""
+        reinforcement = self.service.rem_config().reinforcement
         results = await self.service.run(
-            lambda s: s.query(text, limit, _path(project_path) if project_path else None), create=False)
-        return {"results": [{"score": round(score, 4), **to_jsonable(lesson)} for lesson, score in results]}
+            lambda s: s.ranked(text, limit, _path(project_path) if project_path else None, reinforcement),
+            create=False)
+        return {"results": [{"score": round(sum(parts.values()), 4), **to_jsonable(lesson)}
+                            for lesson, parts in results]}
 
     async def get_lesson_history(self, lesson_id: LessonId) -> dict[str, Any]:
         """Every version of a lesson, oldest first, each with the reason it was refined. Call it to
@@ -267,7 +273,8 @@ class Tools:
         project_path: ProjectPath,
         operations: Annotated[list[str] | None, Field(description=(
             "Operations to run even if not due: staleness_scan, duplicate_detection, "
-            "community_detection, knowledge_extraction, context_summary. Omit to run what is due."))] = None,
+            "community_detection, knowledge_extraction, context_summary, pattern_reinforcement, "
+            "contradiction_scan. Omit to run what is due."))] = None,
     ) -> dict[str, Any]:
         """Run a REM consolidation cycle (the due operations, or the named ones) and start the review.
         Returns {"run": summary, "finding": the first pending finding or null, "remaining": how many
@@ -347,3 +354,39 @@ class Tools:
         message = await self.service.run(lambda s: engine.undo_finding(s, finding_id, force) if finding_id
                                          else engine.undo_run(s, run_id, force), create=False)
         return {"message": message}
+
+    # -- pattern reinforcement ----------------------------------------------------------------------
+
+    async def pattern_reinforcement_run(
+        self,
+        project_path: ProjectPath,
+        force: Annotated[bool, Field(description="Run even when the operation is off or not due.")] = False,
+    ) -> dict[str, Any]:
+        """Run pattern reinforcement now: what recurred across sessions (lessons added again,
+        decisions, note sentences) becomes reinforced patterns with counts and provenance. It runs
+        when enabled and due; force runs it regardless. Returns {"ran", "reason", "run": summary or
+        null, "finding": the first pending finding or null, "remaining", "message"}."""
+        from mgcp import engine
+
+        path = _path(project_path)
+        cfg = self.service.rem_config()
+
+        async def work(store):
+            result, why = await engine.run_on_demand(store, cfg, path, "pattern_reinforcement", force,
+                                                     progress=self.service.log)
+            return result, why, await engine.next_finding(store, path)
+
+        result, why, step = await self.service.run(work)
+        if result is None:
+            return {"ran": False, "reason": why, "run": None, **self._step(step),
+                    "message": f"pattern_reinforcement did not run: {why}"}
+        report = result.report
+        op = report.operations[0]
+        message = (f"pattern_reinforcement ran ({why}) in run {report.run_id}: {op.summary.get('patterns', 0)} "
+                   f"pattern(s), {op.summary.get('written', 0)} written, {op.findings} new finding(s)"
+                   + (f"; FAILED: {op.error}" if op.error else ""))
+        return {"ran": True, "reason": why,
+                "run": {"run_id": report.run_id, "session_number": report.session_number,
+                        "duration_ms": report.duration_ms, "summary": op.summary, "new_findings": op.findings,
+                        **({"error": op.error} if op.error else {})},
+                **self._step(step), "message": message}

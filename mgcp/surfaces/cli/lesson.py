@@ -5,7 +5,8 @@ from typing import Annotated, Optional
 import typer
 
 from mgcp.errors import InvalidInputError
-from mgcp.surfaces.cli.app import Db, Json, Project, echo, noun, note, print_json, project_path, with_store
+from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config, noun, note, print_json, project_path,
+                                   with_store)
 
 lesson_app = noun("lesson", "Add, refine, find and link lessons (every version is kept).")
 LessonId = Annotated[str, typer.Argument(metavar="ID")]
@@ -122,16 +123,26 @@ def link(source: Annotated[str, typer.Argument(metavar="A")],
 @lesson_app.command("query")
 def query(text: Annotated[str, typer.Argument(metavar="TEXT")],
           limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 5,
-          project: Project = None, db: Db = None, json: Json = False):
+          explain: Annotated[bool, typer.Option("--explain", help="Show each score's parts.")] = False,
+          project: Project = None, config: Config = None, db: Db = None, json: Json = False):
     """Find the lessons most relevant to a situation (counts as a retrieval; the query is logged).
 
     Example: mgcp lesson query "writing a database migration" --limit 3
     """
     path = project_path(project)
-    results = with_store(db, lambda s: s.query(text, limit, path), create=False)
+    reinforcement = load_config(config).reinforcement
+    results = with_store(db, lambda s: s.ranked(text, limit, path, reinforcement), create=False)
     if json:
-        return print_json([{"score": round(score, 4), **lesson.model_dump(mode="json")} for lesson, score in results])
+        return print_json([{"score": round(sum(parts.values()), 4), **lesson.model_dump(mode="json"),
+                            **({"score_parts": {k: round(v, 4) for k, v in parts.items()}} if explain else {})}
+                           for lesson, parts in results])
     from mgcp.surfaces import format
 
-    echo("\n\n".join(f"score {score:.2f}  " + format.lesson(lesson) for lesson, score in results)
+    def head(parts: dict) -> str:
+        total = f"score {sum(parts.values()):.2f}"
+        if not explain:
+            return total
+        return total + " = " + " + ".join(f"{name} {value:.2f}" for name, value in parts.items())
+
+    echo("\n\n".join(head(parts) + "  " + format.lesson(lesson) for lesson, parts in results)
          if results else "no matching lessons")

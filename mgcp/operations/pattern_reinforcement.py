@@ -1,0 +1,289 @@
+"""pattern_reinforcement: what keeps coming back across sessions becomes one reinforced pattern.
+
+Observations, clustered by `category::normalized text` (mgcp.reinforcement.cluster_key), for the
+configured `categories`:
+
+- `lesson`: each active or superseded lesson, by its action (a lesson added again is a second
+  member). Archived and deleted lessons are left out.
+- `decision`: each (project, session) that stated the decision: recorded as saved
+  (`decision_observations`), or, for history saved before that was recorded, the session whose
+  snapshot first holds it (a decision carried over from save to save is observed once).
+- `note`: each (project, session) whose notes were written anew (they differ from the project's
+  previous snapshot) and hold the sentence; sentences of fewer than NOTE_MIN_WORDS topical words
+  are too slight to be a pattern.
+
+A cluster of at least `min_count` members (clamped to 2..1000) is a pattern. Its canonical is the
+most recent active lesson (lessons), or the most recent source (decisions, notes); it is stamped
+with `reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every
+member's source, oldest first) and `derived_via = "pattern-reinforcement"`. The pattern reinforces
+a lesson: the canonical lesson, or for a decision or note the most recent active lesson whose
+normalized action holds its normalized text.
+
+Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
+nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,
+lesson) is rewritten when the membership changed, at the same count. Those refresh writes are the
+expected cost of accurate provenance, not drift.
+
+Findings (at most `max_findings` of each kind, see `mgcp.operations.cap`):
+- `reinforced_duplicates`: a lesson pattern whose older members are still active. Recommended
+  "supersede_duplicates": each older copy is merged into the canonical (the undoable merge path;
+  `--auto` may apply it, as the texts are equal once normalized). Also keep, skip.
+- `reinforced_draft`: a decision or note pattern that no lesson holds, naming its count and
+  sessions. Recommended "draft_lesson"; also project_specific, skip.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from mgcp import text
+from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
+from mgcp.operations import cap, fingerprint, subject_identity, subject_of
+from mgcp.reinforcement import DERIVED_VIA, cluster_key, min_count, normalize, pattern_id
+
+OPERATION = "pattern_reinforcement"
+NOTE_MIN_WORDS = 3
+MAX_SESSIONS_SHOWN = 12
+
+
+@dataclass
+class _Member:
+    ref: str      # "lesson:<id>" or "session:<project id>:<session number>"
+    at: str       # when it was observed (ISO)
+    text: str     # the surface text
+    lesson: Lesson | None = None
+    project_id: str | None = None
+    session: int | None = None
+
+
+@dataclass
+class Result:
+    patterns: list[ReinforcedPattern] = field(default_factory=list)  # new or changed: to write
+    findings: list[RemFinding] = field(default_factory=list)
+    clusters: int = 0      # clusters at or above min_count
+    unchanged: int = 0     # patterns found exactly as stored
+
+
+def run(lessons: list[Lesson], history: list[dict], observations: list[dict],
+        existing: dict[str, ReinforcedPattern], settings: dict, now: str,
+        project_paths: dict[str, str] | None = None) -> Result:
+    """`history`: context snapshots ({id, project_id, session_number, timestamp, notes,
+    recent_decisions}) of every project, by project then id; `observations`: decision observations
+    ({project_id, session_number, decision, observed_at}); `existing`: stored patterns by key."""
+    categories = set(settings.get("categories", ["lesson", "decision", "note"]))
+    needed = min_count(settings.get("min_count", 3))
+    clusters: dict[str, list[_Member]] = defaultdict(list)
+    if "lesson" in categories:
+        _lesson_members(lessons, clusters)
+    if "decision" in categories:
+        _decision_members(history, observations, clusters)
+    if "note" in categories:
+        _note_members(history, clusters)
+    active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
+    holders = _Holders(active)
+    result = Result()
+    paths = project_paths or {}
+    for key in sorted(clusters):
+        members = clusters[key]
+        if len(members) < needed:
+            continue
+        category = key.split("::", 1)[0]
+        members.sort(key=lambda m: (m.at, m.ref))
+        if category == "lesson":
+            live = [m for m in members if m.lesson.status == LessonStatus.active]
+            if not live:
+                continue  # every copy superseded: the lesson they were merged into carries it
+            canonical = max(live, key=lambda m: (m.lesson.created_at, m.lesson.id))
+            lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
+        else:
+            canonical = members[-1]
+            holder = holders.holding(_full(canonical.text))
+            lesson_id, canonical_ref = (holder.id if holder else None), canonical.ref
+        result.clusters += 1
+        pattern = _stamp(existing.get(key), key, category, canonical.text, lesson_id, canonical_ref,
+                         [m.ref for m in members], now)
+        if pattern is None:
+            result.unchanged += 1
+            pattern = existing[key]
+        else:
+            result.patterns.append(pattern)
+        if category == "lesson":
+            older = [m.lesson for m in live if m is not canonical]
+            if older:
+                result.findings.append(_duplicates_finding(pattern, canonical.lesson, older))
+        elif lesson_id is None:
+            result.findings.append(_draft_finding(pattern, members, paths))
+    result.findings = cap(result.findings, int(settings.get("max_findings", 50)),
+                          lambda f: f.data.get("category", ""))
+    return result
+
+
+def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface: str,
+           lesson_id: str | None, canonical: str, sources: list[str], now: str) -> ReinforcedPattern | None:
+    """The pattern to write for this cluster, or None when the stored one is already exact."""
+    if previous is None:
+        return ReinforcedPattern(
+            id=pattern_id(key), cluster_key=key, category=category, text=surface, lesson_id=lesson_id,
+            canonical=canonical, reinforcement_count=len(sources), last_reinforced_at=now,
+            derived_from=sources, derived_via=DERIVED_VIA, created_at=now, updated_at=now)
+    grew = len(sources) > previous.reinforcement_count
+    fields = {"text": surface, "lesson_id": lesson_id, "canonical": canonical, "derived_from": sources,
+              "derived_via": DERIVED_VIA}
+    if not grew and all(getattr(previous, k) == v for k, v in fields.items()):
+        return None
+    update = {**fields, "updated_at": now}
+    if grew:
+        update.update(reinforcement_count=len(sources), last_reinforced_at=now)
+    return previous.model_copy(update=update)
+
+
+# -- observations --------------------------------------------------------------------------------
+
+def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -> None:
+    for lesson in lessons:
+        if lesson.status not in (LessonStatus.active, LessonStatus.superseded) or not normalize(lesson.action):
+            continue
+        clusters[cluster_key("lesson", lesson.action)].append(
+            _Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+
+
+def _session_member(seen: dict, key: str, project_id: str, session: int, at: str, surface: str,
+                    clusters: dict[str, list[_Member]]) -> None:
+    """One member per (cluster, project, session): the first observation of it."""
+    if (key, project_id, session) in seen:
+        return
+    member = _Member(f"session:{project_id}:{session}", at, surface.strip(), project_id=project_id, session=session)
+    seen[(key, project_id, session)] = member
+    clusters[key].append(member)
+
+
+def _decision_members(history: list[dict], observations: list[dict], clusters: dict[str, list[_Member]]) -> None:
+    seen: dict = {}
+    for row in observations:
+        if normalize(row["decision"]):
+            _session_member(seen, cluster_key("decision", row["decision"]), row["project_id"],
+                            row["session_number"], row["observed_at"], row["decision"], clusters)
+    previous: tuple[str | None, set[str]] = (None, set())
+    for snap in history:
+        held = set(snap["recent_decisions"])
+        before = previous[1] if previous[0] == snap["project_id"] else set()
+        for decision in snap["recent_decisions"]:
+            if decision not in before and normalize(decision):
+                _session_member(seen, cluster_key("decision", decision), snap["project_id"],
+                                snap["session_number"], snap["timestamp"], decision, clusters)
+        previous = (snap["project_id"], held)
+
+
+def _note_members(history: list[dict], clusters: dict[str, list[_Member]]) -> None:
+    seen: dict = {}
+    words = text.Memo(lambda sentence: len(text.content_tokens(sentence)))
+    previous: tuple[str | None, str | None] = (None, None)
+    for snap in history:
+        notes = snap["notes"]
+        written = notes and not (previous[0] == snap["project_id"] and previous[1] == notes)
+        previous = (snap["project_id"], notes)
+        if not written:
+            continue
+        for sentence in text.sentences(notes):
+            if words[sentence] >= NOTE_MIN_WORDS:
+                _session_member(seen, cluster_key("note", sentence), snap["project_id"],
+                                snap["session_number"], snap["timestamp"], sentence, clusters)
+
+
+class _Holders:
+    """Which active lesson holds a text: its normalized action equals it, else contains it (the
+    most recent such lesson)."""
+
+    def __init__(self, active: list[Lesson]):
+        self.actions = sorted(((_full(lesson.action), lesson) for lesson in active),
+                              key=lambda pair: (pair[1].created_at, pair[1].id), reverse=True)
+        self.equal: dict[str, Lesson] = {}
+        for action, lesson in self.actions:
+            self.equal.setdefault(action, lesson)
+
+    def holding(self, normalized: str) -> Lesson | None:
+        if normalized in self.equal:
+            return self.equal[normalized]
+        return next((lesson for action, lesson in self.actions if normalized in action), None)
+
+
+def _full(value: str) -> str:
+    """Normalized like a cluster key, without the length limit."""
+    return " ".join((value or "").strip().lower().split())
+
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _duplicates_finding(pattern: ReinforcedPattern, canonical: Lesson, older: list[Lesson]) -> RemFinding:
+    subject = subject_of(canonical, *older)
+    lines = [f'The same lesson was added {pattern.reinforcement_count} times (pattern {pattern.id}):',
+             f'"{text.shorten(canonical.action, 200)}"', "",
+             f'Most recent active copy (kept): "{canonical.id}" - {text.shorten(canonical.trigger, 100)}',
+             "Older active copies:"]
+    lines += [f'- "{lesson.id}" - {text.shorten(lesson.trigger, 100)} (added {lesson.created_at[:10]})'
+              for lesson in older]
+    lines += ["", f'Superseding them keeps "{canonical.id}" (tags, examples and links merged in).']
+    options = [
+        FindingOption(label=f"Supersede the {len(older)} older cop{'y' if len(older) == 1 else 'ies'}",
+                      action="supersede_duplicates",
+                      description=f'Mark each older copy superseded by "{canonical.id}"; one undo takes it back'),
+        FindingOption(label="Keep them all", action="keep",
+                      description="Remember this answer; not raised again unless one of them changes"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="reinforced_duplicates",
+        title=f'Lesson added {pattern.reinforcement_count} times: "{text.shorten(canonical.action, 70)}"',
+        description="\n".join(lines), options=options, recommended=1,
+        data={"pattern": pattern.id, "category": "lesson", "count": pattern.reinforcement_count,
+              "canonical": canonical.id, "others": [lesson.id for lesson in older],
+              "normalized_equal": True,
+              "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
+                                      "created_at": lesson.created_at, "version": lesson.version}
+                          for lesson in (canonical, *older)}},
+        subject=subject, fingerprint=fingerprint(OPERATION, "reinforced_duplicates", subject_identity(subject)))
+
+
+def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: dict[str, str]) -> RemFinding:
+    category, said, count = pattern.category, pattern.text, pattern.reinforcement_count
+    by_project: dict[str, list[int]] = defaultdict(list)
+    for member in members:
+        by_project[member.project_id].append(member.session)
+    where = "; ".join(f"{paths.get(pid, pid)}: sessions {_numbers(sorted(set(s)))}" for pid, s in by_project.items())
+    words = [w for w in text.tokenize(said) if w not in text.STOP_WORDS | text.CODING_STOP_WORDS][:6]
+    noun = "decision" if category == "decision" else "note"
+    draft = {
+        "id": text.slug(said),
+        "trigger": ("When deciding about " if category == "decision" else "When working on ") + " ".join(words),
+        "action": said,
+        "rationale": f"Reinforced: this {noun} recurred in {count} sessions ({where}).",
+        "tags": text.keywords(said)[:4],
+    }
+    description = "\n".join([
+        f'This {noun} recurred in {count} sessions and no lesson holds it (pattern {pattern.id}):',
+        f'"{text.shorten(said, 200)}"', "", f"Sessions: {where}", "",
+        "Should it become a lesson?"])
+    options = [
+        FindingOption(label="Yes, draft a lesson for me to review", action="draft_lesson",
+                      description=f'Create lesson "{draft["id"]}" from the draft (you can edit it first)',
+                      needs_input="Edits to the draft (JSON with any of id, trigger, action, rationale, "
+                                  "tags), or empty to use it as is"),
+        FindingOption(label="No, this is project-specific context", action="project_specific",
+                      description="Not reusable; remember this answer"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="reinforced_draft",
+        title=f'{noun.capitalize()} recurring in {count} sessions, no lesson holds it: "{text.shorten(said, 60)}"',
+        description=description, options=options, recommended=1,
+        data={"pattern": pattern.id, "category": category, "text": said, "count": count,
+              "sessions": [{"project_id": pid, "project": paths.get(pid, pid), "sessions": sorted(set(s))}
+                           for pid, s in by_project.items()],
+              "draft": draft},
+        fingerprint=fingerprint(OPERATION, "reinforced_draft", pattern.cluster_key))
+
+
+def _numbers(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:MAX_SESSIONS_SHOWN])
+    return shown + (f" and {len(numbers) - MAX_SESSIONS_SHOWN} more" if len(numbers) > MAX_SESSIONS_SHOWN else "")

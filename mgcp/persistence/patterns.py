@@ -1,0 +1,118 @@
+"""Reinforced patterns: their rows, the counts ranking reads, and what pattern reinforcement observes.
+
+A pattern row is written by the REM run that found it (inside the run's recorded transaction, so
+`rem undo --run` takes it back) and read by `patterns list|explain` and by ranking
+(`reinforcement_counts`). The observations are read-only views of the context history of every
+project and of `decision_observations` (written by `Contexts.save`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from mgcp.errors import PatternNotFoundError
+from mgcp.models import PatternMember, ReinforcedPattern
+from mgcp.persistence.database import Database, dumps
+
+
+def pattern_from_row(row) -> ReinforcedPattern:
+    d = dict(row)
+    return ReinforcedPattern(**{**d, "derived_from": json.loads(d["derived_from"] or "[]")})
+
+
+class Patterns:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def all(self) -> dict[str, ReinforcedPattern]:
+        """Every pattern by cluster key."""
+        rows = await self.db.fetchall("SELECT * FROM reinforced_patterns")
+        return {r["cluster_key"]: pattern_from_row(r) for r in rows}
+
+    async def save(self, pattern: ReinforcedPattern) -> None:
+        """Insert the pattern, or update the row with its id (recorded when inside `recording()`)."""
+        values = {**pattern.model_dump(), "derived_from": dumps(pattern.derived_from)}
+        if await self.db.row("reinforced_patterns", {"id": pattern.id}) is None:
+            await self.db.insert("reinforced_patterns", values)
+        else:
+            await self.db.update("reinforced_patterns", {"id": pattern.id},
+                                 {k: v for k, v in values.items() if k != "id"})
+
+    async def reinforcement_counts(self, lesson_ids: list[str]) -> dict[str, int]:
+        """Each lesson's reinforcement count (the largest of the patterns reinforcing it); lessons
+        never reinforced are left out."""
+        counts: dict[str, int] = {}
+        ids = list(dict.fromkeys(lesson_ids))
+        for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[start:start + 500]
+            rows = await self.db.fetchall(
+                f"""SELECT lesson_id, max(reinforcement_count) AS n FROM reinforced_patterns
+                    WHERE lesson_id IN ({','.join('?' * len(chunk))}) GROUP BY lesson_id""", chunk)
+            counts.update({r["lesson_id"]: r["n"] for r in rows if r["n"] > 0})
+        return counts
+
+    async def list(self, limit: int = 50, categories: list[str] | None = None,
+                   since: str | None = None) -> list[ReinforcedPattern]:
+        """Patterns by count (highest first), then most recently reinforced; `since`: reinforced at
+        or after that ISO timestamp."""
+        sql, params = "SELECT * FROM reinforced_patterns WHERE reinforcement_count > 0", []
+        if categories:
+            sql += f" AND category IN ({','.join('?' * len(categories))})"
+            params += categories
+        if since:
+            sql += " AND last_reinforced_at >= ?"
+            params.append(since)
+        sql += " ORDER BY reinforcement_count DESC, last_reinforced_at DESC, id LIMIT ?"
+        return [pattern_from_row(r) for r in await self.db.fetchall(sql, [*params, limit])]
+
+    async def get(self, ident: str) -> ReinforcedPattern:
+        """The pattern with this id, or the one reinforcing the lesson with this id (its highest)."""
+        row = await self.db.fetchone("SELECT * FROM reinforced_patterns WHERE id = ?", [ident])
+        if row is None:
+            row = await self.db.fetchone(
+                """SELECT * FROM reinforced_patterns WHERE lesson_id = ?
+                   ORDER BY reinforcement_count DESC, id LIMIT 1""", [ident])
+        if row is None or row["reinforcement_count"] <= 0:
+            known = await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [ident])
+            raise PatternNotFoundError(
+                f"lesson {ident!r} has not been reinforced (no pattern holds it)" if known
+                else f"no reinforced pattern or lesson with id {ident!r} (see `mgcp patterns list`)")
+        return pattern_from_row(row)
+
+    async def superseded_into(self, lesson_id: str) -> list[PatternMember]:
+        """The lessons superseded by this one, oldest change first."""
+        rows = await self.db.fetchall(
+            """SELECT l.id, l.action, c.status, c.changed_at FROM lesson_lifecycle c
+               JOIN lessons l ON l.id = c.lesson_id
+               WHERE c.superseded_by = ? AND c.status = 'superseded' ORDER BY c.changed_at, l.id""", [lesson_id])
+        return [PatternMember(id=r["id"], status=r["status"], superseded_at=r["changed_at"], action=r["action"])
+                for r in rows]
+
+    # -- what the operation observes -----------------------------------------------------------
+
+    async def history(self) -> list[dict]:
+        """Every project's context history (only what patterns read), by project, oldest first."""
+        rows = await self.db.fetchall(
+            """SELECT id, project_id, session_number, timestamp, notes, recent_decisions
+               FROM context_history ORDER BY project_id, id""")
+        out = []
+        for r in rows:
+            try:
+                decisions = json.loads(r["recent_decisions"] or "[]")
+            except ValueError:
+                decisions = []
+            out.append({"id": r["id"], "project_id": r["project_id"], "session_number": r["session_number"],
+                        "timestamp": r["timestamp"], "notes": r["notes"] or "",
+                        "recent_decisions": [d for d in decisions if isinstance(d, str)]
+                        if isinstance(decisions, list) else []})
+        return out
+
+    async def decision_observations(self) -> list[dict]:
+        rows = await self.db.fetchall(
+            "SELECT project_id, session_number, decision, observed_at FROM decision_observations"
+            " ORDER BY project_id, session_number, decision")
+        return [dict(r) for r in rows]
+
+    async def project_paths(self) -> dict[str, str]:
+        rows = await self.db.fetchall("SELECT project_id, project_path FROM project_contexts")
+        return {r["project_id"]: r["project_path"] for r in rows}
