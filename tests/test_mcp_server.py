@@ -272,7 +272,7 @@ def test_rem_status_lists_every_operation(client, db):
     status = client.ok("rem_status", project_path=PROJECT)
     assert {o["operation"] for o in status["operations"]} == {
         "staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
-        "context_summary"}
+        "context_summary", "pattern_reinforcement", "contradiction_scan"}
     assert status["pending_findings"] == 0
 
 

@@ -377,7 +377,8 @@ async def _summary(store, project, settings, inputs):
 async def _patterns(store, project, settings, inputs):
     from mgcp.operations import pattern_reinforcement
 
-    lessons = await store.lessons.list(status=None)  # superseded copies count as members
+    # the active lessons the cycle shares, and the superseded copies (they count as members)
+    lessons = await inputs.lessons() + await store.lessons.list(status="superseded")
     history = await store.patterns.history()
     observations = await store.patterns.decision_observations()
     existing = await store.patterns.all()
@@ -390,8 +391,7 @@ async def _patterns(store, project, settings, inputs):
         return result.findings, summary, None
 
     async def write(run_id):
-        for pattern in result.patterns:
-            await store.patterns.save(pattern)
+        await store.patterns.save(result.patterns)
 
     return result.findings, summary, ("write_reinforced_patterns", write)
 

@@ -3,8 +3,8 @@
 Each action is read as claims: (polarity, what it is about). The action is folded as similarity
 reads it (`mgcp.text.terms`: "n't" and "never" as "not", "do not" as "not", "refrain from" and
 "stay away from" as "avoid", "utilize" as "use", "favor" as "prefer"), split into sentences (a
-question, or a lead-in ending with ":" whose list is not there, claims nothing) and the sentences
-into clauses at punctuation and at "but". In a clause:
+question, or a lead-in ending with ":" whose list is not there, claims nothing; a label before a
+colon, its longer words capitalised, is dropped) and the sentences into clauses at punctuation and at "but". In a clause:
 
 - "A over B", "A instead of B", "A rather than B", "prefer A to B": A is claimed (+), B refused (-);
   a clause opening with "instead of" / "rather than" refuses what follows; "replace A with B"
@@ -13,7 +13,7 @@ into clauses at punctuation and at "but". In a clause:
   "avoid", "disable", "forbid", "prohibit", "disallow", "deprecated", "discouraged", "obsolete",
   "skip", "omit", "ignore", "forget", "neglect": "never disable X" and "don't skip X" claim X), else
   positive. A clause of negators alone ("Don't:") passes them on to the next clause; a condition
-  alone ("If not,") does not.
+  ("If not,", "when no tests changed,") claims nothing and passes nothing on.
 
 What a claim is about is its stemmed words without function words, generic coding verbs ("use",
 "make sure") and the polarity words themselves, so "always use X", "use X", "enable X" and "X is
@@ -64,6 +64,7 @@ _CONTENT_STOP = text.STOP_WORDS | text.CODING_STOP_WORDS | FORCE_WORDS
 CONTAINED_MIN_WORDS = 2  # a claim of fewer words is judged by Jaccard alone
 CONTAINED_MAX_GROWTH = 2.0  # a claim held whole by one at most this many times longer (an exception)
 MIN_SHARE = 1 / 3  # a claim compared holds at least this share of its action's words
+_WORDS = re.compile(r"[A-Za-z][\w'’-]*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE = re.compile(r"[.;:!?()\[\]{}\"\n\r\t,]+|\s[-–—]+\s|\bbut\b", re.IGNORECASE)
 
@@ -82,6 +83,9 @@ def claims(action: str | None) -> list[Claim]:
         sentence = sentence.strip()
         if sentence.endswith(("?", ":")):  # a question, or a list's lead-in without its list
             continue
+        head, colon, rest = sentence.partition(":")
+        if colon and rest.strip() and _is_label(head):
+            sentence = rest  # "Table Creation in Loops: don't ..."
         carried = 0  # the negations of a clause with nothing else: "Don't: store tokens in localStorage"
         for clause in _CLAUSE.split(sentence):
             words = text.terms(clause)
@@ -95,8 +99,8 @@ def claims(action: str | None) -> list[Claim]:
                         out.append(Claim(positive, about, shown))
                 continue
             about = _about(words)
-            if not about and words[:1] and words[0] in CONDITIONS:
-                continue  # "If not, stop": the condition's negation is not the rule's
+            if words[:1] and words[0] in CONDITIONS:
+                continue  # "If no tests changed, ...": a condition states no rule, and its negation is not the rule's
             negations = carried + sum(1 for w in words if w in NEGATORS)
             if not about:
                 carried = negations
@@ -104,6 +108,13 @@ def claims(action: str | None) -> list[Claim]:
             carried = 0
             out.append(Claim(negations % 2 == 0, about, shown))
     return out
+
+
+def _is_label(head: str) -> bool:
+    """A heading before a colon ("Table Creation in Loops", "JSON"): its longer words all capitalised,
+    and about something (a bare "Don't:" is a negation, passed on)."""
+    long = [w for w in _WORDS.findall(head) if len(w) > 3]
+    return bool(long) and all(w[0].isupper() for w in long) and bool(_about(text.terms(head)))
 
 
 def _connector(words: list[str]) -> tuple[tuple[int, int], bool] | None:
@@ -154,24 +165,26 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
                 owners.append(lesson.id)
                 all_claims.append(claim)
     df = Counter(w for claim in all_claims for w in claim.about)
-    prefixed: dict[str, list[int]] = defaultdict(list)
-    holding: dict[str, list[int]] = defaultdict(list)  # word -> every claim about it
+    # Postings by polarity: a claim meets only claims of the other polarity.
+    prefixed: tuple[dict, dict] = (defaultdict(list), defaultdict(list))
+    holding: tuple[dict, dict] = (defaultdict(list), defaultdict(list))  # word -> every claim about it
     for i, claim in enumerate(all_claims):
         for w in claim.about:
-            holding[w].append(i)
+            holding[claim.positive][w].append(i)
     candidates: set[tuple[int, int]] = set()
     for i, claim in enumerate(all_claims):
         ordered = sorted(claim.about, key=lambda w: (df[w], w))
+        owner, other = owners[i], not claim.positive
         # Jaccard >= t needs at least ceil(t x |about|) shared words: one of the rarest
         # |about| - ceil(t x |about|) + 1 words is shared (both sides' prefixes meet).
         prefix = ordered[:len(ordered) - math.ceil(claim_at * len(ordered) - 1e-9) + 1]
         for w in prefix:
-            candidates.update((j, i) for j in prefixed[w] if _opposed(all_claims, owners, i, j))
-            prefixed[w].append(i)
+            candidates.update((j, i) for j in prefixed[other].get(w, ()) if owners[j] != owner)
+            prefixed[claim.positive][w].append(i)
         if len(ordered) >= CONTAINED_MIN_WORDS:  # a claim held whole by a longer one: its rarest word
-            candidates.update((i, j) for j in holding[ordered[0]]
-                              if len(ordered) < len(all_claims[j].about) <= CONTAINED_MAX_GROWTH * len(ordered)
-                              and _opposed(all_claims, owners, i, j))
+            longest = CONTAINED_MAX_GROWTH * len(ordered)
+            candidates.update((i, j) for j in holding[other].get(ordered[0], ())
+                              if owners[j] != owner and len(ordered) < len(all_claims[j].about) <= longest)
     vectors = LexicalBackend(cache).vectors({lesson.id: lesson.trigger or "" for lesson in lessons})
     best: dict[tuple[str, str], tuple] = {}
     for j, i in candidates:
@@ -190,10 +203,6 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
         if (a, b) not in best or entry[:2] > best[(a, b)][:2]:
             best[(a, b)] = entry
     return sorted(best.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
-
-
-def _opposed(all_claims: list[Claim], owners: list[str], i: int, j: int) -> bool:
-    return all_claims[i].positive != all_claims[j].positive and owners[i] != owners[j]
 
 
 def _created(lesson: Lesson) -> float:

@@ -16,8 +16,9 @@ A cluster of at least `min_count` members (clamped to 2..1000) is a pattern. Its
 most recent active lesson (lessons), or the most recent source (decisions, notes); it is stamped
 with `reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every
 member's source, oldest first) and `derived_via = "pattern-reinforcement"`. The pattern reinforces
-a lesson: the canonical lesson, or for a decision or note the most recent active lesson whose
-normalized action holds its normalized text.
+a lesson: the canonical lesson, or for a decision or note the lesson holding it (its normalized
+action equal, else at least HELD of its keywords in the lesson's trigger, action and tags: how
+knowledge extraction judges a decision captured).
 
 Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
 nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,
@@ -34,8 +35,10 @@ Findings (at most `max_findings` of each kind, see `mgcp.operations.cap`):
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import chain
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
@@ -44,6 +47,7 @@ from mgcp.reinforcement import DERIVED_VIA, cluster_key, min_count, normalize, p
 
 OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
+HELD = 0.6  # share of a decision's or note's keywords one lesson must hold to hold it
 MAX_SESSIONS_SHOWN = 12
 
 
@@ -76,14 +80,17 @@ def run(lessons: list[Lesson], history: list[dict], observations: list[dict],
     clusters: dict[str, list[_Member]] = defaultdict(list)
     if "lesson" in categories:
         _lesson_members(lessons, clusters)
+    sessions: dict[str, dict] = defaultdict(dict)  # key -> {(project, session): (at, surface)}
     if "decision" in categories:
-        _decision_members(history, observations, clusters)
+        _decision_members(history, observations, sessions)
     if "note" in categories:
-        _note_members(history, clusters)
+        _note_members(history, sessions)
+    clusters.update({key: _members(found) for key, found in sessions.items() if len(found) >= needed})
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
     holders = _Holders(active)
     result = Result()
     paths = project_paths or {}
+    drafts: list[tuple[ReinforcedPattern, list[_Member]]] = []
     for key in sorted(clusters):
         members = clusters[key]
         if len(members) < needed:
@@ -98,7 +105,7 @@ def run(lessons: list[Lesson], history: list[dict], observations: list[dict],
             lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
         else:
             canonical = members[-1]
-            holder = holders.holding(_full(canonical.text))
+            holder = holders.holding(canonical.text)
             lesson_id, canonical_ref = (holder.id if holder else None), canonical.ref
         result.clusters += 1
         pattern = _stamp(existing.get(key), key, category, canonical.text, lesson_id, canonical_ref,
@@ -113,9 +120,15 @@ def run(lessons: list[Lesson], history: list[dict], observations: list[dict],
             if older:
                 result.findings.append(_duplicates_finding(pattern, canonical.lesson, older))
         elif lesson_id is None:
-            result.findings.append(_draft_finding(pattern, members, paths))
-    result.findings = cap(result.findings, int(settings.get("max_findings", 50)),
-                          lambda f: f.data.get("category", ""))
+            drafts.append((pattern, members))
+    limit = int(settings.get("max_findings", 50))
+    shown: dict[str, int] = defaultdict(int)
+    for pattern, members in sorted(drafts, key=lambda d: (-d[0].reinforcement_count, d[0].cluster_key)):
+        # Beyond what the review shows of a category, a finding only feeds the summary: no draft.
+        shown[pattern.category] += 1
+        result.findings.append(_draft_finding(pattern, members, paths, full=shown[pattern.category] <= limit))
+    result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
+    result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
     return result
 
 
@@ -148,36 +161,38 @@ def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -
             _Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
 
 
-def _session_member(seen: dict, key: str, project_id: str, session: int, at: str, surface: str,
-                    clusters: dict[str, list[_Member]]) -> None:
+def _session_member(sessions: dict, key: str, project_id: str, session: int, at: str, surface: str) -> None:
     """One member per (cluster, project, session): the first observation of it."""
-    if (key, project_id, session) in seen:
-        return
-    member = _Member(f"session:{project_id}:{session}", at, surface.strip(), project_id=project_id, session=session)
-    seen[(key, project_id, session)] = member
-    clusters[key].append(member)
+    sessions[key].setdefault((project_id, session), (at, surface))
 
 
-def _decision_members(history: list[dict], observations: list[dict], clusters: dict[str, list[_Member]]) -> None:
-    seen: dict = {}
+def _members(sessions: dict[tuple[str, int], tuple[str, str]]) -> list[_Member]:
+    return [_Member(f"session:{project_id}:{session}", at, surface.strip(), project_id=project_id, session=session)
+            for (project_id, session), (at, surface) in sessions.items()]
+
+
+def _decision_members(history: list[dict], observations: list[dict], seen: dict) -> None:
+    keyed = text.Memo(lambda decision: cluster_key("decision", decision) if normalize(decision) else None)
     for row in observations:
-        if normalize(row["decision"]):
-            _session_member(seen, cluster_key("decision", row["decision"]), row["project_id"],
-                            row["session_number"], row["observed_at"], row["decision"], clusters)
+        if keyed[row["decision"]]:
+            _session_member(seen, keyed[row["decision"]], row["project_id"],
+                            row["session_number"], row["observed_at"], row["decision"])
     previous: tuple[str | None, set[str]] = (None, set())
     for snap in history:
         held = set(snap["recent_decisions"])
         before = previous[1] if previous[0] == snap["project_id"] else set()
         for decision in snap["recent_decisions"]:
-            if decision not in before and normalize(decision):
-                _session_member(seen, cluster_key("decision", decision), snap["project_id"],
-                                snap["session_number"], snap["timestamp"], decision, clusters)
+            if decision not in before and keyed[decision]:
+                _session_member(seen, keyed[decision], snap["project_id"],
+                                snap["session_number"], snap["timestamp"], decision)
         previous = (snap["project_id"], held)
 
 
-def _note_members(history: list[dict], clusters: dict[str, list[_Member]]) -> None:
-    seen: dict = {}
-    words = text.Memo(lambda sentence: len(text.content_tokens(sentence)))
+def _note_members(history: list[dict], seen: dict) -> None:
+    # Histories repeat their sentences: each distinct one is split, weighed and keyed once.
+    keyed = text.Memo(lambda sentence: cluster_key("note", sentence)
+                      if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
+    split = text.Memo(text.sentences)
     previous: tuple[str | None, str | None] = (None, None)
     for snap in history:
         notes = snap["notes"]
@@ -185,27 +200,49 @@ def _note_members(history: list[dict], clusters: dict[str, list[_Member]]) -> No
         previous = (snap["project_id"], notes)
         if not written:
             continue
-        for sentence in text.sentences(notes):
-            if words[sentence] >= NOTE_MIN_WORDS:
-                _session_member(seen, cluster_key("note", sentence), snap["project_id"],
-                                snap["session_number"], snap["timestamp"], sentence, clusters)
+        for sentence in split[notes]:
+            key = keyed[sentence]
+            if key is not None:
+                _session_member(seen, key, snap["project_id"], snap["session_number"], snap["timestamp"],
+                                sentence)
 
 
 class _Holders:
-    """Which active lesson holds a text: its normalized action equals it, else contains it (the
-    most recent such lesson)."""
+    """Which active lesson holds a text: the most recent whose normalized action equals it, else the
+    one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
+    the most recent among equals (how knowledge extraction judges a decision captured)."""
 
     def __init__(self, active: list[Lesson]):
-        self.actions = sorted(((_full(lesson.action), lesson) for lesson in active),
-                              key=lambda pair: (pair[1].created_at, pair[1].id), reverse=True)
+        self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
         self.equal: dict[str, Lesson] = {}
-        for action, lesson in self.actions:
-            self.equal.setdefault(action, lesson)
+        postings: dict[str, set[int]] = defaultdict(set)
+        tokens = text.Memo(text.content_tokens)  # tag lists repeat
+        for number, lesson in enumerate(self.lessons):
+            self.equal.setdefault(_full(lesson.action), lesson)
+            for word in chain(text.content_tokens(lesson.trigger + " " + lesson.action), tokens[" ".join(lesson.tags)]):
+                postings[word].add(number)
+        self.postings = dict(postings)
 
-    def holding(self, normalized: str) -> Lesson | None:
-        if normalized in self.equal:
-            return self.equal[normalized]
-        return next((lesson for action, lesson in self.actions if normalized in action), None)
+    def holding(self, surface: str) -> Lesson | None:
+        if _full(surface) in self.equal:
+            return self.equal[_full(surface)]
+        sets = sorted((self.postings.get(w, _NONE) for w in set(text.keywords(surface))), key=len)
+        if not sets:
+            return None
+        need = math.ceil(HELD * len(sets) - 1e-9)
+        # A lesson holding `need` of the words holds one of the len - need + 1 rarest; the counting
+        # is set intersections and a Counter (C loops), never a Python loop over a common word.
+        candidates = set().union(*sets[:len(sets) - need + 1])
+        if not candidates:
+            return None
+        counts = Counter(chain.from_iterable(candidates & s for s in sets))
+        best = max(counts.values())
+        if best < need:
+            return None
+        return self.lessons[min(n for n, c in counts.items() if c == best)]  # the most recent
+
+
+_NONE: frozenset = frozenset()
 
 
 def _full(value: str) -> str:
@@ -245,14 +282,22 @@ def _duplicates_finding(pattern: ReinforcedPattern, canonical: Lesson, older: li
         subject=subject, fingerprint=fingerprint(OPERATION, "reinforced_duplicates", subject_identity(subject)))
 
 
-def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: dict[str, str]) -> RemFinding:
+def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: dict[str, str],
+                   full: bool = True) -> RemFinding:
+    """`full` False: only what a summary of the findings beyond the cap reads (kind, title, count)."""
     category, said, count = pattern.category, pattern.text, pattern.reinforcement_count
+    noun = "decision" if category == "decision" else "note"
+    title = f'{noun.capitalize()} recurring in {count} sessions, no lesson holds it: "{text.shorten(said, 60)}"'
+    fingerprint_ = fingerprint(OPERATION, "reinforced_draft", pattern.cluster_key)
+    if not full:
+        return RemFinding(operation=OPERATION, kind="reinforced_draft", title=title, description="", options=[],
+                          data={"pattern": pattern.id, "category": category, "count": count},
+                          fingerprint=fingerprint_)
     by_project: dict[str, list[int]] = defaultdict(list)
     for member in members:
         by_project[member.project_id].append(member.session)
     where = "; ".join(f"{paths.get(pid, pid)}: sessions {_numbers(sorted(set(s)))}" for pid, s in by_project.items())
     words = [w for w in text.tokenize(said) if w not in text.STOP_WORDS | text.CODING_STOP_WORDS][:6]
-    noun = "decision" if category == "decision" else "note"
     draft = {
         "id": text.slug(said),
         "trigger": ("When deciding about " if category == "decision" else "When working on ") + " ".join(words),
@@ -275,13 +320,12 @@ def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: di
     ]
     return RemFinding(
         operation=OPERATION, kind="reinforced_draft",
-        title=f'{noun.capitalize()} recurring in {count} sessions, no lesson holds it: "{text.shorten(said, 60)}"',
-        description=description, options=options, recommended=1,
+        title=title, description=description, options=options, recommended=1,
         data={"pattern": pattern.id, "category": category, "text": said, "count": count,
               "sessions": [{"project_id": pid, "project": paths.get(pid, pid), "sessions": sorted(set(s))}
                            for pid, s in by_project.items()],
               "draft": draft},
-        fingerprint=fingerprint(OPERATION, "reinforced_draft", pattern.cluster_key))
+        fingerprint=fingerprint_)
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -29,14 +29,10 @@ class Patterns:
         rows = await self.db.fetchall("SELECT * FROM reinforced_patterns")
         return {r["cluster_key"]: pattern_from_row(r) for r in rows}
 
-    async def save(self, pattern: ReinforcedPattern) -> None:
-        """Insert the pattern, or update the row with its id (recorded when inside `recording()`)."""
-        values = {**pattern.model_dump(), "derived_from": dumps(pattern.derived_from)}
-        if await self.db.row("reinforced_patterns", {"id": pattern.id}) is None:
-            await self.db.insert("reinforced_patterns", values)
-        else:
-            await self.db.update("reinforced_patterns", {"id": pattern.id},
-                                 {k: v for k, v in values.items() if k != "id"})
+    async def save(self, patterns: list[ReinforcedPattern]) -> None:
+        """Insert the patterns, or replace the rows with their ids (recorded inside `recording()`)."""
+        await self.db.upsert_many("reinforced_patterns", [
+            {**p.model_dump(), "derived_from": dumps(p.derived_from)} for p in patterns])
 
     async def reinforcement_counts(self, lesson_ids: list[str]) -> dict[str, int]:
         """Each lesson's reinforcement count (the largest of the patterns reinforcing it); lessons
@@ -95,16 +91,19 @@ class Patterns:
         rows = await self.db.fetchall(
             """SELECT id, project_id, session_number, timestamp, notes, recent_decisions
                FROM context_history ORDER BY project_id, id""")
+        parsed: dict[str | None, list[str]] = {}  # saves repeat their decisions list from row to row
         out = []
         for r in rows:
-            try:
-                decisions = json.loads(r["recent_decisions"] or "[]")
-            except ValueError:
-                decisions = []
+            decisions = parsed.get(r["recent_decisions"])
+            if decisions is None:
+                try:
+                    value = json.loads(r["recent_decisions"] or "[]")
+                except ValueError:
+                    value = []
+                decisions = parsed[r["recent_decisions"]] = (
+                    [d for d in value if isinstance(d, str)] if isinstance(value, list) else [])
             out.append({"id": r["id"], "project_id": r["project_id"], "session_number": r["session_number"],
-                        "timestamp": r["timestamp"], "notes": r["notes"] or "",
-                        "recent_decisions": [d for d in decisions if isinstance(d, str)]
-                        if isinstance(decisions, list) else []})
+                        "timestamp": r["timestamp"], "notes": r["notes"] or "", "recent_decisions": decisions})
         return out
 
     async def decision_observations(self) -> list[dict]:
