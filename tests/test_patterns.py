@@ -225,3 +225,39 @@ def test_keep_both_is_remembered(opposite):
     _, [finding] = contradiction(opposite)
     assert mgcp("rem", "resolve", finding["id"], "--option", "4", "--db", opposite)[0] == 0
     assert contradiction(opposite)[1] == []
+
+
+# -- every answer is undone exactly -------------------------------------------------------------------
+
+LESSON_TABLES = ["lessons", "lesson_versions", "lesson_lifecycle"]
+
+
+def findings_of(dbp, run_args):
+    return cli_json("rem", "run", "--project", PROJECT, "--db", dbp, *run_args)["report"]["findings"]
+
+
+@pytest.mark.parametrize("kind, option, text", [
+    ("contradiction", 1, None), ("contradiction", 2, None), ("contradiction", 3, "1: Prefer pytest everywhere."),
+    ("contradiction", 4, None),
+    ("reinforced_duplicates", 1, None), ("reinforced_duplicates", 2, None),
+    ("reinforced_draft", 1, None), ("reinforced_draft", 1, '{"id": "pnpm", "tags": ["js"]}'), ("reinforced_draft", 2, None),
+])
+def test_every_answer_is_undone_exactly(db, dbp, run, kind, option, text):
+    async def seed(store):
+        await store.lessons.add("runner-old", "choosing a python test runner", "Prefer pytest over unittest.")
+        await store.lessons.add("runner-new", "choosing a python test runner", "Prefer unittest over pytest.")
+        for i in range(1, 4):
+            await store.lessons.add(f"pin-{i}", "adding a dependency", "Pin exact versions of dependencies.")
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=[DECISION])
+    run(db, seed)
+    found = findings_of(dbp, ["--op", "contradiction_scan", "--op", "pattern_reinforcement"])
+    finding = next(f for f in found if f["kind"] == kind)
+    before = dump(db, LESSON_TABLES)
+    args = ["--input", text] if text else []
+    code, _, err = mgcp("rem", "resolve", finding["id"], "--option", str(option), *args, "--project", PROJECT,
+                        "--db", dbp)
+    assert code == 0, err
+    assert mgcp("rem", "undo", finding["id"], "--db", dbp)[0] == 0
+    assert dump(db, LESSON_TABLES) == before
+    assert [f["id"] for f in cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]
+            if f["id"] == finding["id"]] == [finding["id"]]
