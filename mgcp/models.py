@@ -218,6 +218,7 @@ class OperationSchedule(BaseModel):
     last_run_timestamp: str | None = None
     next_due_session: int
     due: bool
+    enabled: bool = True  # False: never due ("enabled: false"); runs only when named
 
 
 class RemStatus(BaseModel):

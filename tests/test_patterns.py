@@ -116,6 +116,8 @@ def test_pattern_reinforcement_is_off_by_default(db, dbp, run, on):
     seed_sessions(run, db, n=12)
     status = {o["operation"]: o for o in cli_json("rem", "status", "--project", PROJECT, "--db", dbp)["operations"]}
     assert status["pattern_reinforcement"]["due"] is False and status["contradiction_scan"]["due"] is True
+    assert status["pattern_reinforcement"]["enabled"] is False
+    assert "no (off: enabled: false)" in mgcp("rem", "status", "--project", PROJECT, "--db", dbp)[1]
     enabled = {o["operation"]: o for o in cli_json("rem", "status", "--project", PROJECT, "--db", dbp,
                                                    "--config", on)["operations"]}
     assert enabled["pattern_reinforcement"]["due"] is True

@@ -43,12 +43,12 @@ def check_operations(names: list[str] | None) -> list[str] | None:
 
 def schedules(config: RemConfig, project_path: str, state: dict[str, dict], session: int) -> list[OperationSchedule]:
     last_runs = {op: row.get("last_run_session") for op, row in state.items()}
+    settings = config.for_project(project_path)
     return [
         OperationSchedule(operation=op, strategy=strategy, params=params, last_run_session=last,
                           last_run_timestamp=state.get(op, {}).get("last_run_timestamp"),
-                          next_due_session=due_at, due=due)
-        for op, strategy, params, last, due_at, due in schedule.plan(config.for_project(project_path),
-                                                                     last_runs, session)
+                          next_due_session=due_at, due=due, enabled=settings[op].get("enabled", True) is not False)
+        for op, strategy, params, last, due_at, due in schedule.plan(settings, last_runs, session)
     ]
 
 
@@ -425,8 +425,7 @@ async def run_on_demand(store: Store, config: RemConfig, project_path: str, oper
                                               await store.rem.state(project.project_id), project.session_count)}
     item = plan[operation]
     if not force and not item.due:
-        enabled = config.operation(operation, project.project_path).get("enabled", True) is not False
-        why = (f"{operation} is not enabled (rem-config: enabled: false); force runs it anyway" if not enabled
+        why = (f"{operation} is not enabled (rem-config: enabled: false); force runs it anyway" if not item.enabled
                else f"{operation} is not due until session {item.next_due_session} "
                     f"(now {project.session_count}); force runs it anyway")
         return None, why
