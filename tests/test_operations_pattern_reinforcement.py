@@ -15,8 +15,7 @@ def lesson(id, action, created, status=LessonStatus.active, trigger="when deploy
 
 
 def snap(id, session, decisions=(), notes="", project="p1"):
-    return {"id": id, "project_id": project, "session_number": session, "timestamp": f"2026-04-{session:02d}T00:00:00",
-            "notes": notes, "recent_decisions": list(decisions)}
+    return (project, session, f"2026-04-{session:02d}T00:00:00", notes, list(decisions))
 
 
 def observed(session, decision, project="p1"):
@@ -25,7 +24,8 @@ def observed(session, decision, project="p1"):
 
 
 def run(lessons=(), history=(), observations=(), existing=None, settings=SETTINGS, now=NOW):
-    return pattern_reinforcement.run(list(lessons), list(history), list(observations), existing or {}, settings, now)
+    observed = pattern_reinforcement.Observations.of(list(history), list(observations), settings["categories"])
+    return pattern_reinforcement.run(list(lessons), observed, existing or {}, settings, now)
 
 
 def test_normalize_trims_lowercases_collapses_and_keeps_200_characters():
@@ -149,3 +149,16 @@ def test_a_lesson_holding_the_decision_is_reinforced_instead():
     holder = lesson("pnpm", "Always use pnpm workspaces in this monorepo.", "2026-01-01")
     result = run([holder], observations=[observed(s, "use pnpm workspaces") for s in (1, 2, 3)])
     assert result.findings == [] and result.patterns[0].lesson_id == "pnpm"
+
+
+def test_history_fed_in_pages_gives_what_it_gives_whole():
+    history = [snap(i, s, [f"d{s % 3}", "Use pnpm"][: 1 + s % 2], notes=f"Day {s}. Keep the pool warm at night.",
+                    project=p) for i, (p, s) in enumerate([("p1", s) for s in range(1, 8)] + [("p2", s) for s in range(1, 6)])]
+    whole = run(history=history, settings={**SETTINGS, "min_count": 2})
+    for cut in range(1, len(history)):
+        observed = pattern_reinforcement.Observations(SETTINGS["categories"])
+        observed.add_history(history[:cut])
+        observed.add_history(history[cut:])
+        paged = pattern_reinforcement.run([], observed, {}, {**SETTINGS, "min_count": 2}, NOW)
+        assert paged.patterns == whole.patterns, cut
+    assert {p.category for p in whole.patterns} == {"decision", "note"}

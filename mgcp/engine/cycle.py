@@ -379,14 +379,17 @@ async def _patterns(store, project, settings, inputs):
 
     # the active lessons the cycle shares, and the superseded copies (they count as members)
     lessons = await inputs.lessons() + await store.lessons.list(status="superseded")
-    history = await store.patterns.history()
-    observations = await store.patterns.decision_observations()
+    observed = pattern_reinforcement.Observations(settings.get("categories", ()))
+    decisions = await store.patterns.decision_observations()
+    await asyncio.to_thread(observed.add_decisions, decisions)
+    async for page in store.patterns.history_pages():  # never the whole history in memory
+        await asyncio.to_thread(observed.add_history, page)
     existing = await store.patterns.all()
     paths = await store.patterns.project_paths()
-    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, history, observations, existing,
-                                     settings, utcnow(), paths)
+    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed, existing, settings, utcnow(),
+                                     paths)
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
-               "snapshots": len(history), "decision_observations": len(observations)}
+               "snapshots": observed.snapshots, "decision_observations": len(decisions)}
     if not result.patterns:
         return result.findings, summary, None
 

@@ -12,8 +12,9 @@ configured `categories`:
   previous snapshot) and hold the sentence; sentences of fewer than NOTE_MIN_WORDS topical words
   are too slight to be a pattern.
 
-A cluster of at least `min_count` members (clamped to 2..1000) is a pattern. Its canonical is the
-most recent active lesson (lessons), or the most recent source (decisions, notes); it is stamped
+The history is gathered page by page (`Observations`): the sessions of each decision and sentence
+are kept, never the snapshots. A cluster of at least `min_count` members (clamped to 2..1000) is a
+pattern. Its canonical is the most recent active lesson (lessons), or the most recent source (decisions, notes); it is stamped
 with `reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every
 member's source, oldest first) and `derived_via = "pattern-reinforcement"`. The pattern reinforces
 a lesson: the canonical lesson, or for a decision or note the lesson holding it (its normalized
@@ -69,23 +70,16 @@ class Result:
     unchanged: int = 0     # patterns found exactly as stored
 
 
-def run(lessons: list[Lesson], history: list[dict], observations: list[dict],
-        existing: dict[str, ReinforcedPattern], settings: dict, now: str,
-        project_paths: dict[str, str] | None = None) -> Result:
-    """`history`: context snapshots ({id, project_id, session_number, timestamp, notes,
-    recent_decisions}) of every project, by project then id; `observations`: decision observations
-    ({project_id, session_number, decision, observed_at}); `existing`: stored patterns by key."""
+def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, ReinforcedPattern], settings: dict,
+        now: str, project_paths: dict[str, str] | None = None) -> Result:
+    """`observed`: the decisions and notes of the context history (see `Observations`);
+    `existing`: the stored patterns by cluster key."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
     clusters: dict[str, list[_Member]] = defaultdict(list)
     if "lesson" in categories:
         _lesson_members(lessons, clusters)
-    sessions: dict[str, dict] = defaultdict(dict)  # key -> {(project, session): (at, surface)}
-    if "decision" in categories:
-        _decision_members(history, observations, sessions)
-    if "note" in categories:
-        _note_members(history, sessions)
-    clusters.update({key: _members(found) for key, found in sessions.items() if len(found) >= needed})
+    clusters.update(observed.clusters(needed, categories))
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
     holders = _Holders(active)
     result = Result()
@@ -104,7 +98,7 @@ def run(lessons: list[Lesson], history: list[dict], observations: list[dict],
             canonical = max(live, key=lambda m: (m.lesson.created_at, m.lesson.id))
             lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
         else:
-            canonical = members[-1]
+            canonical = members[-1]  # its text: the latest wording of the cluster
             holder = holders.holding(canonical.text)
             lesson_id, canonical_ref = (holder.id if holder else None), canonical.ref
         result.clusters += 1
@@ -161,50 +155,77 @@ def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -
             _Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
 
 
-def _session_member(sessions: dict, key: str, project_id: str, session: int, at: str, surface: str) -> None:
-    """One member per (cluster, project, session): the first observation of it."""
-    sessions[key].setdefault((project_id, session), (at, surface))
+class Observations:
+    """What the context history says, gathered page by page so that no history is held whole: each
+    (project, session) that stated a decision or wrote a note sentence, per cluster key, with when
+    it was first observed, and the latest wording of each key.
 
+    `add_decisions` takes decision observations as saved; `add_history` takes snapshots as
+    (project id, session number, timestamp, notes, recent decisions) tuples, ordered by project
+    then id, each page continuing the last."""
 
-def _members(sessions: dict[tuple[str, int], tuple[str, str]]) -> list[_Member]:
-    return [_Member(f"session:{project_id}:{session}", at, surface.strip(), project_id=project_id, session=session)
-            for (project_id, session), (at, surface) in sessions.items()]
+    def __init__(self, categories=("decision", "note")):
+        self.decisions, self.notes = "decision" in categories, "note" in categories
+        self.sessions: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)
+        self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
+        self.snapshots = 0
+        self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
+        self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
+        # Histories repeat their sentences: each distinct one is weighed and keyed once.
+        self._note_key = text.Memo(lambda sentence: cluster_key("note", sentence)
+                                   if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
 
+    @classmethod
+    def of(cls, history: list[tuple], decisions: list[dict], categories=("decision", "note")) -> "Observations":
+        observed = cls(categories)
+        observed.add_decisions(decisions)
+        observed.add_history(history)
+        return observed
 
-def _decision_members(history: list[dict], observations: list[dict], seen: dict) -> None:
-    keyed = text.Memo(lambda decision: cluster_key("decision", decision) if normalize(decision) else None)
-    for row in observations:
-        if keyed[row["decision"]]:
-            _session_member(seen, keyed[row["decision"]], row["project_id"],
-                            row["session_number"], row["observed_at"], row["decision"])
-    previous: tuple[str | None, set[str]] = (None, set())
-    for snap in history:
-        held = set(snap["recent_decisions"])
-        before = previous[1] if previous[0] == snap["project_id"] else set()
-        for decision in snap["recent_decisions"]:
-            if decision not in before and keyed[decision]:
-                _session_member(seen, keyed[decision], snap["project_id"],
-                                snap["session_number"], snap["timestamp"], decision)
-        previous = (snap["project_id"], held)
+    def _add(self, key: str, project_id: str, session: int, at: str, surface: str) -> None:
+        self.sessions[key].setdefault((project_id, session), at)
+        if key not in self.wording or at >= self.wording[key][0]:
+            self.wording[key] = (at, surface)
 
+    def add_decisions(self, rows: list[dict]) -> None:
+        """Decisions as saved: ({project_id, session_number, decision, observed_at})."""
+        if not self.decisions:
+            return
+        for row in rows:
+            key = self._decision_key[row["decision"]]
+            if key:
+                self._add(key, row["project_id"], row["session_number"], row["observed_at"], row["decision"])
 
-def _note_members(history: list[dict], seen: dict) -> None:
-    # Histories repeat their sentences: each distinct one is split, weighed and keyed once.
-    keyed = text.Memo(lambda sentence: cluster_key("note", sentence)
-                      if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
-    split = text.Memo(text.sentences)
-    previous: tuple[str | None, str | None] = (None, None)
-    for snap in history:
-        notes = snap["notes"]
-        written = notes and not (previous[0] == snap["project_id"] and previous[1] == notes)
-        previous = (snap["project_id"], notes)
-        if not written:
-            continue
-        for sentence in split[notes]:
-            key = keyed[sentence]
-            if key is not None:
-                _session_member(seen, key, snap["project_id"], snap["session_number"], snap["timestamp"],
-                                sentence)
+    def add_history(self, rows: list[tuple]) -> None:
+        """Snapshots: a decision counts where it enters the recent decisions (one carried from save
+        to save is observed once); a note's sentences count where the notes were written anew."""
+        project, notes_before, held_before = self._previous
+        for project_id, session, at, notes, decisions in rows:
+            self.snapshots += 1
+            same_project = project_id == project
+            held = frozenset(decisions)
+            if self.decisions and (held != held_before or not same_project):
+                for decision in decisions:
+                    key = self._decision_key[decision]
+                    if key and not (same_project and decision in held_before):
+                        self._add(key, project_id, session, at, decision)
+            if self.notes and notes and not (same_project and notes == notes_before):
+                for sentence in text.sentences(notes):
+                    key = self._note_key[sentence]
+                    if key is not None:
+                        self._add(key, project_id, session, at, sentence)
+            project, notes_before, held_before = project_id, notes, held
+        self._previous = (project, notes_before, held_before)
+
+    def clusters(self, needed: int, categories) -> dict[str, list["_Member"]]:
+        """The clusters of at least `needed` sessions, in the given categories, as members."""
+        out = {}
+        for key, found in self.sessions.items():
+            if len(found) >= needed and key.split("::", 1)[0] in categories:
+                surface = self.wording[key][1].strip()
+                out[key] = [_Member(f"session:{project_id}:{session}", at, surface, project_id=project_id,
+                                    session=session) for (project_id, session), at in found.items()]
+        return out
 
 
 class _Holders:

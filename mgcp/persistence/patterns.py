@@ -9,10 +9,19 @@ project and of `decision_observations` (written by `Contexts.save`).
 from __future__ import annotations
 
 import json
+from typing import AsyncIterator
 
 from mgcp.errors import PatternNotFoundError
 from mgcp.models import PatternMember, ReinforcedPattern
 from mgcp.persistence.database import Database, dumps
+
+
+def _decisions(value: str | None) -> list[str]:
+    try:
+        decisions = json.loads(value or "[]")
+    except ValueError:
+        return []
+    return [d for d in decisions if isinstance(d, str)] if isinstance(decisions, list) else []
 
 
 def pattern_from_row(row) -> ReinforcedPattern:
@@ -86,25 +95,29 @@ class Patterns:
 
     # -- what the operation observes -----------------------------------------------------------
 
-    async def history(self) -> list[dict]:
-        """Every project's context history (only what patterns read), by project, oldest first."""
-        rows = await self.db.fetchall(
-            """SELECT id, project_id, session_number, timestamp, notes, recent_decisions
-               FROM context_history ORDER BY project_id, id""")
+    async def history_pages(self, size: int = 20_000) -> AsyncIterator[list[tuple]]:
+        """Every project's context history, by project then id, in pages of `size` rows: (project
+        id, session number, timestamp, notes, recent decisions) - only what patterns read."""
+        projects = [r[0] for r in await self.db.fetchall("SELECT DISTINCT project_id FROM context_history ORDER BY 1")]
         parsed: dict[str | None, list[str]] = {}  # saves repeat their decisions list from row to row
-        out = []
-        for r in rows:
-            decisions = parsed.get(r["recent_decisions"])
-            if decisions is None:
-                try:
-                    value = json.loads(r["recent_decisions"] or "[]")
-                except ValueError:
-                    value = []
-                decisions = parsed[r["recent_decisions"]] = (
-                    [d for d in value if isinstance(d, str)] if isinstance(value, list) else [])
-            out.append({"id": r["id"], "project_id": r["project_id"], "session_number": r["session_number"],
-                        "timestamp": r["timestamp"], "notes": r["notes"] or "", "recent_decisions": decisions})
-        return out
+        for project_id in projects:
+            after = -1
+            while True:
+                rows = await self.db.fetchall(
+                    """SELECT id, session_number, timestamp, notes, recent_decisions FROM context_history
+                       WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""", [project_id, after, size])
+                if not rows:
+                    break
+                page = []
+                for r in rows:
+                    decisions = parsed.get(r["recent_decisions"])
+                    if decisions is None:
+                        if len(parsed) > 10_000:
+                            parsed.clear()
+                        decisions = parsed[r["recent_decisions"]] = _decisions(r["recent_decisions"])
+                    page.append((project_id, r["session_number"], r["timestamp"], r["notes"] or "", decisions))
+                yield page
+                after = rows[-1]["id"]
 
     async def decision_observations(self) -> list[dict]:
         rows = await self.db.fetchall(
