@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from array import array
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -79,14 +80,14 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
     clusters: dict[str, list[_Member]] = defaultdict(list)
     if "lesson" in categories:
         _lesson_members(lessons, clusters)
-    clusters.update(observed.clusters(needed, categories))
+    clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
     holders = _Holders(active)
     result = Result()
     paths = project_paths or {}
-    drafts: list[tuple[ReinforcedPattern, list[_Member]]] = []
+    drafts: list[ReinforcedPattern] = []
     for key in sorted(clusters):
-        members = clusters[key]
+        members = clusters[key] if clusters[key] is not None else observed.members(key)
         if len(members) < needed:
             continue
         category = key.split("::", 1)[0]
@@ -114,13 +115,15 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
             if older:
                 result.findings.append(_duplicates_finding(pattern, canonical.lesson, older))
         elif lesson_id is None:
-            drafts.append((pattern, members))
+            drafts.append(pattern)  # its members are made again only if the review shows it
     limit = int(settings.get("max_findings", 50))
     shown: dict[str, int] = defaultdict(int)
-    for pattern, members in sorted(drafts, key=lambda d: (-d[0].reinforcement_count, d[0].cluster_key)):
+    for pattern in sorted(drafts, key=lambda p: (-p.reinforcement_count, p.cluster_key)):
         # Beyond what the review shows of a category, a finding only feeds the summary: no draft.
         shown[pattern.category] += 1
-        result.findings.append(_draft_finding(pattern, members, paths, full=shown[pattern.category] <= limit))
+        full = shown[pattern.category] <= limit
+        members = observed.members(pattern.cluster_key) if full else []
+        result.findings.append(_draft_finding(pattern, members, paths, full=full))
     result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
     result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
     return result
@@ -156,9 +159,10 @@ def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -
 
 
 class Observations:
-    """What the context history says, gathered page by page so that no history is held whole: each
-    (project, session) that stated a decision or wrote a note sentence, per cluster key, with when
-    it was first observed, and the latest wording of each key.
+    """What the context history says, gathered page by page so that no history is held whole: for
+    each cluster key, the (project, session) pairs that stated the decision or wrote the sentence,
+    and the latest wording of each key; for each pair, when it was first observed. Pairs are
+    numbered and each key keeps an array of numbers: millions of observations stay compact.
 
     `add_decisions` takes decision observations as saved; `add_history` takes snapshots as
     (project id, session number, timestamp, notes, recent decisions) tuples, ordered by project
@@ -166,9 +170,12 @@ class Observations:
 
     def __init__(self, categories=("decision", "note")):
         self.decisions, self.notes = "decision" in categories, "note" in categories
-        self.sessions: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)
+        self.sessions: dict[str, array] = {}  # key -> numbers of its (project, session) pairs
         self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
         self.snapshots = 0
+        self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
+        self._pairs: list[tuple[str, int]] = []
+        self._first_at: list[str] = []
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -182,8 +189,20 @@ class Observations:
         observed.add_history(history)
         return observed
 
-    def _add(self, key: str, project_id: str, session: int, at: str, surface: str) -> None:
-        self.sessions[key].setdefault((project_id, session), at)
+    def _pair(self, project_id: str, session: int, at: str) -> int:
+        number = self._number.get((project_id, session))
+        if number is None:
+            number = self._number[(project_id, session)] = len(self._pairs)
+            self._pairs.append((project_id, session))
+            self._first_at.append(at)
+        return number
+
+    def _add(self, key: str, number: int, at: str, surface: str) -> None:
+        found = self.sessions.get(key)
+        if found is None:
+            found = self.sessions[key] = array("l")
+        if not found or found[-1] != number:  # the same session again (its next save) adds nothing
+            found.append(number)
         if key not in self.wording or at >= self.wording[key][0]:
             self.wording[key] = (at, surface)
 
@@ -194,7 +213,8 @@ class Observations:
         for row in rows:
             key = self._decision_key[row["decision"]]
             if key:
-                self._add(key, row["project_id"], row["session_number"], row["observed_at"], row["decision"])
+                at = row["observed_at"]
+                self._add(key, self._pair(row["project_id"], row["session_number"], at), at, row["decision"])
 
     def add_history(self, rows: list[tuple]) -> None:
         """Snapshots: a decision counts where it enters the recent decisions (one carried from save
@@ -204,27 +224,34 @@ class Observations:
             self.snapshots += 1
             same_project = project_id == project
             held = frozenset(decisions)
+            number = None
             if self.decisions and (held != held_before or not same_project):
                 for decision in decisions:
                     key = self._decision_key[decision]
                     if key and not (same_project and decision in held_before):
-                        self._add(key, project_id, session, at, decision)
+                        number = self._pair(project_id, session, at) if number is None else number
+                        self._add(key, number, at, decision)
             if self.notes and notes and not (same_project and notes == notes_before):
                 for sentence in text.sentences(notes):
                     key = self._note_key[sentence]
                     if key is not None:
-                        self._add(key, project_id, session, at, sentence)
+                        number = self._pair(project_id, session, at) if number is None else number
+                        self._add(key, number, at, sentence)
             project, notes_before, held_before = project_id, notes, held
         self._previous = (project, notes_before, held_before)
 
-    def clusters(self, needed: int, categories) -> dict[str, list["_Member"]]:
-        """The clusters of at least `needed` sessions, in the given categories, as members."""
-        out = {}
-        for key, found in self.sessions.items():
-            if len(found) >= needed and key.split("::", 1)[0] in categories:
-                surface = self.wording[key][1].strip()
-                out[key] = [_Member(f"session:{project_id}:{session}", at, surface, project_id=project_id,
-                                    session=session) for (project_id, session), at in found.items()]
+    def keys(self, needed: int, categories) -> list[str]:
+        """The cluster keys of at least `needed` sessions, in the given categories."""
+        return [key for key, found in self.sessions.items()
+                if len(found) >= needed and key.split("::", 1)[0] in categories and len(set(found)) >= needed]
+
+    def members(self, key: str) -> list["_Member"]:
+        surface = self.wording[key][1].strip()
+        out = []
+        for number in dict.fromkeys(self.sessions[key]):
+            project_id, session = self._pairs[number]
+            out.append(_Member(f"session:{project_id}:{session}", self._first_at[number], surface,
+                               project_id=project_id, session=session))
         return out
 
 
