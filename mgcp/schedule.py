@@ -75,5 +75,6 @@ def plan(settings: dict, last_runs: dict, session: int) -> list[tuple[str, str, 
         params = {k: v for k, v in s.items() if k in SCHEDULE_PARAMS}
         last = int(last_runs.get(op) or 0)
         due_at = next_due(s["strategy"], params, last)
-        rows.append((op, s["strategy"], params, last, due_at, session >= due_at and s.get("enabled", True) is not False))
+        enabled = s.get("enabled", True) is not False
+        rows.append((op, s["strategy"], params, last, due_at, session >= due_at and enabled))
     return rows

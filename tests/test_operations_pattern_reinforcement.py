@@ -152,8 +152,9 @@ def test_a_lesson_holding_the_decision_is_reinforced_instead():
 
 
 def test_history_fed_in_pages_gives_what_it_gives_whole():
+    sessions = [("p1", s) for s in range(1, 8)] + [("p2", s) for s in range(1, 6)]
     history = [snap(i, s, [f"d{s % 3}", "Use pnpm"][: 1 + s % 2], notes=f"Day {s}. Keep the pool warm at night.",
-                    project=p) for i, (p, s) in enumerate([("p1", s) for s in range(1, 8)] + [("p2", s) for s in range(1, 6)])]
+                    project=p) for i, (p, s) in enumerate(sessions)]
     whole = run(history=history, settings={**SETTINGS, "min_count": 2})
     for cut in range(1, len(history)):
         observed = pattern_reinforcement.Observations(SETTINGS["categories"])

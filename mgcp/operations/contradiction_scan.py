@@ -2,9 +2,10 @@
 
 Each action is read as claims: (polarity, what it is about). The action is folded as similarity
 reads it (`mgcp.text.terms`: "n't" and "never" as "not", "do not" as "not", "refrain from" and
-"stay away from" as "avoid", "utilize" as "use", "favor" as "prefer"), split into sentences (a
-question, or a lead-in ending with ":" whose list is not there, claims nothing; a label before a
-colon, its longer words capitalised, is dropped) and the sentences into clauses at punctuation and at "but". In a clause:
+"stay away from" as "avoid", "utilize" as "use", "favor" as "prefer") and split into sentences: a
+question, or a lead-in ending with ":" whose list is not there, claims nothing, and a label before
+a colon (its longer words capitalised) is dropped. Sentences split into clauses at punctuation and
+at "but". In a clause:
 
 - "A over B", "A instead of B", "A rather than B", "prefer A to B": A is claimed (+), B refused (-);
   a clause opening with "instead of" / "rather than" refuses what follows; "replace A with B"
@@ -21,13 +22,13 @@ required" are all about X.
 
 Two lessons contradict when their triggers are alike (TF-IDF cosine >= `trigger_threshold`: the
 same situation) and one claims what the other refuses: two claims of opposite polarity whose words
-overlap by Jaccard >= `claim_threshold`, or one of which (of at least CONTAINED_MIN_WORDS words) the
-other, at most CONTAINED_MAX_GROWTH times as long, holds whole ("use server-side cursors" / "don't use server-side cursors behind PgBouncer": a
-rule and its exception, for a person to reconcile). Only claims holding at least MIN_SHARE of their
-action's words are compared: a word in a list or an aside ("..., static content, types") is not
-what a long rule says. Candidate claim pairs are found by prefix
-filtering on the words, rarest first (exact for the Jaccard threshold), and for held claims through
-their rarest word, so the scan is near-linear in the lessons.
+overlap by Jaccard >= `claim_threshold`, or one of which (of at least CONTAINED_MIN_WORDS words)
+the other, at most CONTAINED_MAX_GROWTH times as long, holds whole ("use server-side cursors" /
+"don't use server-side cursors behind PgBouncer": a rule and its exception, for a person to
+reconcile). Only claims holding at least MIN_SHARE of their action's words are compared: a word in
+a list or an aside ("..., static content, types") is not what a long rule says. Candidate claim
+pairs are found by prefix filtering on the words, rarest first (exact for the Jaccard threshold),
+and for held claims through their rarest word, so the scan is near-linear in the lessons.
 Agreeing paraphrases ("never X" / "don't X"; "prefer X over Y" / "use X instead of Y") carry the
 same polarities and are not raised.
 

@@ -14,12 +14,13 @@ configured `categories`:
 
 The history is gathered page by page (`Observations`): the sessions of each decision and sentence
 are kept, never the snapshots. A cluster of at least `min_count` members (clamped to 2..1000) is a
-pattern. Its canonical is the most recent active lesson (lessons), or the most recent source (decisions, notes); it is stamped
-with `reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every
-member's source, oldest first) and `derived_via = "pattern-reinforcement"`. The pattern reinforces
-a lesson: the canonical lesson, or for a decision or note the lesson holding it (its normalized
-action equal, else at least HELD of its keywords in the lesson's trigger, action and tags: how
-knowledge extraction judges a decision captured).
+pattern. Its canonical is the most recent active lesson (lessons), or the most recent source
+(decisions, notes); it is stamped with `reinforcement_count` (the cluster's size),
+`last_reinforced_at`, `derived_from` (every member's source, oldest first) and
+`derived_via = "pattern-reinforcement"`. The pattern reinforces a lesson: the canonical lesson, or
+for a decision or note the lesson holding it (its normalized action equal, else at least HELD of
+its keywords in the lesson's trigger, action and tags: how knowledge extraction judges a decision
+captured).
 
 Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
 nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,

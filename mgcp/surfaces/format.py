@@ -152,7 +152,8 @@ def patterns(found) -> str:
     lines = [f"Reinforced patterns ({len(found)}):"]
     for p in found:
         lesson = f", lesson {p.lesson_id}" if p.lesson_id else ", no lesson holds it"
-        lines.append(f"[{p.reinforcement_count}x] {p.id} ({p.category}{lesson}, last reinforced {p.last_reinforced_at})")
+        lines.append(f"[{p.reinforcement_count}x] {p.id} ({p.category}{lesson}, "
+                     f"last reinforced {p.last_reinforced_at})")
         lines.append("    " + textwrap.shorten(p.text, 110, placeholder="…"))
     return "\n".join(lines)
 
