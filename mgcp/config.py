@@ -10,6 +10,10 @@ file, the key and the allowed values.
 (built in) or `semantic` (the `semantic` extra), which needs `model`: a folder holding a model2vec
 model (a relative path is read from the config file's folder), or a Hugging Face model name
 ("owner/name"). Only the shape is checked here; the engine loads the model when an operation needs it.
+
+`reinforcement` sets the opt-in ranking boost of reinforced lessons (`boost`, `weight`, `max_boost`;
+see mgcp.reinforcement). An operation with `enabled: false` (pattern_reinforcement by default) is
+never due; it runs only when named.
 """
 
 from __future__ import annotations
@@ -29,10 +33,14 @@ OPERATIONS = (
     "community_detection",
     "knowledge_extraction",
     "context_summary",
+    # Reinforcement and contradictions (a pattern recurring across sessions; lessons that disagree).
+    "pattern_reinforcement",
+    "contradiction_scan",
 )
 # Operations over the lessons, which every project shares: their findings are reviewed from any
 # project. The others work on one project's history and their findings stay in that project.
-SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection")
+SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection",
+                     "pattern_reinforcement", "contradiction_scan")
 
 DEFAULTS: dict[str, dict] = {
     "staleness_scan": {
@@ -57,7 +65,20 @@ DEFAULTS: dict[str, dict] = {
         "theme_min_sessions": 3, "todo_min_sessions": 5, "max_findings": 50,
     },
     "context_summary": {"strategy": "linear", "interval": 20},
+    "pattern_reinforcement": {
+        "strategy": "linear", "interval": 10, "enabled": False,
+        "min_count": 3, "categories": ["lesson", "decision", "note"], "max_findings": 50,
+    },
+    "contradiction_scan": {
+        "strategy": "linear", "interval": 10,
+        "trigger_threshold": 0.5, "claim_threshold": 0.6, "max_findings": 50,
+    },
 }
+
+# The categories pattern_reinforcement can cluster: lessons added again, decisions, note sentences.
+PATTERN_CATEGORIES = ("lesson", "decision", "note")
+# The opt-in reinforcement boost of lesson ranking (top-level key `reinforcement`).
+REINFORCEMENT_DEFAULTS = {"boost": False, "weight": 0.05, "max_boost": 0.3}
 
 # What each strategy needs, with its allowed values (for messages).
 STRATEGY_KEYS = {
@@ -157,7 +178,8 @@ class RemConfig:
     """Schedules and thresholds per operation, with per-project overrides."""
 
     def __init__(self, operations: dict[str, dict], projects: dict[str, dict] | None = None,
-                 source: str | None = None, similarity: dict | None = None, quality: dict | None = None):
+                 source: str | None = None, similarity: dict | None = None, quality: dict | None = None,
+                 reinforcement: dict | None = None):
         self.operations = operations
         self.projects = projects or {}
         self.source = source
@@ -171,6 +193,8 @@ class RemConfig:
         self.ranking: dict = quality.get("ranking") or dict(RANKING_DEFAULTS)
         self.recall: dict = quality.get("recall") or copy.deepcopy(RECALL_DEFAULTS)
         self.outcomes: dict = quality.get("outcomes") or dict(OUTCOME_DEFAULTS)
+        # {"boost": bool, "weight": float, "max_boost": float}: the ranking boost of reinforced lessons
+        self.reinforcement = reinforcement or dict(REINFORCEMENT_DEFAULTS)
 
     def for_project(self, project_path: str | None) -> dict[str, dict]:
         """Each operation's settings for one project (defaults, file, then the project's override)."""
@@ -197,7 +221,7 @@ class RemConfig:
                          "source": f"{self.source}: similarity" if key in self.similarity_keys else "built-in default"})
         sections = {"ranking": self.ranking, "outcomes": self.outcomes,
                     "recall": {k: v for k, v in self.recall.items() if k != "shares"},
-                    "recall.shares": self.recall.get("shares", {})}
+                    "recall.shares": self.recall.get("shares", {}), "reinforcement": self.reinforcement}
         for section, values in sections.items():
             for key, value in values.items():
                 given = key in self.section_keys.get(section, set())
@@ -239,10 +263,10 @@ def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
 def parse_config(raw: object, source: str) -> RemConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem', 'similarity' and 'projects'")
-    unknown = set(raw) - {"rem", "similarity", "projects", *QUALITY_SECTIONS}
+    unknown = set(raw) - {"rem", "similarity", "projects", *QUALITY_SECTIONS, "reinforcement"}
     if unknown:
         raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects, "
-                          + ", ".join(QUALITY_SECTIONS))
+                          + ", ".join(QUALITY_SECTIONS) + ", reinforcement")
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
     set_keys: dict[str | None, set[tuple[str, str]]] = {None: _keys_set(raw.get("rem"))}
@@ -255,12 +279,13 @@ def parse_config(raw: object, source: str) -> RemConfig:
         projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
         set_keys[normalize_path(project)] = _keys_set(ops)
     config = RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source),
-                       _quality(raw, source))
+                       _quality(raw, source), _reinforcement(raw.get("reinforcement"), source))
     config.set_keys = set_keys
     config.similarity_keys = set(raw.get("similarity") or {})
     recall = raw.get("recall") if isinstance(raw.get("recall"), dict) else {}
     config.section_keys = {"ranking": set(raw.get("ranking") or {}), "outcomes": set(raw.get("outcomes") or {}),
-                           "recall": set(recall) - {"shares"}, "recall.shares": set(recall.get("shares") or {})}
+                           "recall": set(recall) - {"shares"}, "recall.shares": set(recall.get("shares") or {}),
+                           "reinforcement": set(raw.get("reinforcement") or {})}
     return config
 
 
@@ -301,6 +326,26 @@ def _quality(raw: dict, source: str) -> dict:
         raise ConfigError(f"{source}: invalid value {outcomes['failure_threshold']!r} for 'outcomes.failure_threshold'; "
                           "allowed: a whole number from 1 to 1000000000")
     return {"ranking": ranking, "recall": recall, "outcomes": outcomes}
+
+
+def _reinforcement(given: object, source: str) -> dict:
+    """The `reinforcement` setting (the ranking boost of reinforced lessons), checked."""
+    settings = dict(REINFORCEMENT_DEFAULTS)
+    if given is None:
+        return settings
+    if not isinstance(given, dict):
+        raise ConfigError(f"{source}: 'reinforcement' must be a mapping with keys boost, weight, max_boost")
+    for key, value in given.items():
+        if key not in REINFORCEMENT_DEFAULTS:
+            raise ConfigError(f"{source}: unknown key 'reinforcement.{key}'; allowed: boost, weight, max_boost")
+        if key == "boost":
+            wrong = not isinstance(value, bool) and "true, false"
+        else:
+            wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
+        if wrong:
+            raise ConfigError(f"{source}: invalid value {value!r} for 'reinforcement.{key}'; allowed: {wrong}")
+        settings[key] = value
+    return settings
 
 
 def _similarity(given: object, source: str) -> dict:
@@ -395,6 +440,11 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
         wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
     elif key == "louvain":
         wrong = value not in LOUVAIN and ", ".join(LOUVAIN)
+    elif key == "enabled":
+        wrong = not isinstance(value, bool) and "true, false"
+    elif key == "categories":
+        ok = isinstance(value, list) and all(v in PATTERN_CATEGORIES for v in value)
+        wrong = not ok and f"a list of any of: {', '.join(PATTERN_CATEGORIES)}"
     elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor",
                                                "speculative_confidence"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"

@@ -39,3 +39,8 @@ class ConflictError(MgcpError):
 
 class SettledError(ConflictError):
     """The finding was answered already (perhaps by another process at the same moment)."""
+
+
+class PatternNotFoundError(MgcpError):
+    """An id that names no reinforced pattern (unknown, or a lesson never reinforced): exit code 1,
+    a lookup that found nothing rather than bad input."""

@@ -246,6 +246,7 @@ class OperationSchedule(BaseModel):
     last_run_timestamp: str | None = None
     next_due_session: int
     due: bool
+    enabled: bool = True  # False: never due ("enabled: false"); runs only when named
 
 
 class RemStatus(BaseModel):
@@ -294,3 +295,46 @@ class ReviewStep(BaseModel):
     finding: RemFinding | None = None
     remaining: int = 0  # pending findings after this one in the queue
     pending: int = 0    # pending findings of the project in all (skipped ones included)
+
+
+# -- pattern reinforcement -------------------------------------------------------------------------
+
+class ReinforcedPattern(BaseModel):
+    """What recurred across sessions, clustered by `cluster_key` (category::normalized text).
+
+    `canonical` is the member that stands for the cluster (a lesson id for lessons; the latest
+    source for decisions and notes); `lesson_id` is the lesson reinforced by it (the canonical
+    lesson, or the lesson holding a decision's or note's text), None when no lesson holds it.
+    `derived_from` lists the sources: "lesson:<id>" or "session:<project id>:<session number>"."""
+
+    id: str
+    cluster_key: str
+    category: str  # "lesson", "decision" or "note"
+    text: str
+    lesson_id: str | None = None
+    canonical: str
+    reinforcement_count: int
+    last_reinforced_at: str
+    derived_from: list[str] = Field(default_factory=list)
+    derived_via: str = "pattern-reinforcement"
+    created_at: str
+    updated_at: str
+
+
+class PatternMember(BaseModel):
+    """A lesson superseded by a pattern's canonical lesson."""
+
+    id: str
+    status: str
+    superseded_at: str | None = None
+    action: str
+
+
+class PatternExplanation(BaseModel):
+    """`patterns explain`: the pattern, its canonical text, its sources described, its superseded members."""
+
+    pattern: ReinforcedPattern
+    canonical_text: str
+    lesson_status: str | None = None
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    members: list[PatternMember] = Field(default_factory=list)

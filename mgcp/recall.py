@@ -118,7 +118,7 @@ def overlap(a: frozenset, b: frozenset) -> float:
 
 # -- ranking and diversity ------------------------------------------------------------------------
 
-def rank(rows: list[dict], weights: dict | None = None) -> list[dict]:
+def rank(rows: list[dict], weights: dict | None = None, reinforcement: dict | None = None) -> list[dict]:
     """Rows from persistence.recall_data, each given `parts` and `score` (mgcp.ranking), best first.
     Relevance is each row's BM25 relevance divided by the best among them."""
     best = max((r.get("relevance") or 0.0 for r in rows), default=0.0)
@@ -129,7 +129,7 @@ def rank(rows: list[dict], weights: dict | None = None) -> list[dict]:
                                  confidence=r["confidence"], usage_count=r["usage_count"], helped=r["helped"],
                                  failed=r["failed"], importance=importance, tier=tier)
         r["importance"], r["tier"] = importance, tier
-        r["parts"] = ranking.parts(signal, weights)
+        r["parts"] = ranking.boosted(ranking.parts(signal, weights), r.get("reinforcement_count"), reinforcement)
         r["score"] = ranking.total(r["parts"])
     return sorted(rows, key=lambda r: ranking.order_key(r["score"], r["importance"], r["id"]))
 
@@ -291,7 +291,8 @@ def _tags(value) -> list:
 
 
 def build(reader, project_path: str | None, budget: int, *, match: str | None = None,
-          weights: dict | None = None, shares: dict | None = None, errors: bool = True) -> Recall:
+          weights: dict | None = None, shares: dict | None = None, errors: bool = True,
+          reinforcement: dict | None = None) -> Recall:
     """Read what recall needs through `reader` (persistence.recall_data.Reader) and assemble it.
     `match`: the task as an FTS5 query (None: no task, the session-start recall)."""
     if budget < MIN_BUDGET:
@@ -308,12 +309,12 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
     seen = {i.lesson_id for i in constraints}
     rows = reader.of_kind("preference", limit=most + 1)
     capped["preferences"] = len(rows) > most
-    preferences, _ = diverse([lesson_item(r) for r in rank(rows[:most], weights) if r["id"] not in seen], chosen)
+    preferences, _ = diverse([lesson_item(r) for r in rank(rows[:most], weights, reinforcement) if r["id"] not in seen], chosen)
     seen |= {i.lesson_id for i in preferences}
     limit = 60 if match else most + 10
     candidates = reader.search(match, limit) if match else reader.most_used(limit)
     capped["lessons"] = len(candidates) >= limit
-    ranked = [r for r in rank(candidates, weights) if r["id"] not in seen
+    ranked = [r for r in rank(candidates, weights, reinforcement) if r["id"] not in seen
               and (not match or r["parts"].get("relevance", 0.0) >= MIN_RELEVANCE * (weights or ranking.WEIGHTS)["relevance"])]
     lessons, extra = diverse([lesson_item(r) for r in ranked], chosen, limit=most)
     seen |= {i.lesson_id for i in lessons}

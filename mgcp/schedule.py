@@ -68,11 +68,13 @@ SCHEDULE_PARAMS = ("interval", "intervals", "base_interval", "scale")
 def plan(settings: dict, last_runs: dict, session: int) -> list[tuple[str, str, dict, int, int, bool]]:
     """For each operation in `settings` ({op: {"strategy": ..., params...}}): (operation, strategy,
     schedule params, last run session, next due session, due now). The one place where status, run
-    and the hook turn settings and cursors into what is due."""
+    and the hook turn settings and cursors into what is due. An operation whose settings say
+    `enabled: false` is never due (it runs only when named)."""
     rows = []
     for op, s in settings.items():
         params = {k: v for k, v in s.items() if k in SCHEDULE_PARAMS}
         last = int(last_runs.get(op) or 0)
         due_at = next_due(s["strategy"], params, last)
-        rows.append((op, s["strategy"], params, last, due_at, session >= due_at))
+        enabled = s.get("enabled", True) is not False
+        rows.append((op, s["strategy"], params, last, due_at, session >= due_at and enabled))
     return rows

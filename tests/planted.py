@@ -24,9 +24,11 @@ EXPECTED = {
     ("orphan", ("alembic-data-backfill-in-batches",)),
     ("orphan", ("react-query-optimistic-calendar-update",)),
     ("orphan", ("time-machine-freeze-now-in-tests",)),
+    ("contradiction", ("pgbouncer-no-server-side-cursors", "postgres-server-side-cursor-exports")),
 }
 THEME = "connection pool"
 STALE_TODO = "Add per-IP rate limiting to the public availability search endpoint"
+RECURRING_DECISION = "Store all timestamps as UTC timestamptz"  # stated in 3 sessions
 DECISION_STARTS = ("Store all timestamps as UTC", "Keep money as integer minor units", "Archive slips with an archived_at")
 
 
@@ -47,4 +49,6 @@ def lesson_subject(finding) -> tuple:
         return tuple(sorted(finding.data["members"]))
     if finding.kind.startswith("duplicate"):
         return tuple(sorted([finding.data["canonical"], finding.data["other"]]))
+    if finding.kind == "contradiction":
+        return tuple(sorted(finding.subject))
     return (finding.data["lesson"],)

@@ -19,18 +19,20 @@ RULES = {  # layer -> the other mgcp layers it may import
     "errors": set(),
     "schedule": set(),  # stdlib only: the SessionStart hook imports it
     "text": set(),
+    "reinforcement": set(),  # pure rules shared by pattern reinforcement and ranking
     "resources": set(),
     "models": set(),
     "validation": {"errors"},
     "config": {"errors", "schedule", "ranking"},
     "quality": set(),  # stdlib only: the SessionStart hook imports it
-    "ranking": set(),  # stdlib only: the SessionStart hook imports it
+    "ranking": {"reinforcement"},  # stdlib only: the SessionStart hook imports it
     "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook
     "export": {"models"},
-    "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking"},
-    "operations": {"models", "text"},
+    "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking",
+                    "reinforcement"},
+    "operations": {"models", "text", "reinforcement"},
     "engine": {"errors", "config", "schedule", "models", "validation", "persistence", "operations",
-               "quality", "ranking", "recall"},
+               "quality", "ranking", "recall", "reinforcement"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
                  "persistence", "engine", "quality", "ranking", "recall"},
     "__main__": {"surfaces"},

@@ -11,6 +11,17 @@ def test_defaults_equal_the_shipped_file():
     assert shipped["rem"] == DEFAULTS
 
 
+def test_shipped_reinforcement_equals_the_default():
+    from mgcp.config import REINFORCEMENT_DEFAULTS
+
+    assert yaml.safe_load((ROOT / "rem-config.yaml").read_text())["reinforcement"] == REINFORCEMENT_DEFAULTS
+
+
+def test_reinforcement_boost_can_be_turned_on():
+    config = parse_config({"reinforcement": {"boost": True, "max_boost": 0.25}}, "x")
+    assert config.reinforcement == {"boost": True, "weight": 0.05, "max_boost": 0.25}
+
+
 def test_partial_file_keeps_other_defaults(tmp_path):
     path = tmp_path / "rem.yaml"
     path.write_text("rem:\n  staleness_scan:\n    interval: 3\n")
@@ -38,6 +49,12 @@ def test_changing_strategy_requires_its_parameters():
     ("rem:\n  staleness_scan:\n    colour: red\n", "unknown key 'rem.staleness_scan.colour'"),
     ("rem: [\n", "not valid YAML"),
     ("rem:\n  community_detection:\n    louvain: networkx\n", "allowed: auto, python-louvain, igraph"),
+    ("rem:\n  pattern_reinforcement:\n    enabled: yes please\n", "allowed: true, false"),
+    ("rem:\n  pattern_reinforcement:\n    categories: [fact]\n", "allowed: a list of any of: lesson, decision, note"),
+    ("rem:\n  contradiction_scan:\n    claim_threshold: 1.5\n", "between 0 and 1"),
+    ("reinforcement:\n  boost: 1\n", "'reinforcement.boost'; allowed: true, false"),
+    ("reinforcement:\n  weight: 2\n", "'reinforcement.weight'; allowed: a number between 0 and 1"),
+    ("reinforcement:\n  cap: 2\n", "unknown key 'reinforcement.cap'"),
 ])
 def test_bad_config_names_file_key_and_allowed_values(tmp_path, text, needle):
     path = tmp_path / "bad.yaml"

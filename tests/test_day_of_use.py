@@ -3,7 +3,8 @@
 
 P carries the demo project's lessons and 46 sessions of history (mgcp/demo_data.yaml, as in
 tests/planted.py, under P's path); Q carries the first 20 of those sessions, so both projects raise
-the same themes and each must see only its own context findings.
+the same themes and each must see only its own context findings. In the evening CI leaves a
+contradiction to a person, and a decision stated in sessions of both projects is reinforced.
 """
 
 import asyncio
@@ -252,10 +253,40 @@ def day(db, tmp_path, agent, s0, saves):
     assert_visible(db, PID, applied + [a["id"] for a in auto["left_pending"]])
     query_affected(db, applied[0])
     assert undo(db, applied[0])[0] == 0
+    # CI never answers a contradiction: the agent's user keeps the newer lesson
+    contradiction = next(a["id"] for a in auto["left_pending"] if a["kind"] == "contradiction")
+    assert all(a["kind"] != "contradiction" for a in auto["applied"])
+    kept = agent.ok("rem_answer", project_path=P, finding_id=contradiction,
+                    option=option(db, contradiction, "archive_older"))
+    assert kept["result"]["action"] == "archive_older"
+    query_affected(db, contradiction)
+    reinforce(db, tmp_path, agent)
     save("mcp", "A", "a4: evening, back in A once more", s0 + 4)
     assert hook(db, "E", "startup", P) == s0 + 5  # a session with no save
 
     check_promises(db, tmp_path, saves, current=s0 + 5)
+
+
+def reinforce(db, tmp_path, agent):
+    """Pattern reinforcement is off until asked for: the agent forces a run, a decision stated in
+    sessions of both projects becomes one pattern reinforcing the lesson drafted from it at Q's
+    review, and with the boost on that lesson's score carries the reinforcement."""
+    assert agent.ok("pattern_reinforcement_run", project_path=P)["ran"] is False
+    forced = agent.ok("pattern_reinforcement_run", project_path=P, force=True)
+    assert forced["ran"] and forced["run"]["summary"]["patterns"] >= 1
+    [pattern] = json.loads(cli(db, "patterns", "list", "--kind", "decision", "--json"))
+    explained = json.loads(cli(db, "patterns", "explain", pattern["id"], "--json"))
+    assert {s["project"] for s in explained["sources"]} == {P, Q}
+    assert len(explained["sources"]) == pattern["reinforcement_count"] >= 3
+    # the person at Q's review drafted this decision's lesson from knowledge extraction: it holds it
+    lesson_id = pattern["lesson_id"]
+    assert json.loads(cli(db, "lesson", "show", lesson_id, "--json"))["action"] == pattern["text"]
+    assert all(f["kind"] != "reinforced_draft" for f in agent.ok("rem_report", project_path=P)["pending"])
+    config = tmp_path / "boost.yaml"
+    config.write_text("reinforcement:\n  boost: true\n")
+    hits = json.loads(cli(db, "lesson", "query", pattern["text"], "--explain", "--config", config, "--json"))
+    boosted = next(h for h in hits if h["id"] == lesson_id)
+    assert boosted["score_parts"]["reinforcement_boost"] == min(0.3, 0.05 * pattern["reinforcement_count"])
 
 
 def check_promises(db, tmp_path, saves, current):

@@ -31,6 +31,7 @@ TOOLS = {
     "rem_status", "rem_report", "rem_run", "rem_answer", "rem_undo",
     "list_lessons", "get_lesson",
     "lesson_outcome", "recall", "lesson_stats",
+    "pattern_reinforcement_run",
 }
 READ_ONLY = {"get_lesson_history", "get_project_context", "get_context_history", "get_context_at_session",
              "list_lessons", "get_lesson", "lesson_stats"}
@@ -310,7 +311,7 @@ def test_rem_status_lists_every_operation(client, db):
     status = client.ok("rem_status", project_path=PROJECT)
     assert {o["operation"] for o in status["operations"]} == {
         "staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
-        "context_summary"}
+        "context_summary", "pattern_reinforcement", "contradiction_scan"}
     assert status["pending_findings"] == 0
 
 
@@ -496,3 +497,19 @@ def test_recall_tool_returns_the_budgeted_section(client, db):
     assert result["text"].startswith("## Memory context (mgcp)") and "Is the retry cap right?" in result["text"]
     hits = client.ok("query_lessons", text="unfamiliar API", explain=True)["results"]
     assert hits[0]["id"] == "verify-api" and set(hits[0]["score_parts"]) >= {"relevance", "confidence", "success"}
+
+
+# -- pattern reinforcement --------------------------------------------------------------------------
+
+def test_pattern_reinforcement_runs_on_demand_only_when_forced_while_off(client, db, run):
+    async def seed(store):
+        for i in range(1, 4):
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=["Use pnpm workspaces"])
+    run(db, seed)
+    skipped = client.ok("pattern_reinforcement_run", project_path=PROJECT)
+    assert skipped["ran"] is False and "not enabled" in skipped["reason"] and skipped["run"] is None
+    forced = client.ok("pattern_reinforcement_run", project_path=PROJECT, force=True)
+    assert forced["ran"] is True and forced["run"]["summary"]["patterns"] == 1
+    assert forced["finding"]["header"] == "Recurring" and "3 sessions" in forced["finding"]["question"]
+    [pattern] = run(db, lambda s: s.patterns.list())
+    assert pattern.reinforcement_count == 3

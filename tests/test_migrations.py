@@ -38,6 +38,10 @@ def test_blank_database_gets_exact_columns(db):
                                               "notes", "active_files", "todos", "recent_decisions",
                                               "catalogue_hash", "catalogue_delta"]
     assert columns(db, "rem_state")[:2] == ["project_id", "operation"]
+    assert columns(db, "reinforced_patterns") == ["id", "cluster_key", "category", "text", "lesson_id", "canonical",
+                                                  "reinforcement_count", "last_reinforced_at", "derived_from",
+                                                  "derived_via", "created_at", "updated_at"]
+    assert columns(db, "decision_observations") == ["project_id", "session_number", "decision", "observed_at"]
 
 
 def test_migrating_twice_changes_nothing(db):

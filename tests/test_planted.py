@@ -4,7 +4,8 @@ import pytest
 
 from mgcp import engine
 from mgcp.config import OPERATIONS, parse_config
-from planted import DECISION_STARTS, EXPECTED, PROJECT, STALE_TODO, THEME, build, lesson_subject
+from planted import (DECISION_STARTS, EXPECTED, PROJECT, RECURRING_DECISION, STALE_TODO, THEME, build,
+                     lesson_subject)
 
 CONFIG = parse_config({}, "defaults")
 
@@ -21,11 +22,11 @@ def report(planted, run):
 
 
 def test_no_operation_fails(report):
-    assert [o.error for o in report.operations] == [None] * 5
+    assert [o.error for o in report.operations] == [None] * len(OPERATIONS)
 
 
 def test_lesson_findings_are_exactly_the_planted_ones(report):
-    lesson_kinds = [f for f in report.findings if f.operation != "knowledge_extraction"]
+    lesson_kinds = [f for f in report.findings if f.operation not in ("knowledge_extraction", "pattern_reinforcement")]
     assert {(f.kind, lesson_subject(f)) for f in lesson_kinds} == EXPECTED
     assert len(lesson_kinds) == len(EXPECTED)
 
@@ -38,6 +39,12 @@ def test_extraction_finds_the_theme_the_todo_and_the_decisions(report):
     decisions = sorted(f.data["decision"] for f in extraction if f.kind == "uncaptured_decision")
     assert [d.startswith(s) for d, s in zip(decisions, sorted(DECISION_STARTS))] == [True] * 3
     assert len(extraction) == 5
+
+
+def test_reinforcement_finds_the_decision_stated_in_three_sessions(report):
+    [finding] = [f for f in report.findings if f.operation == "pattern_reinforcement"]
+    assert finding.kind == "reinforced_draft" and finding.data["text"].startswith(RECURRING_DECISION)
+    assert finding.data["count"] == 3
 
 
 def test_duplicate_similarities_fall_in_their_bands(report):

@@ -17,7 +17,7 @@ import pytest
 from clihelp import mgcp
 from conftest import ROOT, dump
 from mgcp import engine
-from mgcp.config import OPERATIONS, parse_config
+from mgcp.config import OPERATIONS, SHARED_OPERATIONS, parse_config
 from mgcp.errors import SettledError
 from mgcp.persistence.store import Store
 from planted import PROJECT, build
@@ -149,7 +149,7 @@ def test_a_projects_queue_never_shows_another_projects_findings(db, run):
         mine = run(db, lambda s: s.context.known_project(project)).project_id
         queue = run(db, lambda s: engine.pending_findings(s, project))
         assert queue and all(f.project_id == mine or f.operation in
-                             ("staleness_scan", "duplicate_detection", "community_detection") for f in queue)
+                             SHARED_OPERATIONS for f in queue)
 
 
 def test_answering_the_last_finding_of_one_project_never_hands_over_another(db, run):

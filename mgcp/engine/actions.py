@@ -292,14 +292,59 @@ async def _apply_all(store, config, finding, text, selection):
     return f"{BULK_WORDS[action]}: {done} done{left}", {"done": done, "skipped": skipped}
 
 
+async def _supersede_duplicates(store, config, finding, text, selection):
+    """A reinforced lesson's older copies merged into it, one by one, as one action."""
+    canonical = finding.data["canonical"]
+    merged = []
+    for other in finding.data["others"]:
+        pair = finding.model_copy(update={"data": {"canonical": canonical, "other": other}})
+        await _merge(store, config, pair, text, selection)
+        merged.append(other)
+    return (f"superseded {', '.join(merged)} by {canonical} (their tags, examples and links merged in)",
+            {"canonical": canonical, "superseded": merged})
+
+
+async def _archive_one(store, finding, which: str):
+    lesson_id = finding.data[which]
+    kept = finding.data["newer" if which == "older" else "older"]
+    await store.lessons.set_lifecycle(lesson_id, LessonStatus.archived,
+                                      reason=f"REM contradiction: {kept} kept instead")
+    return f"archived {lesson_id}; {kept} stays (undo restores it)", {"archived": lesson_id, "kept": kept}
+
+
+async def _archive_older(store, config, finding, text, selection):
+    return await _archive_one(store, finding, "older")
+
+
+async def _archive_newer(store, config, finding, text, selection):
+    return await _archive_one(store, finding, "newer")
+
+
+async def _refine_one(store, config, finding, text, selection):
+    """Input "ID: new action" (or "1: ..." for the older, "2: ..." for the newer)."""
+    pair = [finding.data["older"], finding.data["newer"]]
+    target, _, action = (text or "").partition(":")
+    target = target.strip()
+    if target.isdigit() and 1 <= int(target) <= 2:
+        target = pair[int(target) - 1]
+    if target not in pair or not action.strip():
+        raise InvalidInputError(f'give the lesson and its new action: "{pair[0]}: ..." or "{pair[1]}: ..."')
+    await store.lessons.refine(target, reason="REM contradiction: reviewed and refined",
+                               action=check_text("action", action))
+    return f"refined {target} with a new action", {"refined": target}
+
+
 ACTIONS = {
     "archive": _archive, "delete": _delete, "update_trigger": _update_trigger, "refine": _refine,
     "keep": _reject, "keep_both": _reject, "project_specific": _reject, "merge": _merge,
     "apply_all": _apply_all, "delete_one": _delete_one, "link_all": _link_all, "link_subset": _link_subset,
     "link_suggested": _link_suggested, "draft_lesson": _draft_lesson, "close_todo": _close_todo,
     "drop_todo": _drop_todo,
+    "supersede_duplicates": _supersede_duplicates, "archive_older": _archive_older,
+    "archive_newer": _archive_newer, "refine_one": _refine_one,
 }
 OPTIONAL_INPUT = {"draft_lesson"}
+MERGING = ("merge", "supersede_duplicates")
 
 
 async def _confirm(store, config, finding, text, selection):
@@ -320,11 +365,16 @@ ACTIONS["confirm"] = _confirm
 def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | None) -> str | None:
     """Why --auto may apply the finding's recommended option, or None when a person must decide.
 
-    Auto never deletes, never drafts lessons from extraction, and merges only at or above
-    auto_merge_threshold; links are safe (additive, undoable)."""
+    Auto never deletes, never drafts lessons from extraction, never answers a contradiction, and
+    merges only at or above auto_merge_threshold, or copies whose actions are equal once
+    normalized (pattern reinforcement); links are safe (additive, undoable)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
+    if finding.operation == "contradiction_scan":
+        return None  # which of two opposite rules holds is a person's decision
+    if option.action == "supersede_duplicates" and finding.data.get("normalized_equal"):
+        return "the copies' actions are equal once normalized"
     if option.action == "merge":
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))
@@ -343,7 +393,7 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     applied, left, settled = [], [], []
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
-    for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action == "merge"):
+    for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action in MERGING):
         why = auto_decision(finding, config, project_path)
         entry = AutoResult(id=finding.id, kind=finding.kind, title=finding.title,
                            option=finding.options[finding.recommended - 1].label)

@@ -45,12 +45,12 @@ def check_operations(names: list[str] | None) -> list[str] | None:
 
 def schedules(config: RemConfig, project_path: str, state: dict[str, dict], session: int) -> list[OperationSchedule]:
     last_runs = {op: row.get("last_run_session") for op, row in state.items()}
+    settings = config.for_project(project_path)
     return [
         OperationSchedule(operation=op, strategy=strategy, params=params, last_run_session=last,
                           last_run_timestamp=state.get(op, {}).get("last_run_timestamp"),
-                          next_due_session=due_at, due=due)
-        for op, strategy, params, last, due_at, due in schedule.plan(config.for_project(project_path),
-                                                                     last_runs, session)
+                          next_due_session=due_at, due=due, enabled=settings[op].get("enabled", True) is not False)
+        for op, strategy, params, last, due_at, due in schedule.plan(settings, last_runs, session)
     ]
 
 
@@ -424,10 +424,63 @@ async def _summary(store, project, settings, inputs):
                 "to_session": result.to_session}, ("write_context_summary", write)
 
 
+async def _patterns(store, project, settings, inputs):
+    from mgcp.operations import pattern_reinforcement
+
+    # the active lessons the cycle shares, and the superseded copies (they count as members)
+    lessons = await inputs.lessons() + await store.lessons.list(status="superseded")
+    observed = pattern_reinforcement.Observations(settings.get("categories", ()))
+    decisions = await store.patterns.decision_observations()
+    await asyncio.to_thread(observed.add_decisions, decisions)
+    async for page in store.patterns.history_pages():  # never the whole history in memory
+        await asyncio.to_thread(observed.add_history, page)
+    existing = await store.patterns.all()
+    paths = await store.patterns.project_paths()
+    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed, existing, settings, utcnow(),
+                                     paths)
+    summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
+               "snapshots": observed.snapshots, "decision_observations": len(decisions)}
+    if not result.patterns:
+        return result.findings, summary, None
+
+    async def write(run_id):
+        await store.patterns.save(result.patterns)
+
+    return result.findings, summary, ("write_reinforced_patterns", write)
+
+
+async def _contradictions(store, project, settings, inputs):
+    from mgcp.operations import contradiction_scan
+
+    active = await inputs.lessons()
+    findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache)
+    return findings, {"lessons": len(active)}, None
+
+
 RUNNERS = {
     "staleness_scan": _staleness,
     "duplicate_detection": _duplicates,
     "community_detection": _communities,
     "knowledge_extraction": _extraction,
     "context_summary": _summary,
+    "pattern_reinforcement": _patterns,
+    "contradiction_scan": _contradictions,
 }
+
+
+async def run_on_demand(store: Store, config: RemConfig, project_path: str, operation: str,
+                        force: bool = False, progress: Progress | None = None) -> tuple[RemRun | None, str]:
+    """Run one operation when it is due (enabled and its schedule reached), or whatever the
+    schedule says with `force`. Returns (the run or None, why it ran or was skipped)."""
+    check_operations([operation])
+    project = await store.context.known_project(project_path)
+    plan = {p.operation: p for p in schedules(config, project.project_path,
+                                              await store.rem.state(project.project_id), project.session_count)}
+    item = plan[operation]
+    if not force and not item.due:
+        why = (f"{operation} is not enabled (rem-config: enabled: false); force runs it anyway" if not item.enabled
+               else f"{operation} is not due until session {item.next_due_session} "
+                    f"(now {project.session_count}); force runs it anyway")
+        return None, why
+    result = await run(store, config, project_path, [operation], progress=progress)
+    return result, "forced" if force and not item.due else "due"

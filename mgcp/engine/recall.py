@@ -39,7 +39,7 @@ def _recall(path: str, config: RemConfig, project_path: str | None, task: str, m
     try:
         reader = recall_data.Reader(conn)
         result = assembly.build(reader, project_path, budget, match=match, weights=config.ranking,
-                                shares=config.recall["shares"])
+                                shares=config.recall["shares"], reinforcement=config.reinforcement)
         reader.mark_used(result.lessons, utcnow(), query=task, project_id=result.project_id)
         return result
     finally:

@@ -177,6 +177,11 @@ class Contexts:
                                                                       if t.content in old_todos else now)})
                 for t in todos]
             added = [d for d in dict.fromkeys(decisions or []) if d not in project.recent_decisions]
+            # Each decision stated in a session is an observation, even one the recent decisions
+            # already hold (which leaves the context unchanged): pattern reinforcement counts them.
+            await self.db.conn.executemany(
+                "INSERT OR IGNORE INTO decision_observations (project_id, session_number, decision, observed_at)"
+                " VALUES (?, ?, ?, ?)", [(project.project_id, number, d, now) for d in dict.fromkeys(decisions or [])])
             state = {
                 "notes": project.notes if notes is None else notes,
                 "todos": dumps([t.model_dump() for t in new_todos]),

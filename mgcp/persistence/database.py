@@ -34,6 +34,7 @@ KEYS = {
     "community_runs": ("id",),
     "context_summaries": ("id",),
     "lesson_traits": ("lesson_id", "version"),
+    "reinforced_patterns": ("id",),
 }
 
 
@@ -204,6 +205,28 @@ class Database:
             await self.insert(table, {**key, **values})
         else:
             await self.update(table, key, values)
+
+    async def upsert_many(self, table: str, rows: list[dict]) -> None:
+        """Insert or replace whole rows of a table keyed by one column, in a few statements; inside
+        `recording()` each row's before and after image is captured as `insert`/`update` would.
+        Each row must name every column (its after image is the row as given)."""
+        (key,) = KEYS[table]
+        current: dict = {}
+        for start in range(0, len(rows), 500):  # SQLite's limit on bound parameters
+            chunk = [r[key] for r in rows[start:start + 500]]
+            found = await self.fetchall(f"SELECT * FROM {table} WHERE {key} IN ({','.join('?' * len(chunk))})", chunk)
+            current.update({r[key]: dict(r) for r in found})
+        if not rows:
+            return
+        cols = list(rows[0])
+        await self.conn.executemany(
+            f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [[r[c] for c in cols] for r in rows])
+        if self._changes is not None:
+            for r in rows:
+                before = current.get(r[key])
+                if before != r:
+                    self._changes.append({"table": table, "key": {key: r[key]}, "before": before, "after": dict(r)})
 
     # -- undo -----------------------------------------------------------------------------------
 

@@ -56,6 +56,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "project_contexts": ("project_id",),
     "context_history": ("id",),
     "project_sessions": ("project_id", "session_number"),  # the order the sessions were seen
+    "decision_observations": ("project_id", "session_number", "decision"),
+    "reinforced_patterns": ("id",),
     "query_log": ("id",),
     "rem_state": ("project_id", "operation"),
     "rem_runs": ("id",),
@@ -84,6 +86,7 @@ OWNERS = {
     "lesson_outcome_stats": ("lessons", "lesson_id"),
     "context_history": ("project_contexts", "project_id"),
     "project_sessions": ("project_contexts", "project_id"),
+    "decision_observations": ("project_contexts", "project_id"),
     "rem_state": ("project_contexts", "project_id"),
     "context_summaries": ("project_contexts", "project_id"),
     "rem_actions": ("rem_findings", "finding_id"),

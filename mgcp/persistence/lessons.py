@@ -348,13 +348,14 @@ class Lessons:
         return [(lesson, score) for lesson, score, _ in await self.ranked(text, limit, project_id)]
 
     async def ranked(self, text: str, limit: int = 10, project_id: str | None = None,
-                     weights: dict | None = None) -> list[tuple[Lesson, float, dict]]:
+                     weights: dict | None = None, reinforcement: dict | None = None) -> list[tuple[Lesson, float, dict]]:
         """Active lessons for a situation, best first, each with its score and the score's parts
         (mgcp.ranking: text relevance with confidence, use, success rate, importance and tier).
         The candidates are the CANDIDATES_PER_RESULT x `limit` (at least MIN_CANDIDATES) best text
         matches (FTS5 BM25; trigger and action weigh twice as much as the rationale and the tags:
         measured on benchmarks/quality). Each returned lesson's usage count and last_used advance,
-        and the query is logged for the staleness scan."""
+        and the query is logged for the staleness scan. `reinforcement` (the config's, when its boost
+        is on) adds the boost of reinforced lessons (`ranking.boosted`)."""
         match = self.match_expression(text)
         candidates = await self.db.fetchall(SEARCH, [match, max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)])
         best = max((float(r["relevance"]) for r in candidates), default=0.0)
@@ -365,7 +366,7 @@ class Lessons:
                 relevance=float(row["relevance"]) / best if best > 0 else 0.0, confidence=row["confidence"],
                 usage_count=row["usage_count"], helped=row["helped"], failed=row["failed"],
                 importance=importance, tier=ranking.tier("active", row["helped"], row["usage_count"]))
-            parts = ranking.parts(signal, weights)
+            parts = ranking.boosted(ranking.parts(signal, weights), row["reinforcement_count"], reinforcement)
             scored.append((ranking.total(parts), row["id"], parts, importance))
         scored.sort(key=lambda item: ranking.order_key(item[0], item[3], item[1]))
         scored = scored[:limit]

@@ -16,7 +16,8 @@ from mgcp.persistence.sessions import FIND_PROJECT, find_params
 # The lesson columns ranking needs, and the joins that bring kind, confidence and outcomes.
 RANKED_COLUMNS = """l.id, l.trigger, l.action, l.rationale, l.tags, l.usage_count, l.version,
     l.last_refined, COALESCE(t.kind, 'pattern') AS kind, COALESCE(t.confidence, 0.8) AS confidence,
-    COALESCE(s.helped, 0) AS helped, COALESCE(s.failed, 0) AS failed"""
+    COALESCE(s.helped, 0) AS helped, COALESCE(s.failed, 0) AS failed,
+    (SELECT max(p.reinforcement_count) FROM reinforced_patterns p WHERE p.lesson_id = l.id) AS reinforcement_count"""
 RANKED_JOINS = """LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version = l.version
     LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
     LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id"""

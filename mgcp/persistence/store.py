@@ -1,7 +1,7 @@
 """The async store: lessons, context and REM state in one SQLite database.
 
 `Store` composes three plain classes over one `Database` (connection and transactions):
-`store.lessons`, `store.context` and `store.rem`. Open it with
+`store.lessons`, `store.context`, `store.rem` and `store.patterns`. Open it with
 `async with Store.open(path) as store:`; the database is checked and upgraded by the sync migration
 runner first. Writes that belong together share `store.transaction()` (nested blocks are
 savepoints).
@@ -13,12 +13,14 @@ import json
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
-from mgcp.models import LessonStatus
+from mgcp.models import Lesson, LessonStatus
 from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
 from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.outcomes import Outcomes
+from mgcp.persistence.patterns import Patterns
 from mgcp.persistence.rem import RemLedger
+
 
 
 def _lesson_of(change: dict) -> str | None:
@@ -37,6 +39,7 @@ class Store:
         self.context = Contexts(db)
         self.rem = RemLedger(db)
         self.outcomes = Outcomes(db)
+        self.patterns = Patterns(db)
 
     @classmethod
     @asynccontextmanager
@@ -103,10 +106,11 @@ class Store:
         return await self.lessons.query(text, limit, project.project_id if project else None)
 
     async def ranked(self, text: str, limit: int = 10, project_path: str | None = None,
-                     weights: dict | None = None):
+                     weights: dict | None = None, reinforcement: dict | None = None):
         """Lessons for a situation with their score parts (see Lessons.ranked)."""
         project = await self.context.find_project(project_path) if project_path else None
-        return await self.lessons.ranked(text, limit, project.project_id if project else None, weights)
+        return await self.lessons.ranked(text, limit, project.project_id if project else None, weights,
+                                         reinforcement)
 
     async def count(self, table: str) -> int:
         return (await self.db.fetchone(f"SELECT count(*) FROM {table}"))[0]

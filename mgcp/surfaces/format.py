@@ -39,7 +39,10 @@ def score_parts(parts: dict, weights: dict) -> str:
     """`--explain`: each part of a ranking score, as weight x signal."""
     shown = []
     for name, value in parts.items():
-        weight = weights.get(name, 0.0)
+        if name not in weights:  # an added part such as the reinforcement boost
+            shown.append(f"{name} {value:.3f}")
+            continue
+        weight = weights[name]
         signal = value / weight if weight else 0.0
         shown.append(f"{name} {value:.3f} (= {weight:g} x {signal:.2f})")
     return "  score parts: " + ", ".join(shown)
@@ -119,7 +122,7 @@ def rem_status(s: RemStatus) -> str:
     lines.append(f"  {'operation':22} {'strategy':12} {'last run':>8} {'next due':>8}  due")
     for op in s.operations:
         lines.append(f"  {op.operation:22} {op.strategy:12} {op.last_run_session:>8} {op.next_due_session:>8}  "
-                     + ("yes" if op.due else "no"))
+                     + ("yes" if op.due else "no" if op.enabled else "no (off: enabled: false)"))
     lines.append("")
     lines.append(f"  {s.pending_findings} finding(s) pending review"
                  + (" - run `mgcp rem review`" if s.pending_findings else ""))
@@ -186,4 +189,38 @@ def rem_report(result: RemReport) -> str:
     lines.append(f"{len(result.pending)} finding(s) waiting for review"
                  + (" - run `mgcp rem review`:" if result.pending else "."))
     lines += [f"  {f.id}  {f.operation:20} {f.title}" for f in result.pending]
+    return "\n".join(lines)
+
+
+# -- reinforced patterns ----------------------------------------------------------------------------
+
+def patterns(found) -> str:
+    if not found:
+        return "no reinforced patterns (pattern_reinforcement has not found any yet)"
+    lines = [f"Reinforced patterns ({len(found)}):"]
+    for p in found:
+        lesson = f", lesson {p.lesson_id}" if p.lesson_id else ", no lesson holds it"
+        lines.append(f"[{p.reinforcement_count}x] {p.id} ({p.category}{lesson}, "
+                     f"last reinforced {p.last_reinforced_at})")
+        lines.append("    " + textwrap.shorten(p.text, 110, placeholder="…"))
+    return "\n".join(lines)
+
+
+def pattern_explanation(e) -> str:
+    p = e.pattern
+    lines = [f"Pattern: {p.id}", field("count", str(p.reinforcement_count)),
+             field("last", p.last_reinforced_at + " (last reinforced)"), field("category", p.category),
+             field("via", p.derived_via), field("canonical", p.canonical)]
+    if p.lesson_id:
+        lines.append(field("lesson", f"{p.lesson_id} ({e.lesson_status or 'missing'})"))
+    lines += ["", "Canonical text:", "  " + e.canonical_text, "", f"Derived from ({len(e.sources)}):"]
+    for s in e.sources:
+        if "lesson" in s:
+            lines.append(f"  - lesson {s['lesson']} ({s.get('status', '?')}"
+                         + (f", added {s['created_at']}" if s.get("created_at") else "") + ")")
+        else:
+            lines.append(f"  - session {s['session']} of {s['project']}")
+    if p.category == "lesson":
+        lines += ["", f"Superseded members ({len(e.members)}):"]
+        lines += [f"  - {m.id} (superseded {m.superseded_at})" for m in e.members] or ["  (none)"]
     return "\n".join(lines)

@@ -108,7 +108,8 @@ def _recall(conn, cwd: str, budget: int, rem_config, payload: dict) -> str | Non
 
         reader = recall_data.Reader(conn)
         result = recall.build(reader, cwd, budget, weights=rem_config.ranking,
-                              shares=rem_config.recall["shares"], errors=False)
+                              shares=rem_config.recall["shares"], errors=False,
+                              reinforcement=rem_config.reinforcement)
         if result.lessons:
             reader.mark_used(result.lessons, utcnow())
         has_content = result.lessons or result.sections.get("state")

@@ -20,10 +20,12 @@ HEADERS = {
     "orphan": "Orphan", "stale_unused": "Unused", "popular_unrefined": "Needs update",
     "unmatched_trigger": "Old trigger", "theme": "New lesson", "uncaptured_decision": "Decision",
     "stale_todo": "Old todo", "summary": "Many more",
+    "reinforced_duplicates": "Reinforced", "reinforced_draft": "Recurring", "contradiction": "Contradicts",
 }
 OPERATION_HEADERS = {
     "staleness_scan": "Stale", "duplicate_detection": "Duplicate", "community_detection": "Links",
     "knowledge_extraction": "Extraction", "context_summary": "Summary",
+    "pattern_reinforcement": "Pattern", "contradiction_scan": "Contradicts",
 }
 HEADERS.update({"failure_streak": "Failing", "speculative_unconfirmed": "Speculative"})
 MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
@@ -129,6 +131,7 @@ class Tools:
                            "get_context_at_session", "list_lessons", "get_lesson",
                            "lesson_stats"})
     NAMES += ("lesson_outcome", "recall", "lesson_stats")
+    NAMES += ("pattern_reinforcement_run",)
 
     def __init__(self, service: Service):
         self.service = service
@@ -189,9 +192,10 @@ class Tools:
         with confidence, use and success rate). Call it before starting unfamiliar work. Each
         returned lesson counts as retrieved (usage count, last used), and the query is logged for
         REM's staleness scan. Returns {"results": [lesson + score (+ score_parts)]}."""
-        weights = self.service.rem_config().ranking
+        cfg = self.service.rem_config()
         results = await self.service.run(
-            lambda s: s.ranked(text, limit, _path(project_path) if project_path else None, weights), create=False)
+            lambda s: s.ranked(text, limit, _path(project_path) if project_path else None, cfg.ranking,
+                               cfg.reinforcement), create=False)
         return {"results": [{"score": round(score, 4), **({"score_parts": parts} if explain else {}),
                              **to_jsonable(lesson)} for lesson, score, parts in results]}
 
@@ -315,7 +319,8 @@ class Tools:
         project_path: ProjectPath,
         operations: Annotated[list[str] | None, Field(description=(
             "Operations to run even if not due: staleness_scan, duplicate_detection, "
-            "community_detection, knowledge_extraction, context_summary. Omit to run what is due."))] = None,
+            "community_detection, knowledge_extraction, context_summary, pattern_reinforcement, "
+            "contradiction_scan. Omit to run what is due."))] = None,
     ) -> dict[str, Any]:
         """Run a REM consolidation cycle (the due operations, or the named ones) and start the review.
         Returns {"run": summary, "finding": the first pending finding or null, "remaining": how many
@@ -448,3 +453,39 @@ class Tools:
         from mgcp.engine.outcomes import stats
 
         return await self.service.run(stats, create=False)
+
+    # -- pattern reinforcement ----------------------------------------------------------------------
+
+    async def pattern_reinforcement_run(
+        self,
+        project_path: ProjectPath,
+        force: Annotated[bool, Field(description="Run even when the operation is off or not due.")] = False,
+    ) -> dict[str, Any]:
+        """Run pattern reinforcement now: what recurred across sessions (lessons added again,
+        decisions, note sentences) becomes reinforced patterns with counts and provenance. It runs
+        when enabled and due; force runs it regardless. Returns {"ran", "reason", "run": summary or
+        null, "finding": the first pending finding or null, "remaining", "message"}."""
+        from mgcp import engine
+
+        path = _path(project_path)
+        cfg = self.service.rem_config()
+
+        async def work(store):
+            result, why = await engine.run_on_demand(store, cfg, path, "pattern_reinforcement", force,
+                                                     progress=self.service.log)
+            return result, why, await engine.next_finding(store, path)
+
+        result, why, step = await self.service.run(work)
+        if result is None:
+            return {"ran": False, "reason": why, "run": None, **self._step(step),
+                    "message": f"pattern_reinforcement did not run: {why}"}
+        report = result.report
+        op = report.operations[0]
+        message = (f"pattern_reinforcement ran ({why}) in run {report.run_id}: {op.summary.get('patterns', 0)} "
+                   f"pattern(s), {op.summary.get('written', 0)} written, {op.findings} new finding(s)"
+                   + (f"; FAILED: {op.error}" if op.error else ""))
+        return {"ran": True, "reason": why,
+                "run": {"run_id": report.run_id, "session_number": report.session_number,
+                        "duration_ms": report.duration_ms, "summary": op.summary, "new_findings": op.findings,
+                        **({"error": op.error} if op.error else {})},
+                **self._step(step), "message": message}

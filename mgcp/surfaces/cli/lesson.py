@@ -5,7 +5,8 @@ from typing import Annotated, Optional
 import typer
 
 from mgcp.errors import InvalidInputError
-from mgcp.surfaces.cli.app import Db, Json, Project, echo, noun, note, print_json, project_path, with_store
+from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config, noun, note, print_json, project_path,
+                                   with_store)
 
 lesson_app = noun("lesson", "Add, refine, find and link lessons (every version is kept).")
 LessonId = Annotated[str, typer.Argument(metavar="ID")]
@@ -155,7 +156,7 @@ def link(source: Annotated[str, typer.Argument(metavar="A")],
 def query(text: Annotated[str, typer.Argument(metavar="TEXT")],
           limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 5,
           explain: Annotated[bool, typer.Option("--explain", help="Show each result's score parts.")] = False,
-          project: Project = None, db: Db = None, json: Json = False):
+          project: Project = None, config: Config = None, db: Db = None, json: Json = False):
     """Find the lessons most relevant to a situation, ranked by relevance, confidence, use and success
     (counts as a retrieval; the query is logged).
 
@@ -164,8 +165,9 @@ def query(text: Annotated[str, typer.Argument(metavar="TEXT")],
     from mgcp.surfaces.cli.app import load_config
 
     path = project_path(project)
-    weights = load_config(None).ranking
-    results = with_store(db, lambda s: s.ranked(text, limit, path, weights), create=False)
+    cfg = load_config(config)
+    weights = cfg.ranking
+    results = with_store(db, lambda s: s.ranked(text, limit, path, weights, cfg.reinforcement), create=False)
     if json:
         return print_json([{"score": round(score, 4), **({"score_parts": parts} if explain else {}),
                             **lesson.model_dump(mode="json")} for lesson, score, parts in results])

@@ -1,0 +1,382 @@
+"""pattern_reinforcement: what keeps coming back across sessions becomes one reinforced pattern.
+
+Observations, clustered by `category::normalized text` (mgcp.reinforcement.cluster_key), for the
+configured `categories`:
+
+- `lesson`: each active or superseded lesson, by its action (a lesson added again is a second
+  member). Archived and deleted lessons are left out.
+- `decision`: each (project, session) that stated the decision: recorded as saved
+  (`decision_observations`), or, for history saved before that was recorded, the session whose
+  snapshot first holds it (a decision carried over from save to save is observed once).
+- `note`: each (project, session) whose notes were written anew (they differ from the project's
+  previous snapshot) and hold the sentence; sentences of fewer than NOTE_MIN_WORDS topical words
+  are too slight to be a pattern.
+
+The history is gathered page by page (`Observations`): the sessions of each decision and sentence
+are kept, never the snapshots. A cluster of at least `min_count` members (clamped to 2..1000) is a
+pattern. Its canonical is the most recent active lesson (lessons), or the most recent source
+(decisions, notes); it is stamped with `reinforcement_count` (the cluster's size),
+`last_reinforced_at`, `derived_from` (every member's source, oldest first) and
+`derived_via = "pattern-reinforcement"`. The pattern reinforces a lesson: the canonical lesson, or
+for a decision or note the lesson holding it (its normalized action equal, else at least HELD of
+its keywords in the lesson's trigger, action and tags: how knowledge extraction judges a decision
+captured).
+
+Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
+nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,
+lesson) is rewritten when the membership changed, at the same count. Those refresh writes are the
+expected cost of accurate provenance, not drift.
+
+Findings (at most `max_findings` of each kind, see `mgcp.operations.cap`):
+- `reinforced_duplicates`: a lesson pattern whose older members are still active. Recommended
+  "supersede_duplicates": each older copy is merged into the canonical (the undoable merge path;
+  `--auto` may apply it, as the texts are equal once normalized). Also keep, skip.
+- `reinforced_draft`: a decision or note pattern that no lesson holds, naming its count and
+  sessions. Recommended "draft_lesson"; also project_specific, skip.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from array import array
+from dataclasses import dataclass, field
+from itertools import chain
+
+from mgcp import text
+from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
+from mgcp.operations import cap, fingerprint, subject_identity, subject_of
+from mgcp.reinforcement import DERIVED_VIA, cluster_key, min_count, normalize, pattern_id
+
+OPERATION = "pattern_reinforcement"
+NOTE_MIN_WORDS = 3
+HELD = 0.6  # share of a decision's or note's keywords one lesson must hold to hold it
+MAX_SESSIONS_SHOWN = 12
+
+
+@dataclass
+class _Member:
+    ref: str      # "lesson:<id>" or "session:<project id>:<session number>"
+    at: str       # when it was observed (ISO)
+    text: str     # the surface text
+    lesson: Lesson | None = None
+    project_id: str | None = None
+    session: int | None = None
+
+
+@dataclass
+class Result:
+    patterns: list[ReinforcedPattern] = field(default_factory=list)  # new or changed: to write
+    findings: list[RemFinding] = field(default_factory=list)
+    clusters: int = 0      # clusters at or above min_count
+    unchanged: int = 0     # patterns found exactly as stored
+
+
+def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, ReinforcedPattern], settings: dict,
+        now: str, project_paths: dict[str, str] | None = None) -> Result:
+    """`observed`: the decisions and notes of the context history (see `Observations`);
+    `existing`: the stored patterns by cluster key."""
+    categories = set(settings.get("categories", ["lesson", "decision", "note"]))
+    needed = min_count(settings.get("min_count", 3))
+    clusters: dict[str, list[_Member]] = defaultdict(list)
+    if "lesson" in categories:
+        _lesson_members(lessons, clusters)
+    clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
+    active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
+    holders = _Holders(active)
+    result = Result()
+    paths = project_paths or {}
+    drafts: list[ReinforcedPattern] = []
+    for key in sorted(clusters):
+        members = clusters[key] if clusters[key] is not None else observed.members(key)
+        if len(members) < needed:
+            continue
+        category = key.split("::", 1)[0]
+        members.sort(key=lambda m: (m.at, m.ref))
+        if category == "lesson":
+            live = [m for m in members if m.lesson.status == LessonStatus.active]
+            if not live:
+                continue  # every copy superseded: the lesson they were merged into carries it
+            canonical = max(live, key=lambda m: (m.lesson.created_at, m.lesson.id))
+            lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
+        else:
+            canonical = members[-1]  # its text: the latest wording of the cluster
+            holder = holders.holding(canonical.text)
+            lesson_id, canonical_ref = (holder.id if holder else None), canonical.ref
+        result.clusters += 1
+        pattern = _stamp(existing.get(key), key, category, canonical.text, lesson_id, canonical_ref,
+                         [m.ref for m in members], now)
+        if pattern is None:
+            result.unchanged += 1
+            pattern = existing[key]
+        else:
+            result.patterns.append(pattern)
+        if category == "lesson":
+            older = [m.lesson for m in live if m is not canonical]
+            if older:
+                result.findings.append(_duplicates_finding(pattern, canonical.lesson, older))
+        elif lesson_id is None:
+            drafts.append(pattern)  # its members are made again only if the review shows it
+    limit = int(settings.get("max_findings", 50))
+    shown: dict[str, int] = defaultdict(int)
+    for pattern in sorted(drafts, key=lambda p: (-p.reinforcement_count, p.cluster_key)):
+        # Beyond what the review shows of a category, a finding only feeds the summary: no draft.
+        shown[pattern.category] += 1
+        full = shown[pattern.category] <= limit
+        members = observed.members(pattern.cluster_key) if full else []
+        result.findings.append(_draft_finding(pattern, members, paths, full=full))
+    result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
+    result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
+    return result
+
+
+def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface: str,
+           lesson_id: str | None, canonical: str, sources: list[str], now: str) -> ReinforcedPattern | None:
+    """The pattern to write for this cluster, or None when the stored one is already exact."""
+    if previous is None:
+        return ReinforcedPattern(
+            id=pattern_id(key), cluster_key=key, category=category, text=surface, lesson_id=lesson_id,
+            canonical=canonical, reinforcement_count=len(sources), last_reinforced_at=now,
+            derived_from=sources, derived_via=DERIVED_VIA, created_at=now, updated_at=now)
+    grew = len(sources) > previous.reinforcement_count
+    fields = {"text": surface, "lesson_id": lesson_id, "canonical": canonical, "derived_from": sources,
+              "derived_via": DERIVED_VIA}
+    if not grew and all(getattr(previous, k) == v for k, v in fields.items()):
+        return None
+    update = {**fields, "updated_at": now}
+    if grew:
+        update.update(reinforcement_count=len(sources), last_reinforced_at=now)
+    return previous.model_copy(update=update)
+
+
+# -- observations --------------------------------------------------------------------------------
+
+def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -> None:
+    for lesson in lessons:
+        if lesson.status not in (LessonStatus.active, LessonStatus.superseded) or not normalize(lesson.action):
+            continue
+        clusters[cluster_key("lesson", lesson.action)].append(
+            _Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+
+
+class Observations:
+    """What the context history says, gathered page by page so that no history is held whole: for
+    each cluster key, the (project, session) pairs that stated the decision or wrote the sentence,
+    and the latest wording of each key; for each pair, when it was first observed. Pairs are
+    numbered and each key keeps an array of numbers: millions of observations stay compact.
+
+    `add_decisions` takes decision observations as saved; `add_history` takes snapshots as
+    (project id, session number, timestamp, notes, recent decisions) tuples, ordered by project
+    then id, each page continuing the last."""
+
+    def __init__(self, categories=("decision", "note")):
+        self.decisions, self.notes = "decision" in categories, "note" in categories
+        self.sessions: dict[str, array] = {}  # key -> numbers of its (project, session) pairs
+        self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
+        self.snapshots = 0
+        self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
+        self._pairs: list[tuple[str, int]] = []
+        self._first_at: list[str] = []
+        self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
+        self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
+        # Histories repeat their sentences: each distinct one is weighed and keyed once.
+        self._note_key = text.Memo(lambda sentence: cluster_key("note", sentence)
+                                   if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
+
+    @classmethod
+    def of(cls, history: list[tuple], decisions: list[dict], categories=("decision", "note")) -> "Observations":
+        observed = cls(categories)
+        observed.add_decisions(decisions)
+        observed.add_history(history)
+        return observed
+
+    def _pair(self, project_id: str, session: int, at: str) -> int:
+        number = self._number.get((project_id, session))
+        if number is None:
+            number = self._number[(project_id, session)] = len(self._pairs)
+            self._pairs.append((project_id, session))
+            self._first_at.append(at)
+        return number
+
+    def _add(self, key: str, number: int, at: str, surface: str) -> None:
+        found = self.sessions.get(key)
+        if found is None:
+            found = self.sessions[key] = array("l")
+        if not found or found[-1] != number:  # the same session again (its next save) adds nothing
+            found.append(number)
+        if key not in self.wording or at >= self.wording[key][0]:
+            self.wording[key] = (at, surface)
+
+    def add_decisions(self, rows: list[dict]) -> None:
+        """Decisions as saved: ({project_id, session_number, decision, observed_at})."""
+        if not self.decisions:
+            return
+        for row in rows:
+            key = self._decision_key[row["decision"]]
+            if key:
+                at = row["observed_at"]
+                self._add(key, self._pair(row["project_id"], row["session_number"], at), at, row["decision"])
+
+    def add_history(self, rows: list[tuple]) -> None:
+        """Snapshots: a decision counts where it enters the recent decisions (one carried from save
+        to save is observed once); a note's sentences count where the notes were written anew."""
+        project, notes_before, held_before = self._previous
+        for project_id, session, at, notes, decisions in rows:
+            self.snapshots += 1
+            same_project = project_id == project
+            held = frozenset(decisions)
+            number = None
+            if self.decisions and (held != held_before or not same_project):
+                for decision in decisions:
+                    key = self._decision_key[decision]
+                    if key and not (same_project and decision in held_before):
+                        number = self._pair(project_id, session, at) if number is None else number
+                        self._add(key, number, at, decision)
+            if self.notes and notes and not (same_project and notes == notes_before):
+                for sentence in text.sentences(notes):
+                    key = self._note_key[sentence]
+                    if key is not None:
+                        number = self._pair(project_id, session, at) if number is None else number
+                        self._add(key, number, at, sentence)
+            project, notes_before, held_before = project_id, notes, held
+        self._previous = (project, notes_before, held_before)
+
+    def keys(self, needed: int, categories) -> list[str]:
+        """The cluster keys of at least `needed` sessions, in the given categories."""
+        return [key for key, found in self.sessions.items()
+                if len(found) >= needed and key.split("::", 1)[0] in categories and len(set(found)) >= needed]
+
+    def members(self, key: str) -> list["_Member"]:
+        surface = self.wording[key][1].strip()
+        out = []
+        for number in dict.fromkeys(self.sessions[key]):
+            project_id, session = self._pairs[number]
+            out.append(_Member(f"session:{project_id}:{session}", self._first_at[number], surface,
+                               project_id=project_id, session=session))
+        return out
+
+
+class _Holders:
+    """Which active lesson holds a text: the most recent whose normalized action equals it, else the
+    one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
+    the most recent among equals (how knowledge extraction judges a decision captured)."""
+
+    def __init__(self, active: list[Lesson]):
+        self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
+        self.equal: dict[str, Lesson] = {}
+        postings: dict[str, set[int]] = defaultdict(set)
+        tokens = text.Memo(text.content_tokens)  # tag lists repeat
+        for number, lesson in enumerate(self.lessons):
+            self.equal.setdefault(_full(lesson.action), lesson)
+            for word in chain(text.content_tokens(lesson.trigger + " " + lesson.action), tokens[" ".join(lesson.tags)]):
+                postings[word].add(number)
+        self.postings = dict(postings)
+
+    def holding(self, surface: str) -> Lesson | None:
+        if _full(surface) in self.equal:
+            return self.equal[_full(surface)]
+        sets = sorted((self.postings.get(w, _NONE) for w in set(text.keywords(surface))), key=len)
+        if not sets:
+            return None
+        need = math.ceil(HELD * len(sets) - 1e-9)
+        # A lesson holding `need` of the words holds one of the len - need + 1 rarest; the counting
+        # is set intersections and a Counter (C loops), never a Python loop over a common word.
+        candidates = set().union(*sets[:len(sets) - need + 1])
+        if not candidates:
+            return None
+        counts = Counter(chain.from_iterable(candidates & s for s in sets))
+        best = max(counts.values())
+        if best < need:
+            return None
+        return self.lessons[min(n for n, c in counts.items() if c == best)]  # the most recent
+
+
+_NONE: frozenset = frozenset()
+
+
+def _full(value: str) -> str:
+    """Normalized like a cluster key, without the length limit."""
+    return " ".join((value or "").strip().lower().split())
+
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _duplicates_finding(pattern: ReinforcedPattern, canonical: Lesson, older: list[Lesson]) -> RemFinding:
+    subject = subject_of(canonical, *older)
+    lines = [f'The same lesson was added {pattern.reinforcement_count} times (pattern {pattern.id}):',
+             f'"{text.shorten(canonical.action, 200)}"', "",
+             f'Most recent active copy (kept): "{canonical.id}" - {text.shorten(canonical.trigger, 100)}',
+             "Older active copies:"]
+    lines += [f'- "{lesson.id}" - {text.shorten(lesson.trigger, 100)} (added {lesson.created_at[:10]})'
+              for lesson in older]
+    lines += ["", f'Superseding them keeps "{canonical.id}" (tags, examples and links merged in).']
+    options = [
+        FindingOption(label=f"Supersede the {len(older)} older cop{'y' if len(older) == 1 else 'ies'}",
+                      action="supersede_duplicates",
+                      description=f'Mark each older copy superseded by "{canonical.id}"; one undo takes it back'),
+        FindingOption(label="Keep them all", action="keep",
+                      description="Remember this answer; not raised again unless one of them changes"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="reinforced_duplicates",
+        title=f'Lesson added {pattern.reinforcement_count} times: "{text.shorten(canonical.action, 70)}"',
+        description="\n".join(lines), options=options, recommended=1,
+        data={"pattern": pattern.id, "category": "lesson", "count": pattern.reinforcement_count,
+              "canonical": canonical.id, "others": [lesson.id for lesson in older],
+              "normalized_equal": True,
+              "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
+                                      "created_at": lesson.created_at, "version": lesson.version}
+                          for lesson in (canonical, *older)}},
+        subject=subject, fingerprint=fingerprint(OPERATION, "reinforced_duplicates", subject_identity(subject)))
+
+
+def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: dict[str, str],
+                   full: bool = True) -> RemFinding:
+    """`full` False: only what a summary of the findings beyond the cap reads (kind, title, count)."""
+    category, said, count = pattern.category, pattern.text, pattern.reinforcement_count
+    noun = "decision" if category == "decision" else "note"
+    title = f'{noun.capitalize()} recurring in {count} sessions, no lesson holds it: "{text.shorten(said, 60)}"'
+    fingerprint_ = fingerprint(OPERATION, "reinforced_draft", pattern.cluster_key)
+    if not full:
+        return RemFinding(operation=OPERATION, kind="reinforced_draft", title=title, description="", options=[],
+                          data={"pattern": pattern.id, "category": category, "count": count},
+                          fingerprint=fingerprint_)
+    by_project: dict[str, list[int]] = defaultdict(list)
+    for member in members:
+        by_project[member.project_id].append(member.session)
+    where = "; ".join(f"{paths.get(pid, pid)}: sessions {_numbers(sorted(set(s)))}" for pid, s in by_project.items())
+    words = [w for w in text.tokenize(said) if w not in text.STOP_WORDS | text.CODING_STOP_WORDS][:6]
+    draft = {
+        "id": text.slug(said),
+        "trigger": ("When deciding about " if category == "decision" else "When working on ") + " ".join(words),
+        "action": said,
+        "rationale": f"Reinforced: this {noun} recurred in {count} sessions ({where}).",
+        "tags": text.keywords(said)[:4],
+    }
+    description = "\n".join([
+        f'This {noun} recurred in {count} sessions and no lesson holds it (pattern {pattern.id}):',
+        f'"{text.shorten(said, 200)}"', "", f"Sessions: {where}", "",
+        "Should it become a lesson?"])
+    options = [
+        FindingOption(label="Yes, draft a lesson for me to review", action="draft_lesson",
+                      description=f'Create lesson "{draft["id"]}" from the draft (you can edit it first)',
+                      needs_input="Edits to the draft (JSON with any of id, trigger, action, rationale, "
+                                  "tags), or empty to use it as is"),
+        FindingOption(label="No, this is project-specific context", action="project_specific",
+                      description="Not reusable; remember this answer"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+    return RemFinding(
+        operation=OPERATION, kind="reinforced_draft",
+        title=title, description=description, options=options, recommended=1,
+        data={"pattern": pattern.id, "category": category, "text": said, "count": count,
+              "sessions": [{"project_id": pid, "project": paths.get(pid, pid), "sessions": sorted(set(s))}
+                           for pid, s in by_project.items()],
+              "draft": draft},
+        fingerprint=fingerprint_)
+
+
+def _numbers(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:MAX_SESSIONS_SHOWN])
+    return shown + (f" and {len(numbers) - MAX_SESSIONS_SHOWN} more" if len(numbers) > MAX_SESSIONS_SHOWN else "")

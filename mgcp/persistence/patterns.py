@@ -1,0 +1,130 @@
+"""Reinforced patterns: their rows, the counts ranking reads, and what pattern reinforcement observes.
+
+A pattern row is written by the REM run that found it (inside the run's recorded transaction, so
+`rem undo --run` takes it back) and read by `patterns list|explain` and by ranking
+(`reinforcement_counts`). The observations are read-only views of the context history of every
+project and of `decision_observations` (written by `Contexts.save`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import AsyncIterator
+
+from mgcp.errors import PatternNotFoundError
+from mgcp.models import PatternMember, ReinforcedPattern
+from mgcp.persistence.database import Database, dumps
+
+
+def _decisions(value: str | None) -> list[str]:
+    try:
+        decisions = json.loads(value or "[]")
+    except ValueError:
+        return []
+    return [d for d in decisions if isinstance(d, str)] if isinstance(decisions, list) else []
+
+
+def pattern_from_row(row) -> ReinforcedPattern:
+    d = dict(row)
+    return ReinforcedPattern(**{**d, "derived_from": json.loads(d["derived_from"] or "[]")})
+
+
+class Patterns:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def all(self) -> dict[str, ReinforcedPattern]:
+        """Every pattern by cluster key."""
+        rows = await self.db.fetchall("SELECT * FROM reinforced_patterns")
+        return {r["cluster_key"]: pattern_from_row(r) for r in rows}
+
+    async def save(self, patterns: list[ReinforcedPattern]) -> None:
+        """Insert the patterns, or replace the rows with their ids (recorded inside `recording()`)."""
+        await self.db.upsert_many("reinforced_patterns", [
+            {**p.model_dump(), "derived_from": dumps(p.derived_from)} for p in patterns])
+
+    async def reinforcement_counts(self, lesson_ids: list[str]) -> dict[str, int]:
+        """Each lesson's reinforcement count (the largest of the patterns reinforcing it); lessons
+        never reinforced are left out."""
+        counts: dict[str, int] = {}
+        ids = list(dict.fromkeys(lesson_ids))
+        for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[start:start + 500]
+            rows = await self.db.fetchall(
+                f"""SELECT lesson_id, max(reinforcement_count) AS n FROM reinforced_patterns
+                    WHERE lesson_id IN ({','.join('?' * len(chunk))}) GROUP BY lesson_id""", chunk)
+            counts.update({r["lesson_id"]: r["n"] for r in rows if r["n"] > 0})
+        return counts
+
+    async def list(self, limit: int = 50, categories: list[str] | None = None,
+                   since: str | None = None) -> list[ReinforcedPattern]:
+        """Patterns by count (highest first), then most recently reinforced; `since`: reinforced at
+        or after that ISO timestamp."""
+        sql, params = "SELECT * FROM reinforced_patterns WHERE reinforcement_count > 0", []
+        if categories:
+            sql += f" AND category IN ({','.join('?' * len(categories))})"
+            params += categories
+        if since:
+            sql += " AND last_reinforced_at >= ?"
+            params.append(since)
+        sql += " ORDER BY reinforcement_count DESC, last_reinforced_at DESC, id LIMIT ?"
+        return [pattern_from_row(r) for r in await self.db.fetchall(sql, [*params, limit])]
+
+    async def get(self, ident: str) -> ReinforcedPattern:
+        """The pattern with this id, or the one reinforcing the lesson with this id (its highest)."""
+        row = await self.db.fetchone("SELECT * FROM reinforced_patterns WHERE id = ?", [ident])
+        if row is None:
+            row = await self.db.fetchone(
+                """SELECT * FROM reinforced_patterns WHERE lesson_id = ?
+                   ORDER BY reinforcement_count DESC, id LIMIT 1""", [ident])
+        if row is None or row["reinforcement_count"] <= 0:
+            known = await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [ident])
+            raise PatternNotFoundError(
+                f"lesson {ident!r} has not been reinforced (no pattern holds it)" if known
+                else f"no reinforced pattern or lesson with id {ident!r} (see `mgcp patterns list`)")
+        return pattern_from_row(row)
+
+    async def superseded_into(self, lesson_id: str) -> list[PatternMember]:
+        """The lessons superseded by this one, oldest change first."""
+        rows = await self.db.fetchall(
+            """SELECT l.id, l.action, c.status, c.changed_at FROM lesson_lifecycle c
+               JOIN lessons l ON l.id = c.lesson_id
+               WHERE c.superseded_by = ? AND c.status = 'superseded' ORDER BY c.changed_at, l.id""", [lesson_id])
+        return [PatternMember(id=r["id"], status=r["status"], superseded_at=r["changed_at"], action=r["action"])
+                for r in rows]
+
+    # -- what the operation observes -----------------------------------------------------------
+
+    async def history_pages(self, size: int = 20_000) -> AsyncIterator[list[tuple]]:
+        """Every project's context history, by project then id, in pages of `size` rows: (project
+        id, session number, timestamp, notes, recent decisions) - only what patterns read."""
+        projects = [r[0] for r in await self.db.fetchall("SELECT DISTINCT project_id FROM context_history ORDER BY 1")]
+        parsed: dict[str | None, list[str]] = {}  # saves repeat their decisions list from row to row
+        for project_id in projects:
+            after = -1
+            while True:
+                rows = await self.db.fetchall(
+                    """SELECT id, session_number, timestamp, notes, recent_decisions FROM context_history
+                       WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""", [project_id, after, size])
+                if not rows:
+                    break
+                page = []
+                for r in rows:
+                    decisions = parsed.get(r["recent_decisions"])
+                    if decisions is None:
+                        if len(parsed) > 10_000:
+                            parsed.clear()
+                        decisions = parsed[r["recent_decisions"]] = _decisions(r["recent_decisions"])
+                    page.append((project_id, r["session_number"], r["timestamp"], r["notes"] or "", decisions))
+                yield page
+                after = rows[-1]["id"]
+
+    async def decision_observations(self) -> list[dict]:
+        rows = await self.db.fetchall(
+            "SELECT project_id, session_number, decision, observed_at FROM decision_observations"
+            " ORDER BY project_id, session_number, decision")
+        return [dict(r) for r in rows]
+
+    async def project_paths(self) -> dict[str, str]:
+        rows = await self.db.fetchall("SELECT project_id, project_path FROM project_contexts")
+        return {r["project_id"]: r["project_path"] for r in rows}

@@ -1,0 +1,133 @@
+"""contradiction_scan on a planted set: contradictions in many wordings are found; agreeing
+paraphrases and unrelated pairs are not. The precision and recall printed by
+`test_planted_precision_and_recall` are the figures quoted in benchmarks/README.md."""
+
+import pytest
+
+from mgcp.config import DEFAULTS
+from mgcp.models import Lesson
+from mgcp.operations import contradiction_scan
+from mgcp.operations.contradiction_scan import claims
+
+SETTINGS = DEFAULTS["contradiction_scan"]
+
+# (kind of wording, trigger, action of the older lesson, action of the newer one)
+CONTRADICTIONS = [
+    ("always / never", "formatting python source files", "Always run black before committing.",
+     "Never run black before committing."),
+    ("use / don't use", "writing integration tests for the api", "Use mocks for the payment gateway.",
+     "Don't use mocks for the payment gateway."),
+    ("prefer X over Y / Y over X", "choosing a python test runner", "Prefer pytest over unittest.",
+     "Prefer unittest over pytest."),
+    ("use X / avoid X", "managing shared configuration state", "Use a global settings singleton.",
+     "Avoid a global settings singleton."),
+    ("do X / do not X", "rebasing a feature branch", "Force-push the branch after rebasing.",
+     "Do not force-push the branch after rebasing."),
+    ("enable / disable", "configuring the typescript compiler", "Enable strict mode in tsconfig.",
+     "Disable strict mode in tsconfig."),
+    ("X instead of Y / Y instead of X", "installing javascript packages", "Use pnpm instead of npm.",
+     "Use npm instead of pnpm."),
+    ("can / cannot", "committing to the main branch", "You can commit directly to main.",
+     "You cannot commit directly to main."),
+    ("X rather than Y / Y rather than X", "handling errors in go code", "Return errors rather than panicking.",
+     "Panic rather than returning errors."),
+    ("should / shouldn't", "caching http responses", "Responses should be cached for five minutes.",
+     "Responses shouldn't be cached for five minutes."),
+    ("required / not required", "reviewing a pull request", "A second approval is required for merging.",
+     "A second approval is not required for merging."),
+    ("refrain from / always", "writing sql queries", "Refrain from using ORM lazy loading.",
+     "Always use ORM lazy loading."),
+    ("use X, not Y / prefer Y over X", "storing timestamps in the database", "Store UTC, not local time.",
+     "Prefer local time over UTC."),
+    ("a rule / its exception", "exporting large tables from postgres",
+     "Use server-side cursors for large exports.",
+     "Don't use server-side cursors for large exports behind PgBouncer; page with keyset pagination."),
+]
+AGREEING = [
+    ("handling secrets in the repository", "Never commit secrets to the repository.",
+     "Don't commit secrets to the repository."),
+    ("picking a test framework for python", "Prefer pytest over nose.", "Use pytest instead of nose."),
+    ("designing module state", "Avoid mutable global state.", "Never use mutable global state."),
+    ("pushing code to the remote", "Always run the linter before pushing.",
+     "Make sure to run the linter before pushing."),
+    ("choosing a package manager", "Use yarn, not npm.", "Prefer yarn over npm."),
+    ("running the ci pipeline", "Disable telemetry in CI.", "Never enable telemetry in CI."),
+    ("setting up type checking", "Never disable the type checker.", "Always enable the type checker."),
+    ("pushing to the main branch", "Refrain from force-pushing to main.", "Don't force-push to main."),
+]
+UNRELATED = [
+    ("writing log statements", "Never log secrets.", "Use structured logging with JSON output."),
+    ("writing unit and integration tests", "Don't use mocks in integration tests.", "Use mocks in unit tests."),
+    ("deploying the web service", "Run migrations before deploying.", "Never deploy on Fridays."),
+    ("reviewing dependency updates", "Pin exact versions of dependencies.", "Avoid dependencies without a license."),
+]
+OTHER_SITUATION = [  # opposite actions for situations that have nothing in common
+    ("editing a makefile recipe", "Use tabs for indentation.", "Never use tabs for indentation.",
+     "formatting yaml config"),
+]
+TS = "2026-0{}-01T00:00:00+00:00"
+
+
+def lesson(id, trigger, action, month):
+    return Lesson(id=id, trigger=trigger, action=action, created_at=TS.format(month), last_refined=TS.format(month),
+                  tags=[id.split("-")[0]])
+
+
+def planted() -> tuple[list[Lesson], set[tuple[str, str]]]:
+    lessons, expected = [], set()
+    for n, (_, trigger, older, newer) in enumerate(CONTRADICTIONS):
+        lessons += [lesson(f"c{n}-old", trigger, older, 1), lesson(f"c{n}-new", trigger, newer, 2)]
+        expected.add((f"c{n}-new", f"c{n}-old"))
+    for n, (trigger, a, b) in enumerate(AGREEING):
+        lessons += [lesson(f"a{n}-x", trigger, a, 1), lesson(f"a{n}-y", trigger, b, 2)]
+    for n, (trigger, a, b) in enumerate(UNRELATED):
+        lessons += [lesson(f"u{n}-x", trigger, a, 1), lesson(f"u{n}-y", trigger, b, 2)]
+    for n, (trigger, a, b, other) in enumerate(OTHER_SITUATION):
+        lessons += [lesson(f"o{n}-x", trigger, a, 1), lesson(f"o{n}-y", other, b, 2)]
+    return lessons, expected
+
+
+def found_pairs(lessons) -> set[tuple[str, str]]:
+    findings = contradiction_scan.run(lessons, {**SETTINGS, "max_findings": 1000})
+    return {tuple(sorted(f.subject)) for f in findings}
+
+
+def test_planted_precision_and_recall():
+    lessons, expected = planted()
+    found = found_pairs(lessons)
+    precision = len(found & expected) / len(found)
+    recall = len(found & expected) / len(expected)
+    print(f"\ncontradiction_scan planted set: {len(expected)} contradictions in "
+          f"{len({k for k, *_ in CONTRADICTIONS})} wordings, {len(AGREEING)} agreeing paraphrases, "
+          f"{len(UNRELATED) + len(OTHER_SITUATION)} unrelated pairs: precision {precision:.2f}, recall {recall:.2f}")
+    assert found - expected == set(), "raised a pair that does not contradict"
+    assert expected - found == set(), "missed a planted contradiction"
+
+
+@pytest.mark.parametrize("kind, trigger, older, newer", CONTRADICTIONS, ids=[c[0] for c in CONTRADICTIONS])
+def test_each_wording_is_found_on_its_own(kind, trigger, older, newer):
+    assert found_pairs([lesson("a", trigger, older, 1), lesson("b", trigger, newer, 2)]) == {("a", "b")}
+
+
+@pytest.mark.parametrize("trigger, a, b", AGREEING, ids=[a[1] for a in AGREEING])
+def test_agreeing_paraphrases_are_not_raised(trigger, a, b):
+    assert found_pairs([lesson("a", trigger, a, 1), lesson("b", trigger, b, 2)]) == set()
+
+
+def test_opposite_actions_for_unlike_situations_are_not_raised():
+    (trigger, a, b, other), = OTHER_SITUATION
+    assert found_pairs([lesson("a", trigger, a, 1), lesson("b", other, b, 2)]) == set()
+
+
+def test_negators_cancel_out():
+    [claim] = claims("Never disable the linter.")
+    assert claim.positive and claim.about == frozenset({"linter"})
+
+
+def test_a_finding_recommends_keeping_the_newer_and_names_both():
+    lessons = [lesson("new", "choosing a runner", "Prefer unittest over pytest.", 2),
+               lesson("old", "choosing a runner", "Prefer pytest over unittest.", 1)]
+    [finding] = contradiction_scan.run(lessons, SETTINGS)
+    assert (finding.data["older"], finding.data["newer"]) == ("old", "new")
+    assert [o.action for o in finding.options] == ["archive_older", "archive_newer", "refine_one", "keep_both", "skip"]
+    assert finding.recommended == 1 and finding.subject == {"old": 1, "new": 1}

@@ -1,0 +1,165 @@
+import pytest
+
+from mgcp.config import DEFAULTS
+from mgcp.models import Lesson, LessonStatus
+from mgcp.operations import pattern_reinforcement
+from mgcp.reinforcement import cluster_key, normalize, reinforcement_boost
+
+SETTINGS = {**DEFAULTS["pattern_reinforcement"], "enabled": True}
+NOW = "2026-05-01T00:00:00+00:00"
+LATER = "2026-05-02T00:00:00+00:00"
+
+
+def lesson(id, action, created, status=LessonStatus.active, trigger="when deploying"):
+    return Lesson(id=id, trigger=trigger, action=action, created_at=created, last_refined=created, status=status)
+
+
+def snap(id, session, decisions=(), notes="", project="p1"):
+    return (project, session, f"2026-04-{session:02d}T00:00:00", notes, list(decisions))
+
+
+def observed(session, decision, project="p1"):
+    return {"project_id": project, "session_number": session, "decision": decision,
+            "observed_at": f"2026-04-{session:02d}T00:00:00"}
+
+
+def run(lessons=(), history=(), observations=(), existing=None, settings=SETTINGS, now=NOW):
+    observed = pattern_reinforcement.Observations.of(list(history), list(observations), settings["categories"])
+    return pattern_reinforcement.run(list(lessons), observed, existing or {}, settings, now)
+
+
+def test_normalize_trims_lowercases_collapses_and_keeps_200_characters():
+    assert normalize("  Use   PNPM\n workspaces ") == "use pnpm workspaces"
+    assert normalize("x" * 300) == "x" * 200
+    assert cluster_key("decision", " A  b") == "decision::a b"
+
+
+@pytest.mark.parametrize("count, expected", [(0, 0.0), (1, 0.05), (4, 0.2), (6, 0.3), (30, 0.3)])
+def test_boost_is_weight_times_count_capped(count, expected):
+    assert reinforcement_boost(count, 0.05, 0.3) == pytest.approx(expected)
+
+
+def test_thirty_sessions_of_one_decision_make_one_pattern_of_thirty():
+    result = run(observations=[observed(s, "Use pnpm workspaces") for s in range(1, 31)])
+    [pattern] = result.patterns
+    assert pattern.reinforcement_count == 30 and pattern.category == "decision"
+    assert pattern.derived_from == [f"session:p1:{s}" for s in range(1, 31)]
+    assert pattern.derived_via == "pattern-reinforcement" and pattern.canonical == "session:p1:30"
+
+
+def test_a_second_run_on_the_same_data_writes_nothing():
+    data = [observed(s, "Use pnpm workspaces") for s in range(1, 31)]
+    first = run(observations=data)
+    again = run(observations=data, existing={p.cluster_key: p for p in first.patterns}, now=LATER)
+    assert again.patterns == [] and again.unchanged == 1
+
+
+def test_count_grows_only_when_the_cluster_grows():
+    data = [observed(s, "Use pnpm workspaces") for s in range(1, 4)]
+    [first] = run(observations=data).patterns
+    [grown] = run(observations=data + [observed(4, "use pnpm  workspaces")],
+                  existing={first.cluster_key: first}, now=LATER).patterns
+    assert (grown.reinforcement_count, grown.last_reinforced_at) == (4, LATER)
+
+
+def test_changed_membership_refreshes_provenance_without_bumping_the_count():
+    data = [observed(s, "Use pnpm workspaces") for s in range(1, 5)]
+    [first] = run(observations=data).patterns
+    rotated = data[1:] + [observed(9, "Use pnpm workspaces")]
+    [refreshed] = run(observations=rotated[1:], existing={first.cluster_key: first}, now=LATER).patterns
+    assert refreshed.reinforcement_count == 4 and refreshed.last_reinforced_at == NOW
+    assert refreshed.derived_from[-1] == "session:p1:9" and refreshed.updated_at == LATER
+
+
+def test_a_decision_carried_from_save_to_save_counts_once():
+    history = [snap(i, i, ["Use pnpm workspaces"], notes=f"n{i}") for i in range(1, 6)]
+    result = run(history=history, settings={**SETTINGS, "min_count": 2})
+    assert result.patterns == []
+
+
+def test_a_decision_that_enters_the_history_again_counts_again():
+    history = [snap(1, 1, ["Use pnpm"]), snap(2, 2, ["Other"]), snap(3, 3, ["Other", "Use pnpm"])]
+    [pattern] = run(history=history, settings={**SETTINGS, "min_count": 2}).patterns
+    assert pattern.derived_from == ["session:p1:1", "session:p1:3"]
+
+
+def test_a_decision_and_a_note_with_the_same_words_stay_apart():
+    history = [snap(i, i, notes=f"Session {i}. Run the linter before every commit.") for i in range(1, 4)]
+    observations = [observed(s, "Run the linter before every commit.") for s in range(1, 4)]
+    result = run(history=history, observations=observations)
+    assert sorted(p.category for p in result.patterns) == ["decision", "note"]
+
+
+def test_notes_count_only_when_written_anew():
+    same = [snap(i, i, decisions=[f"d{i}"], notes="Connection pooling keeps timing out.") for i in range(1, 5)]
+    assert [p for p in run(history=same).patterns if p.category == "note"] == []
+    rewritten = [snap(i, i, notes=f"Day {i}. Connection pooling keeps timing out.") for i in range(1, 5)]
+    [pattern] = run(history=rewritten).patterns
+    assert pattern.reinforcement_count == 4 and pattern.text == "Connection pooling keeps timing out."
+
+
+def test_slight_note_sentences_are_not_patterns():
+    history = [snap(i, i, notes=f"Day {i}. Tests pass.") for i in range(1, 6)]
+    assert run(history=history).patterns == []
+
+
+@pytest.mark.parametrize("min_count, made", [(0, True), (1, True), (2, True), (3, False), (5000, False)])
+def test_min_count_is_clamped_to_two_and_up(min_count, made):
+    data = [observed(s, "Use pnpm") for s in (1, 2)]
+    assert bool(run(observations=data, settings={**SETTINGS, "min_count": min_count}).patterns) == made
+
+
+def test_categories_limit_what_is_clustered():
+    data = [observed(s, "Use pnpm") for s in range(1, 4)]
+    assert run(observations=data, settings={**SETTINGS, "categories": ["lesson"]}).patterns == []
+    assert run(observations=data, settings={**SETTINGS, "categories": []}).patterns == []
+
+
+def test_lessons_added_again_get_the_most_recent_active_as_canonical():
+    lessons = [lesson("a", "Pin  dependencies.", "2026-01-01"), lesson("b", "pin dependencies.", "2026-02-01"),
+               lesson("c", "Pin dependencies.", "2026-03-01"),
+               lesson("d", "Pin dependencies.", "2026-04-01", LessonStatus.archived)]
+    result = run(lessons)
+    [pattern] = result.patterns
+    assert (pattern.lesson_id, pattern.reinforcement_count) == ("c", 3)
+    [finding] = result.findings
+    assert finding.kind == "reinforced_duplicates" and finding.data["canonical"] == "c"
+    assert finding.data["others"] == ["a", "b"] and set(finding.subject) == {"a", "b", "c"}
+    assert finding.options[finding.recommended - 1].action == "supersede_duplicates"
+
+
+def test_superseded_copies_still_count_and_raise_no_finding():
+    lessons = [lesson("a", "Pin dependencies.", "2026-01-01", LessonStatus.superseded),
+               lesson("b", "Pin dependencies.", "2026-02-01", LessonStatus.superseded),
+               lesson("c", "Pin dependencies.", "2026-03-01")]
+    result = run(lessons)
+    assert result.patterns[0].reinforcement_count == 3 and result.findings == []
+
+
+def test_a_recurring_decision_no_lesson_holds_is_a_draft_finding_naming_count_and_sessions():
+    result = run(observations=[observed(s, "Use pnpm workspaces") for s in (2, 5, 7)])
+    [finding] = result.findings
+    assert finding.kind == "reinforced_draft" and finding.data["count"] == 3
+    assert finding.data["sessions"] == [{"project_id": "p1", "project": "p1", "sessions": [2, 5, 7]}]
+    assert "3 sessions" in finding.title and "sessions 2, 5, 7" in finding.description
+    assert finding.data["draft"]["action"] == "Use pnpm workspaces"
+
+
+def test_a_lesson_holding_the_decision_is_reinforced_instead():
+    holder = lesson("pnpm", "Always use pnpm workspaces in this monorepo.", "2026-01-01")
+    result = run([holder], observations=[observed(s, "use pnpm workspaces") for s in (1, 2, 3)])
+    assert result.findings == [] and result.patterns[0].lesson_id == "pnpm"
+
+
+def test_history_fed_in_pages_gives_what_it_gives_whole():
+    sessions = [("p1", s) for s in range(1, 8)] + [("p2", s) for s in range(1, 6)]
+    history = [snap(i, s, [f"d{s % 3}", "Use pnpm"][: 1 + s % 2], notes=f"Day {s}. Keep the pool warm at night.",
+                    project=p) for i, (p, s) in enumerate(sessions)]
+    whole = run(history=history, settings={**SETTINGS, "min_count": 2})
+    for cut in range(1, len(history)):
+        observed = pattern_reinforcement.Observations(SETTINGS["categories"])
+        observed.add_history(history[:cut])
+        observed.add_history(history[cut:])
+        paged = pattern_reinforcement.run([], observed, {}, {**SETTINGS, "min_count": 2}, NOW)
+        assert paged.patterns == whole.patterns, cut
+    assert {p.category for p in whole.patterns} == {"decision", "note"}

@@ -1,0 +1,282 @@
+"""Pattern reinforcement, the ranking boost and the contradiction scan as a user meets them: the CLI
+(`rem run`, `patterns list|explain`, `lesson query --explain`, `rem resolve`, `rem undo`)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from clihelp import mgcp
+from conftest import dump
+
+PROJECT = "/p/monorepo"
+DECISION = "Use pnpm workspaces for the monorepo"
+TRIGGER = "When deciding about pnpm workspaces monorepo"
+
+
+@pytest.fixture
+def dbp(db):
+    return str(db)
+
+
+@pytest.fixture
+def on(tmp_path):
+    path = tmp_path / "on.yaml"
+    path.write_text("rem:\n  pattern_reinforcement:\n    enabled: true\nreinforcement:\n  boost: true\n")
+    return str(path)
+
+
+def seed_sessions(run, db, n=30, decision=DECISION):
+    async def seed(store):
+        for i in range(1, n + 1):
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=[decision],
+                                     notes=f"Session {i}: wired up package {i}.")
+    run(db, seed)
+
+
+def seed_copies(run, db, n=30):
+    async def seed(store):
+        for i in range(1, n + 1):
+            await store.lessons.add(f"pin-{i:02d}", "adding a dependency", "Pin exact  versions of dependencies.")
+    run(db, seed)
+
+
+def cli_json(*args):
+    code, out, err = mgcp(*args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def reinforce(dbp, *extra):
+    return cli_json("rem", "run", "--project", PROJECT, "--op", "pattern_reinforcement", "--db", dbp, *extra)
+
+
+def test_thirty_sessions_of_one_decision_make_one_pattern_of_thirty_traced_to_its_sources(db, dbp, run):
+    seed_sessions(run, db)
+    run1 = subprocess.run([sys.executable, "-m", "mgcp", "rem", "run", "--project", PROJECT, "--op",
+                           "pattern_reinforcement", "--db", dbp, "--json"], capture_output=True, text=True)
+    assert run1.returncode == 0, run1.stderr
+    [pattern] = cli_json("patterns", "list", "--db", dbp)
+    assert (pattern["category"], pattern["reinforcement_count"], pattern["text"]) == ("decision", 30, DECISION)
+    explained = cli_json("patterns", "explain", pattern["id"], "--db", dbp)
+    assert [s["session"] for s in explained["sources"]] == list(range(1, 31))
+    assert {s["project"] for s in explained["sources"]} == {PROJECT}
+    assert explained["pattern"]["derived_via"] == "pattern-reinforcement"
+    code, out, _ = mgcp("patterns", "explain", pattern["id"], "--db", dbp)
+    assert code == 0 and "count:     30" in out and "Derived from (30):" in out and DECISION in out
+
+
+def test_a_second_run_changes_no_count_and_writes_no_pattern(db, dbp, run):
+    seed_sessions(run, db)
+    reinforce(dbp)
+    before = dump(db, ["reinforced_patterns"])
+    second = reinforce(dbp)["report"]["operations"][0]["summary"]
+    assert (second["written"], second["unchanged"]) == (0, 1)
+    assert dump(db, ["reinforced_patterns"]) == before
+
+
+def test_a_recurring_decision_no_lesson_holds_is_a_draft_finding(db, dbp, run):
+    seed_sessions(run, db, n=4)
+    [finding] = reinforce(dbp)["report"]["findings"]
+    assert finding["kind"] == "reinforced_draft" and finding["data"]["count"] == 4
+    assert "sessions 1, 2, 3, 4" in finding["description"]
+    code, out, _ = mgcp("rem", "resolve", finding["id"], "--option", "1", "--project", PROJECT, "--db", dbp)
+    assert code == 0 and "added lesson" in out
+    reinforce(dbp)
+    [pattern] = cli_json("patterns", "list", "--db", dbp)
+    assert pattern["lesson_id"] == finding["data"]["draft"]["id"]
+
+
+def test_lessons_added_again_are_superseded_by_the_newest_under_auto_and_undone_in_one_step(db, dbp, run):
+    seed_copies(run, db)
+    result = reinforce(dbp, "--auto")
+    [applied] = result["applied"]
+    assert applied["kind"] == "reinforced_duplicates" and "equal once normalized" in applied["why"]
+    explained = cli_json("patterns", "explain", "pin-30", "--db", dbp)
+    assert explained["pattern"]["reinforcement_count"] == 30 and explained["lesson_status"] == "active"
+    assert [m["id"] for m in explained["members"]] == [f"pin-{i:02d}" for i in range(1, 30)]
+    assert len(cli_json("lesson", "list", "--db", dbp)) == 1
+    again = reinforce(dbp)["report"]
+    assert again["findings"] == [] and again["operations"][0]["summary"]["written"] == 0
+    assert mgcp("rem", "undo", applied["id"], "--db", dbp)[0] == 0
+    assert len(cli_json("lesson", "list", "--db", dbp)) == 30
+
+
+def test_undoing_the_run_removes_the_patterns_it_wrote(db, dbp, run):
+    seed_sessions(run, db, n=3)
+    before = dump(db, ["reinforced_patterns"])
+    run_id = reinforce(dbp)["report"]["run_id"]
+    assert cli_json("patterns", "list", "--db", dbp)
+    assert mgcp("rem", "undo", "--run", str(run_id), "--db", dbp)[0] == 0
+    assert cli_json("patterns", "list", "--db", dbp) == [] and dump(db, ["reinforced_patterns"]) == before
+
+
+def test_pattern_reinforcement_is_off_by_default(db, dbp, run, on):
+    seed_sessions(run, db, n=12)
+    status = {o["operation"]: o for o in cli_json("rem", "status", "--project", PROJECT, "--db", dbp)["operations"]}
+    assert status["pattern_reinforcement"]["due"] is False and status["contradiction_scan"]["due"] is True
+    assert status["pattern_reinforcement"]["enabled"] is False
+    assert "no (off: enabled: false)" in mgcp("rem", "status", "--project", PROJECT, "--db", dbp)[1]
+    enabled = {o["operation"]: o for o in cli_json("rem", "status", "--project", PROJECT, "--db", dbp,
+                                                   "--config", on)["operations"]}
+    assert enabled["pattern_reinforcement"]["due"] is True
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["patterns", "explain", "nope"], 1, "no reinforced pattern or lesson with id 'nope'"),
+    (["patterns", "explain", "plain"], 1, "lesson 'plain' has not been reinforced"),
+    (["patterns", "list", "--limit", "0"], 2, "invalid --limit 0; allowed: a whole number from 1 to 10000"),
+    (["patterns", "list", "--since", "not-a-date"], 2, "invalid --since 'not-a-date'; allowed: an ISO-8601 date"),
+    (["patterns", "list", "--kind", "fact"], 2, "invalid --kind 'fact'; allowed: lesson, decision, note"),
+])
+def test_patterns_refuses_what_it_cannot_show(dbp, args, code, message):
+    mgcp("lesson", "add", "plain", "--trigger", "t", "--action", "Do the plain thing.", "--db", dbp)
+    got, out, err = mgcp(*args, "--db", dbp)
+    assert (got, out) == (code, "") and err.startswith("Error: " + message) and err.count("\n") == 1
+    got, out, err = mgcp(*args, "--db", dbp, "--json")
+    assert json.loads(err)["exit_code"] == code
+
+
+def test_patterns_list_filters_by_kind_and_since(db, dbp, run):
+    seed_sessions(run, db, n=3)
+    seed_copies(run, db, n=3)
+    reinforce(dbp)
+    assert [p["category"] for p in cli_json("patterns", "list", "--kind", "lesson", "--db", dbp)] == ["lesson"]
+    assert len(cli_json("patterns", "list", "--kind", "lesson,decision", "--db", dbp)) == 2
+    assert cli_json("patterns", "list", "--since", "2999-01-01", "--db", dbp) == []
+    assert len(cli_json("patterns", "list", "--limit", "1", "--db", dbp)) == 1
+
+
+# -- the ranking boost ------------------------------------------------------------------------------
+
+def ranked(dbp, *config):
+    return cli_json("lesson", "query", "pnpm workspaces monorepo", "--explain", "--db", dbp, *config)
+
+
+def test_a_reinforced_lesson_outranks_an_equal_one_shot_lesson_only_with_the_boost(db, dbp, run, on):
+    async def seed(store):
+        await store.lessons.add("aa-one-shot", TRIGGER, DECISION)
+        await store.lessons.add("zz-reinforced", TRIGGER, DECISION)  # newer: it holds the decision
+        for i in range(1, 7):
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=[DECISION])
+    run(db, seed)
+    reinforce(dbp)
+    off = ranked(dbp)
+    assert off[0]["score"] == off[1]["score"] and all("reinforcement_boost" not in h["score_parts"] for h in off)
+    boosted = ranked(dbp, "--config", on)
+    assert [h["id"] for h in boosted] == ["zz-reinforced", "aa-one-shot"]
+    assert boosted[0]["score_parts"]["reinforcement_boost"] == 0.3  # min(0.3, 0.05 x 6)
+    assert boosted[0]["score"] == pytest.approx(boosted[1]["score"] + 0.3, abs=1e-3)
+    code, out, _ = mgcp("lesson", "query", "pnpm workspaces monorepo", "--explain", "--db", dbp, "--config", on)
+    first = out.split("\n\n")[0]
+    assert code == 0 and first.startswith("score 1.65  zz-reinforced") and "reinforcement_boost 0.300" in first
+
+
+def test_recall_puts_the_reinforced_lesson_first_only_with_the_boost(db, dbp, run, on):
+    async def seed(store):
+        await store.lessons.add("aa-one-shot", TRIGGER, DECISION)
+        await store.lessons.add("zz-reinforced", TRIGGER, DECISION)
+        for i in range(1, 7):
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=[DECISION])
+    run(db, seed)
+    reinforce(dbp)
+
+    def recalled(*config):
+        return cli_json("recall", "pnpm workspaces monorepo", "--project", PROJECT, "--db", dbp, *config)["lessons"]
+
+    assert recalled()[0] == "aa-one-shot"  # a tie goes to the smaller id
+    assert recalled("--config", on)[0] == "zz-reinforced"
+
+
+# -- the contradiction scan -------------------------------------------------------------------------
+
+@pytest.fixture
+def opposite(db, dbp, run):
+    async def seed(store):
+        await store.lessons.add("runner-old", "choosing a python test runner", "Prefer pytest over unittest.")
+        await store.lessons.add("runner-new", "choosing a python test runner", "Prefer unittest over pytest.")
+    run(db, seed)
+    return dbp
+
+
+def contradiction(dbp, *extra):
+    result = cli_json("rem", "run", "--project", PROJECT, "--op", "contradiction_scan", "--db", dbp, *extra)
+    return result, [f for f in result["report"]["findings"] if f["kind"] == "contradiction"]
+
+
+def test_auto_never_applies_a_contradiction(opposite):
+    result, [finding] = contradiction(opposite, "--auto")
+    assert result["applied"] == [] and [f["id"] for f in result["left_pending"]] == [finding["id"]]
+    assert len(cli_json("lesson", "list", "--db", opposite)) == 2
+
+
+@pytest.mark.parametrize("option, text, archived", [(1, None, "runner-old"), (2, None, "runner-new")])
+def test_keeping_one_archives_the_other_and_undo_restores_it(db, opposite, option, text, archived):
+    before = dump(db, ["lessons", "lesson_versions", "lesson_lifecycle"])
+    _, [finding] = contradiction(opposite)
+    assert mgcp("rem", "resolve", finding["id"], "--option", str(option), "--db", opposite)[0] == 0
+    assert [lesson["id"] for lesson in cli_json("lesson", "list", "--status", "archived", "--db", opposite)] == [archived]
+    assert mgcp("rem", "undo", finding["id"], "--db", opposite)[0] == 0
+    assert {lesson["id"] for lesson in cli_json("lesson", "list", "--db", opposite)} == {"runner-old", "runner-new"}
+    after = dump(db, ["lessons", "lesson_versions", "lesson_lifecycle"])
+    assert after["lessons"] == before["lessons"] and after["lesson_versions"] == before["lesson_versions"]
+
+
+def test_refining_one_writes_a_version_and_undo_takes_it_back(opposite):
+    _, [finding] = contradiction(opposite)
+    code, out, err = mgcp("rem", "resolve", finding["id"], "--option", "3", "--input",
+                          "2: Prefer unittest only in legacy modules.", "--db", opposite)
+    assert code == 0 and "refined runner-new" in out
+    assert cli_json("lesson", "show", "runner-new", "--db", opposite)["version"] == 2
+    assert mgcp("rem", "undo", finding["id"], "--db", opposite)[0] == 0
+    assert cli_json("lesson", "show", "runner-new", "--db", opposite)["action"] == "Prefer unittest over pytest."
+
+
+def test_refining_needs_a_lesson_and_its_action(db, opposite):
+    _, [finding] = contradiction(opposite)
+    before = dump(db)
+    code, _, err = mgcp("rem", "resolve", finding["id"], "--option", "3", "--input", "3: whatever", "--db", opposite)
+    assert code == 2 and "give the lesson and its new action" in err and dump(db) == before
+
+
+def test_keep_both_is_remembered(opposite):
+    _, [finding] = contradiction(opposite)
+    assert mgcp("rem", "resolve", finding["id"], "--option", "4", "--db", opposite)[0] == 0
+    assert contradiction(opposite)[1] == []
+
+
+# -- every answer is undone exactly -------------------------------------------------------------------
+
+LESSON_TABLES = ["lessons", "lesson_versions", "lesson_lifecycle"]
+
+
+def findings_of(dbp, run_args):
+    return cli_json("rem", "run", "--project", PROJECT, "--db", dbp, *run_args)["report"]["findings"]
+
+
+@pytest.mark.parametrize("kind, option, text", [
+    ("contradiction", 1, None), ("contradiction", 2, None), ("contradiction", 3, "1: Prefer pytest everywhere."),
+    ("contradiction", 4, None),
+    ("reinforced_duplicates", 1, None), ("reinforced_duplicates", 2, None),
+    ("reinforced_draft", 1, None), ("reinforced_draft", 1, '{"id": "pnpm", "tags": ["js"]}'), ("reinforced_draft", 2, None),
+])
+def test_every_answer_is_undone_exactly(db, dbp, run, kind, option, text):
+    async def seed(store):
+        await store.lessons.add("runner-old", "choosing a python test runner", "Prefer pytest over unittest.")
+        await store.lessons.add("runner-new", "choosing a python test runner", "Prefer unittest over pytest.")
+        for i in range(1, 4):
+            await store.lessons.add(f"pin-{i}", "adding a dependency", "Pin exact versions of dependencies.")
+            await store.context.save(PROJECT, session_id=f"s{i}", decisions=[DECISION])
+    run(db, seed)
+    found = findings_of(dbp, ["--op", "contradiction_scan", "--op", "pattern_reinforcement"])
+    finding = next(f for f in found if f["kind"] == kind)
+    before = dump(db, LESSON_TABLES)
+    args = ["--input", text] if text else []
+    code, _, err = mgcp("rem", "resolve", finding["id"], "--option", str(option), *args, "--project", PROJECT,
+                        "--db", dbp)
+    assert code == 0, err
+    assert mgcp("rem", "undo", finding["id"], "--db", dbp)[0] == 0
+    assert dump(db, LESSON_TABLES) == before
+    assert [f["id"] for f in cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]
+            if f["id"] == finding["id"]] == [finding["id"]]
