@@ -188,7 +188,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
 # answers given to their findings and (True here) the project's history: with none of these changed
 # since their last run in the project, a run would find exactly what is already stored, so it is
 # skipped ("unchanged").
-DIGESTED = {"duplicate_detection": False, "community_detection": False, "knowledge_extraction": True}
+DIGESTED = {"duplicate_detection": False, "community_detection": False, "contradiction_scan": False,
+            "knowledge_extraction": True}
 
 
 async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
@@ -453,7 +454,8 @@ async def _contradictions(store, project, settings, inputs):
     from mgcp.operations import contradiction_scan
 
     active = await inputs.lessons()
-    findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache)
+    findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache,
+                                       await store.rem.settled(contradiction_scan.OPERATION))
     return findings, {"lessons": len(active)}, None
 
 

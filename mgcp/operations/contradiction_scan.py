@@ -142,14 +142,16 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None) -> list[RemFinding]:
+def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None,
+        settled: frozenset[str] = frozenset()) -> list[RemFinding]:
+    """The findings, capped (`settled`: see `mgcp.operations.cap`)."""
     trigger_at = float(settings["trigger_threshold"])
     claim_at = float(settings["claim_threshold"])
     by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
     found = contradicting_pairs(list(by_id.values()), trigger_at, claim_at, cache)
     findings = [_finding(by_id[a], by_id[b], overlap, trigger, ca, cb)
                 for (a, b), (overlap, trigger, ca, cb) in found]
-    return cap(findings, int(settings.get("max_findings", 50)), lambda f: f.data["group"])
+    return cap(findings, int(settings.get("max_findings", 50)), lambda f: f.data["group"], settled)
 
 
 def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: float,
