@@ -2,6 +2,7 @@
 (`rem run`, `patterns list|explain`, `lesson query --explain`, `rem resolve`, `rem undo`)."""
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -72,7 +73,11 @@ def test_a_second_run_changes_no_count_and_writes_no_pattern(db, dbp, run):
     reinforce(dbp)
     before = dump(db, ["reinforced_patterns"])
     second = reinforce(dbp)["report"]["operations"][0]["summary"]
-    assert (second["written"], second["unchanged"]) == (0, 1)
+    assert second["skipped"]  # nothing it reads changed: not even run
+    with sqlite3.connect(db) as conn:  # without the kept digest it runs, and finds nothing to write
+        conn.execute("UPDATE rem_state SET last_run_result = NULL")
+    third = reinforce(dbp)["report"]["operations"][0]["summary"]
+    assert (third["written"], third["unchanged"]) == (0, 1)
     assert dump(db, ["reinforced_patterns"]) == before
 
 

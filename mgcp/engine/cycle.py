@@ -184,12 +184,13 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         yield analysis
 
 
-# Operations whose findings depend only on the active lessons' content, their own settings, the
-# answers given to their findings and (True here) the project's history: with none of these changed
-# since their last run in the project, a run would find exactly what is already stored, so it is
-# skipped ("unchanged").
-DIGESTED = {"duplicate_detection": False, "community_detection": False, "contradiction_scan": False,
-            "knowledge_extraction": True}
+# Operations whose findings (and writes) depend only on the active lessons' content, their own
+# settings, the answers given to findings and, where named here, the project's history ("project")
+# or every project's history and stated decisions ("all"): with none of these changed since their
+# last run in the project, a run would find exactly what is already stored, so it is skipped
+# ("unchanged"). Any undo counts as a changed answer.
+DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradiction_scan": None,
+            "knowledge_extraction": "project", "pattern_reinforcement": "all"}
 
 
 async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
@@ -198,7 +199,11 @@ async def _input_digest(store: Store, project: ProjectContext, op: str, settings
         return None
     answered = await store.rem.answers(op)
     lessons = await inputs.lessons_digest()
-    history = await store.context.history_mark(project.project_id) if DIGESTED[op] else None
+    history = None
+    if DIGESTED[op] == "project":
+        history = await store.context.history_mark(project.project_id)
+    elif DIGESTED[op] == "all":
+        history = [await store.context.history_mark(), await store.patterns.observations_mark()]
     described = json.dumps([op, settings, similarity, answered, lessons, history], sort_keys=True, default=str)
     return hashlib.sha256(described.encode()).hexdigest()
 

@@ -233,8 +233,11 @@ class Contexts:
             [project.project_id, limit if limit is not None else -1])
         return [snapshot_from_row(r) for r in reversed(rows)]
 
-    async def history_mark(self, project_id: str) -> tuple:
-        """How many history rows the project has and the newest row's id: a save changes it."""
+    async def history_mark(self, project_id: str | None = None) -> tuple:
+        """How many history rows the project (None: every project) has and the newest row's id: a
+        save changes it."""
+        if project_id is None:
+            return tuple(await self.db.fetchone("SELECT count(*), max(id) FROM context_history"))
         row = await self.db.fetchone("SELECT count(*), max(id) FROM context_history WHERE project_id = ?",
                                      [project_id])
         return tuple(row)

@@ -119,6 +119,10 @@ class Patterns:
                 yield page
                 after = rows[-1]["id"]
 
+    async def observations_mark(self) -> tuple:
+        """How many decisions sessions stated, and the newest one's row: a new statement changes it."""
+        return tuple(await self.db.fetchone("SELECT count(*), max(rowid) FROM decision_observations"))
+
     async def decision_observations(self) -> list[dict]:
         rows = await self.db.fetchall(
             "SELECT project_id, session_number, decision, observed_at FROM decision_observations"

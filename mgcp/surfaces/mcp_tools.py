@@ -481,9 +481,13 @@ class Tools:
                     "message": f"pattern_reinforcement did not run: {why}"}
         report = result.report
         op = report.operations[0]
-        message = (f"pattern_reinforcement ran ({why}) in run {report.run_id}: {op.summary.get('patterns', 0)} "
-                   f"pattern(s), {op.summary.get('written', 0)} written, {op.findings} new finding(s)"
-                   + (f"; FAILED: {op.error}" if op.error else ""))
+        if op.summary.get("skipped"):
+            message = (f"pattern_reinforcement ran ({why}) in run {report.run_id}: nothing it reads changed "
+                       "since its last run, so its patterns and findings stand")
+        else:
+            message = (f"pattern_reinforcement ran ({why}) in run {report.run_id}: {op.summary.get('patterns', 0)} "
+                       f"pattern(s), {op.summary.get('written', 0)} written, {op.findings} new finding(s)"
+                       + (f"; FAILED: {op.error}" if op.error else ""))
         return {"ran": True, "reason": why,
                 "run": {"run_id": report.run_id, "session_number": report.session_number,
                         "duration_ms": report.duration_ms, "summary": op.summary, "new_findings": op.findings,
