@@ -27,7 +27,6 @@ used (the caller writes that).
 
 from __future__ import annotations
 
-import json
 import re
 
 from mgcp import quality, ranking
@@ -123,7 +122,7 @@ def rank(rows: list[dict], weights: dict | None = None, reinforcement: dict | No
     Relevance is each row's BM25 relevance divided by the best among them."""
     best = max((r.get("relevance") or 0.0 for r in rows), default=0.0)
     for r in rows:
-        importance = quality.importance(r["trigger"], r["action"], r.get("rationale"), _tags(r.get("tags")))
+        importance = quality.importance(r["trigger"], r["action"], r.get("rationale"), r.get("tags") or [])
         tier = ranking.tier("active", r["helped"], r["usage_count"])
         signal = ranking.signals(relevance=(r.get("relevance") or 0.0) / best if best > 0 else 0.0,
                                  confidence=r["confidence"], usage_count=r["usage_count"], helped=r["helped"],
@@ -278,16 +277,6 @@ def _todo(todo) -> tuple[str, str]:
     if isinstance(todo, dict):
         return str(todo.get("content") or todo.get("text") or todo.get("title") or ""), str(todo.get("status") or "pending")
     return str(todo), "pending"
-
-
-def _tags(value) -> list:
-    if isinstance(value, list):
-        return value
-    try:
-        parsed = json.loads(value or "[]")
-    except ValueError:
-        return []
-    return parsed if isinstance(parsed, list) else []
 
 
 def build(reader, project_path: str | None, budget: int, *, match: str | None = None,

@@ -15,6 +15,8 @@ from typing import Any
 from mgcp import quality, ranking
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonStatus, LessonUse, LessonVersion, Relationship
+from mgcp.persistence.columns import json_list as _json_list
+from mgcp.persistence.columns import tags as _tags
 from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.recall_data import SEARCH
 from mgcp.text import query_terms
@@ -42,24 +44,6 @@ def check_confidence(confidence: float | None) -> float | None:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         raise InvalidInputError(f"confidence must be a number from 0 to 1; got {confidence!r}")
     return float(confidence)
-
-
-def _json_list(text: str | None) -> list:
-    """A JSON list column; an older writer's value that is not one reads as empty."""
-    if not text or text == "[]":  # most lists are empty: skip the parser
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else []
-
-
-def _tags(text: str | None) -> list[str]:
-    """The tags column: a JSON list, or (as an older writer left some) comma-separated words."""
-    if text and not text.lstrip().startswith("["):
-        return [t.strip() for t in text.split(",") if t.strip()]
-    return [str(t) for t in _json_list(text)]
 
 
 CANDIDATES_PER_RESULT = 4  # text matches reranked per result asked for

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from mgcp.persistence.columns import json_list as _json_list
+from mgcp.persistence.columns import tags
 from mgcp.persistence.sessions import FIND_PROJECT, find_params
 
 # The lesson columns ranking needs, and the joins that bring kind, confidence and outcomes.
@@ -44,9 +46,14 @@ MOST_USED = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance FROM lessons l {RANKED
 
 
 def rows(conn: sqlite3.Connection, sql: str, params) -> list[dict]:
+    """The rows as dicts; a lesson's tags as a list."""
     cur = conn.execute(sql, params)
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur]
+    found = [dict(zip(names, row)) for row in cur]
+    for row in found:
+        if "tags" in row:
+            row["tags"] = tags(row["tags"])
+    return found
 
 
 class Reader:
@@ -92,13 +99,3 @@ class Reader:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
-
-
-def _json_list(text: str | None) -> list:
-    if not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else []

@@ -1,0 +1,24 @@
+"""How the JSON-ish columns of the legacy tables read, whatever wrote them. Stdlib only: the
+SessionStart hook's recall reads them too."""
+
+from __future__ import annotations
+
+import json
+
+
+def json_list(text: str | None) -> list:
+    """A JSON list column; an older writer's value that is not one reads as empty."""
+    if not text or text == "[]":  # most lists are empty: skip the parser
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def tags(text: str | None) -> list[str]:
+    """The tags column: a JSON list, or (as an older writer left some) comma-separated words."""
+    if text and not text.lstrip().startswith("["):
+        return [t.strip() for t in text.split(",") if t.strip()]
+    return [str(t) for t in json_list(text)]
