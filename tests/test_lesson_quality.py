@@ -220,3 +220,25 @@ def test_recall_command_json_and_budget(dbp):
     assert shown["usage_count"] == 1  # returned lessons count as used
     code, out, err = mgcp("recall", "calling a new API", "--budget", "100", "--db", dbp)
     assert code == 2 and "at least 400" in err
+
+
+def test_a_streak_raised_again_after_its_finding_went_stale_and_an_undo_gets_a_new_finding(dbp):
+    """The streak finding about verify-api@1 goes stale when a merge changes verify-api; undoing the
+    merge brings v1 back, and the next failure raises the streak again (it once reused the stale
+    finding's id and failed with a constraint error, losing the outcome)."""
+    add(dbp, "verify-api", *API)
+    add(dbp, "check-call-site", "--trigger", "calling an API for the first time", "--action",
+        "Read its signature first, then one call site.")
+    for _ in range(3):
+        first = outcome(dbp, "verify-api", "--failed")
+    assert first["finding"] is not None
+    mgcp("rem", "run", "--op", "duplicate_detection", "--project", "/p", "--db", dbp)
+    pending = json.loads(mgcp("rem", "report", "--project", "/p", "--db", dbp, "--json")[1])["pending"]
+    merge = next(f for f in pending if f["kind"].startswith("duplicate_"))
+    option = next(i for i, o in enumerate(merge["options"], 1) if o["action"] == "merge")
+    assert mgcp("rem", "resolve", merge["id"], "--option", option, "--project", "/p", "--db", dbp)[0] == 0
+    mgcp("rem", "report", "--project", "/p", "--db", dbp)  # the streak finding is found stale
+    assert mgcp("rem", "undo", merge["id"], "--db", dbp)[0] == 0
+    again = outcome(dbp, "verify-api", "--failed")
+    assert again["streak"] == 4 and again["finding"] is not None
+    assert again["finding"]["id"] != first["finding"]["id"]

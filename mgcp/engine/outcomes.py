@@ -39,21 +39,17 @@ async def record_outcome(store: Store, config: RemConfig, lesson_id: str, helped
         elif stats["streak"] >= threshold:
             finding = _finding(lesson, stats, threshold)
             if await store.rem.finding_by_fingerprint(finding.fingerprint) is None \
-                    and not await _settled(store, finding.fingerprint):
+                    and not await store.rem.was_applied(finding.fingerprint):
+                # The failure count grows with every report: a finding raised again for the same
+                # streak (its first went stale, then an undo brought the lesson back) gets a new id.
                 finding = finding.model_copy(update={
-                    "id": hashlib.sha256(f"{finding.fingerprint}:outcome".encode()).hexdigest()[:16],
+                    "id": hashlib.sha256(f"{finding.fingerprint}:{stats['failed']}:outcome".encode()).hexdigest()[:16],
                     "created_at": utcnow()})
                 await store.rem.insert_finding(finding)
             else:
                 finding = None
     return {"lesson_id": lesson.id, "outcome": "helped" if helped else "failed", **stats,
             "failure_threshold": threshold, "finding": finding}
-
-
-async def _settled(store: Store, fp: str) -> bool:
-    """Whether a finding about this very streak was already answered (applied or undone later)."""
-    row = await store.db.fetchone("SELECT 1 FROM rem_findings WHERE fingerprint = ? AND status = 'applied'", [fp])
-    return row is not None
 
 
 async def _retire(store: Store, lesson_id: str) -> None:

@@ -106,6 +106,11 @@ class RemLedger:
                FROM rem_findings WHERE operation = ? AND status IN ('applied', 'rejected')""", [operation])
         return tuple(row)
 
+    async def was_applied(self, fingerprint: str) -> bool:
+        """Whether a finding with this fingerprint was answered with an action that still stands."""
+        return await self.db.fetchone("SELECT 1 FROM rem_findings WHERE fingerprint = ? AND status = 'applied'",
+                                      [fingerprint]) is not None
+
     async def settled(self, operation: str) -> frozenset[str]:
         """Fingerprints of an operation's findings answered "don't ask again": the rejected ones, and
         those a rejected summary stood for."""

@@ -7,8 +7,9 @@ are due or findings await review, prints one JSON object whose
 `hookSpecificOutput.additionalContext` is a short reminder. On startup and clear (not resume or
 compact, whose conversation still holds it) it adds the project's recall section (mgcp.recall, no
 task: project state, constraints, preferences, most used lessons) under `recall.hook_budget`
-characters (rem-config.yaml; 0 turns it off); the lessons it shows count as used. Otherwise it
-prints nothing.
+characters (rem-config.yaml; 0 turns it off). The lessons it shows do not count as used: every
+session start would count them again, making the most used ever more used, validating lessons
+nobody asked for and hiding unused ones from the staleness scan. Otherwise it prints nothing.
 
 Contract:
 - It never runs the cycle; it only registers the session and reminds.
@@ -100,8 +101,8 @@ def run(session_id: str, cwd: str, source: str | None) -> str | None:
 
 
 def _recall(conn, cwd: str, budget: int, rem_config, payload: dict) -> str | None:
-    """The project's recall section for a session's start, its lessons counted as used; None (and
-    a line in the hook log) if it cannot be built."""
+    """The project's recall section for a session's start (read only); None (and a line in the hook
+    log) if it cannot be built."""
     try:
         from mgcp import recall
         from mgcp.persistence import recall_data
@@ -110,8 +111,6 @@ def _recall(conn, cwd: str, budget: int, rem_config, payload: dict) -> str | Non
         result = recall.build(reader, cwd, budget, weights=rem_config.ranking,
                               shares=rem_config.recall["shares"], errors=False,
                               reinforcement=rem_config.reinforcement)
-        if result.lessons:
-            reader.mark_used(result.lessons, utcnow())
         has_content = result.lessons or result.sections.get("state")
         return result.text if has_content else None
     except Exception as exc:  # noqa: BLE001 -- the reminder must still reach the session
