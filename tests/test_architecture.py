@@ -31,7 +31,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking",
                     "reinforcement"},
     "operations": {"models", "text", "reinforcement"},
-    "engine": {"errors", "config", "schedule", "models", "validation", "persistence", "operations",
+    "engine": {"__init__", "errors", "config", "schedule", "models", "validation", "persistence", "operations",
                "quality", "ranking", "recall", "reinforcement"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
                  "persistence", "engine", "quality", "ranking", "recall"},

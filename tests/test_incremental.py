@@ -121,3 +121,18 @@ def test_knowledge_extraction_is_skipped_until_the_project_saves_again(db, run):
         return [s["knowledge_extraction"] for s in seen]
 
     assert run(db, scenario) == [False, True, False]
+
+
+def test_the_lessons_digest_sees_superseded_copies_leave(db, run):
+    """Pattern reinforcement counts superseded copies: archiving one must make its next run real."""
+    from mgcp.models import LessonStatus
+
+    async def scenario(store):
+        await _seed(store)
+        await store.lessons.set_lifecycle("rule-0-b", LessonStatus.superseded, superseded_by="rule-0-a")
+        before = await store.lessons.content_digest()
+        await store.lessons.set_lifecycle("rule-0-b", LessonStatus.archived)
+        return before, await store.lessons.content_digest()
+
+    before, after = run(db, scenario)
+    assert before != after

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import AsyncIterator, Callable
 
-from mgcp import schedule
+from mgcp import __version__, schedule
 from mgcp.config import OPERATIONS, RemConfig
 from mgcp.engine import review
 from mgcp.engine.actions import apply_auto
@@ -188,7 +188,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
 # settings, the answers given to findings and, where named here, the project's history ("project")
 # or every project's history and stated decisions ("all"): with none of these changed since their
 # last run in the project, a run would find exactly what is already stored, so it is skipped
-# ("unchanged"). Any undo counts as a changed answer.
+# ("unchanged"). Any undo counts as a changed answer; another mgcp version, or another Louvain
+# implementation for community detection, counts as changed settings.
 DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradiction_scan": None,
             "knowledge_extraction": "project", "pattern_reinforcement": "all"}
 
@@ -204,7 +205,13 @@ async def _input_digest(store: Store, project: ProjectContext, op: str, settings
         history = await store.context.history_mark(project.project_id)
     elif DIGESTED[op] == "all":
         history = [await store.context.history_mark(), await store.patterns.observations_mark()]
-    described = json.dumps([op, settings, similarity, answered, lessons, history], sort_keys=True, default=str)
+    algorithm = [__version__]
+    if op == "community_detection":
+        from mgcp.operations.community_detection import louvain
+
+        algorithm.append(louvain(settings))
+    described = json.dumps([op, algorithm, settings, similarity, answered, lessons, history], sort_keys=True,
+                           default=str)
     return hashlib.sha256(described.encode()).hexdigest()
 
 

@@ -420,13 +420,14 @@ class Lessons:
         return [r["query"] for r in rows]
 
     async def content_digest(self) -> str:
-        """A digest of what the operations that compare lessons read of the active ones: ids,
-        versions, triggers, actions, tags and links. Use (counts, times) is left out: it changes
-        with every query and decides nothing those operations find."""
+        """A digest of what the operations that compare lessons read of the active and the
+        superseded ones (pattern reinforcement counts superseded copies): ids, status, versions,
+        triggers, actions, tags and links. Use (counts, times) is left out: it changes with every
+        query and decides nothing those operations find."""
         rows = await self.db.fetchall(
-            """SELECT l.id, l.version, l.trigger, l.action, l.tags, l.relationships FROM lessons l
-               LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-               WHERE COALESCE(c.status, 'active') = 'active' ORDER BY l.id""")
+            """SELECT l.id, COALESCE(c.status, 'active'), l.version, l.trigger, l.action, l.tags, l.relationships
+               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+               WHERE COALESCE(c.status, 'active') IN ('active', 'superseded') ORDER BY l.id""")
         digest = hashlib.sha256()
         for row in rows:
             digest.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
