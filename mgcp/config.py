@@ -38,9 +38,9 @@ OPERATIONS = (
     "contradiction_scan",
 )
 # Operations over the lessons, which every project shares: their findings are reviewed from any
-# project. The others work on one project's history and their findings stay in that project.
-SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection",
-                     "pattern_reinforcement", "contradiction_scan")
+# project. The others read projects' history and their findings stay in the project that ran them
+# (pattern reinforcement's drafts quote a project's decisions, paths and sessions).
+SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection", "contradiction_scan")
 
 DEFAULTS: dict[str, dict] = {
     "staleness_scan": {

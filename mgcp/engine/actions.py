@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from mgcp.config import RemConfig
 from mgcp.engine import review
+from mgcp.engine.lessons import gate
 from mgcp.errors import ConflictError, InvalidInputError, SettledError
 from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.operations import BULK_ACTIONS, BULK_WORDS
@@ -103,6 +104,7 @@ async def _delete(store, config, finding, text, selection):
 async def _update_trigger(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
     trigger = check_text("trigger", text, limit=1000)
+    gate(trigger, None, required=False)
     await store.lessons.refine(lesson_id, reason="REM staleness scan: trigger keywords matched no recent query",
                               trigger=trigger)
     return f"refined {lesson_id} with a new trigger", {}
@@ -111,6 +113,7 @@ async def _update_trigger(store, config, finding, text, selection):
 async def _refine(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
     action = check_text("action", text)
+    gate(None, action, required=False)
     await store.lessons.refine(lesson_id, reason=f"REM {finding.kind}: reviewed and refined", action=action)
     return f"refined {lesson_id} with a new action", {}
 
@@ -237,12 +240,18 @@ def draft_with_edits(draft: dict, text: str | None) -> dict:
 async def _draft_lesson(store, config, finding, text, selection):
     draft = draft_with_edits(finding.data.get("draft") or {}, text)
     lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
+    trigger = check_text("trigger", draft.get("trigger"), limit=1000)
+    action = check_text("action", draft.get("action"))
+    gate(trigger, action)
+    held = await store.lessons.same_text(trigger, action)
+    if held is not None:  # another finding's draft (or a person) already wrote it
+        raise ConflictError(f"finding {finding.id} is stale: lesson {held.id} already says this "
+                            "(the same trigger and action)")
     base, n = lesson_id, 2
     while await store.lessons.exists(lesson_id):
         lesson_id, n = f"{base}-{n}", n + 1
     lesson = await store.lessons.add(
-        lesson_id, check_text("trigger", draft.get("trigger"), limit=1000),
-        check_text("action", draft.get("action")), check_text("rationale", draft.get("rationale"), required=False),
+        lesson_id, trigger, action, check_text("rationale", draft.get("rationale"), required=False),
         tags=[check_text("tag", t, limit=100) for t in draft.get("tags") or []])
     return f"added lesson {lesson.id}", {"lesson": lesson.id}
 
@@ -366,15 +375,15 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     """Why --auto may apply the finding's recommended option, or None when a person must decide.
 
     Auto never deletes, never drafts lessons from extraction, never answers a contradiction, and
-    merges only at or above auto_merge_threshold, or copies whose actions are equal once
-    normalized (pattern reinforcement); links are safe (additive, undoable)."""
+    merges only at or above auto_merge_threshold, or true copies: lessons whose whole triggers and
+    actions are equal once normalized (pattern reinforcement); links are safe (additive, undoable)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
     if finding.operation == "contradiction_scan":
         return None  # which of two opposite rules holds is a person's decision
     if option.action == "supersede_duplicates" and finding.data.get("normalized_equal"):
-        return "the copies' actions are equal once normalized"
+        return "the copies' triggers and actions are equal once normalized"
     if option.action == "merge":
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))

@@ -41,6 +41,11 @@ async def is_stale(store: Store, finding: RemFinding) -> str | None:
         lesson = await store.lessons.get(finding.data["lesson"])
         if lesson.relationships:
             return f"lesson {lesson.id} has been linked since"
+    draft = finding.data.get("draft")
+    if isinstance(draft, dict) and isinstance(draft.get("trigger"), str) and isinstance(draft.get("action"), str):
+        held = await store.lessons.same_text(draft["trigger"].strip(), draft["action"].strip())
+        if held is not None:  # e.g. the same decision drafted by two operations, one answered
+            return f"lesson {held.id} already says what its draft says"
     return None
 
 
