@@ -2,6 +2,11 @@
 
 - `normalize`: a text's identity for clustering: trimmed, lower-cased, whitespace collapsed, its
   first 200 characters (a long text with a stable opening still clusters with its variants).
+- `identity`: a whole text's identity as a copy: NFKC, case folded, its words only, single spaces
+  ("Use WAL-mode!" and "use wal mode" are one text). It is the rule write-time dedup applies
+  (mgcp.quality.normalized), so that what REM calls a copy is what the write gate calls one.
+- `differences`: how a lesson differs from the kept one, under `identity`: its trigger, its action
+  (after the first 200 characters when their cluster keys agree). None of them: a true copy.
 - `cluster_key`: `category::normalized text`; the category keeps a decision, a note and a lesson
   with the same words apart.
 - `reinforcement_boost`: what a reinforced lesson adds to its ranking score,
@@ -17,10 +22,28 @@ DERIVED_VIA = "pattern-reinforcement"
 KEY_LENGTH = 200
 MIN_COUNT_RANGE = (2, 1000)  # a cluster of one is no pattern; larger minimums are typos
 _SPACE = re.compile(r"\s+")
+_WORDS = re.compile(r"[^\W_]+")
 
 
 def normalize(text: str | None) -> str:
     return _SPACE.sub(" ", (text or "").strip().lower())[:KEY_LENGTH]
+
+
+def identity(text: str | None) -> str:
+    import unicodedata  # not on the SessionStart hook's path
+
+    return " ".join(_WORDS.findall(unicodedata.normalize("NFKC", text or "").casefold()))
+
+
+def differences(kept_trigger: str, kept_action: str, trigger: str, action: str) -> list[str]:
+    """What differs between a lesson (trigger, action) and the kept one; [] for a true copy."""
+    found = []
+    if identity(trigger) != identity(kept_trigger):
+        found.append("trigger")
+    if identity(action) != identity(kept_action):
+        found.append(f"action after the first {KEY_LENGTH} characters"
+                     if normalize(action) == normalize(kept_action) else "action")
+    return found
 
 
 def cluster_key(category: str, text: str | None) -> str:

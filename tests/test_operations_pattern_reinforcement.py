@@ -3,7 +3,7 @@ import pytest
 from mgcp.config import DEFAULTS
 from mgcp.models import Lesson, LessonStatus
 from mgcp.operations import pattern_reinforcement
-from mgcp.reinforcement import cluster_key, normalize, reinforcement_boost
+from mgcp.reinforcement import cluster_key, identity, normalize, reinforcement_boost
 
 SETTINGS = {**DEFAULTS["pattern_reinforcement"], "enabled": True}
 NOW = "2026-05-01T00:00:00+00:00"
@@ -163,3 +163,88 @@ def test_history_fed_in_pages_gives_what_it_gives_whole():
         paged = pattern_reinforcement.run([], observed, {}, {**SETTINGS, "min_count": 2}, NOW)
         assert paged.patterns == whole.patterns, cut
     assert {p.category for p in whole.patterns} == {"decision", "note"}
+
+
+# -- what counts as a copy ------------------------------------------------------------------------
+
+OPENING = "Before you cut a release, " + "check the changelog, the version bump and the tag in that order; " * 4
+
+PAIRS = {**SETTINGS, "min_count": 2}
+
+
+@pytest.mark.parametrize("a, b", [("Use WAL-mode!", "use  wal mode"), ("Pin  Versions.", "pin versions"),
+                                  ("ＦＵＬＬ width", "full WIDTH"), ("Straße", "STRASSE"), ("", "  ")])
+def test_copy_identity_is_the_write_time_dedup_rule(a, b):
+    from mgcp.quality import normalized
+
+    assert identity(a) == identity(b) == normalized(a) == normalized(b)
+    assert identity(a + " and more") != identity(b)
+
+
+def reproduced():
+    """The review's case: one opening, three situations, three endings past the cluster key."""
+    return [lesson("a1", OPENING + "Then announce it.", "2026-01-01", trigger="when releasing"),
+            lesson("a2", OPENING + "Then pair with the newcomer.", "2026-02-01", trigger="when onboarding"),
+            lesson("a3", OPENING + "Then rerun the flaky job.", "2026-03-01", trigger="when CI is flaky")]
+
+
+def test_lessons_with_other_triggers_are_reported_for_a_person_not_as_copies():
+    result = run(reproduced())
+    [pattern] = result.patterns
+    assert (pattern.lesson_id, pattern.reinforcement_count) == ("a3", 3)  # one cluster: the opening is shared
+    [finding] = result.findings
+    assert finding.data["normalized_equal"] is False
+    assert finding.options[finding.recommended - 1].action == "keep"
+    assert finding.data["differences"] == {
+        "a1": ["trigger", "action after the first 200 characters"],
+        "a2": ["trigger", "action after the first 200 characters"]}
+    assert "not a copy, it differs in: trigger; action after the first 200 characters" in finding.description
+    assert 'in that order; Then rerun the flaky job."' in finding.description
+    assert "not copies" in finding.title
+
+
+def test_actions_that_differ_after_200_characters_are_not_copies():
+    lessons = [lesson("b1", OPENING + "Then announce it.", "2026-01-01"),
+               lesson("b2", OPENING + "Then announce it.", "2026-02-01"),
+               lesson("b3", OPENING + "Then rerun the flaky job.", "2026-03-01")]
+    [finding] = run(lessons).findings
+    assert finding.data["normalized_equal"] is False and finding.recommended == 2
+    assert finding.data["differences"] == {"b1": ["action after the first 200 characters"],
+                                           "b2": ["action after the first 200 characters"]}
+
+
+def test_copies_up_to_case_spacing_and_punctuation_may_be_superseded_automatically():
+    # The cluster key keeps punctuation in the action's first 200 characters (the clustering rule);
+    # the copy identity ignores it everywhere, so punctuation past the key and in triggers is no difference.
+    lessons = [lesson("c1", OPENING + "Then announce it!", "2026-01-01", trigger="Before a Release:"),
+               lesson("c2", OPENING.upper() + "then  announce it", "2026-02-01", trigger="before a  release"),
+               lesson("c3", OPENING + "Then announce it.", "2026-03-01", trigger="before a release")]
+    [finding] = run(lessons).findings
+    assert finding.data["normalized_equal"] is True and finding.data["differences"] == {}
+    assert finding.options[finding.recommended - 1].action == "supersede_duplicates"
+    assert (finding.data["canonical"], finding.data["others"]) == ("c3", ["c1", "c2"])
+    assert "the most recent" in finding.data["kept_because"]
+
+
+def test_a_copy_used_or_refined_more_is_the_one_kept_and_the_finding_says_why():
+    used = [lesson("u1", "Pin dependencies.", "2026-01-01"), lesson("u2", "Pin dependencies.", "2026-02-01")]
+    used[0].usage_count = 9
+    [finding] = run(used, settings=PAIRS).findings
+    assert (finding.data["canonical"], finding.data["others"]) == ("u1", ["u2"])
+    assert 'used 9 times, more than the most recent member "u2" (0)' in finding.description
+    refined = [lesson("r1", "Pin dependencies.", "2026-01-01"), lesson("r2", "Pin dependencies.", "2026-02-01")]
+    refined[0].version = 4
+    [finding] = run(refined, settings=PAIRS).findings
+    assert finding.data["canonical"] == "r1"
+    assert '4 versions, more than the most recent member "r2"' in finding.description
+    [pattern] = run(refined, settings=PAIRS).patterns
+    assert pattern.lesson_id == "r2"  # the pattern's canonical is still the most recent member
+
+
+def test_one_member_that_is_not_a_copy_keeps_the_whole_finding_from_auto():
+    lessons = [lesson("d1", "Pin dependencies.", "2026-01-01"), lesson("d2", "Pin dependencies.", "2026-02-01"),
+               lesson("d3", "Pin dependencies.", "2026-03-01", trigger="when writing a script")]
+    [finding] = run(lessons).findings
+    assert finding.data["normalized_equal"] is False and finding.data["differences"] == {
+        "d1": ["trigger"], "d2": ["trigger"]}
+    assert "3 active lessons share their action up to case and spacing" in finding.description

@@ -108,6 +108,48 @@ def test_lessons_added_again_are_superseded_by_the_newest_under_auto_and_undone_
     assert len(cli_json("lesson", "list", "--db", dbp)) == 30
 
 
+OPENING = "Before you cut a release, " + "check the changelog, the version bump and the tag in that order; " * 4
+
+
+def seed_lessons(run, db, lessons):
+    async def seed(store):
+        for lesson_id, trigger, action in lessons:
+            await store.lessons.add(lesson_id, trigger, action)
+    run(db, seed)
+
+
+@pytest.mark.parametrize("lessons, differ", [
+    ([("a1", "when releasing", OPENING + "Then announce it."),
+      ("a2", "when onboarding a newcomer", OPENING + "Then pair with the newcomer."),
+      ("a3", "when CI is flaky", OPENING + "Then rerun the flaky job.")], "trigger"),
+    ([("b1", "when releasing", OPENING + "Then announce it."),
+      ("b2", "when releasing", OPENING + "Then announce it."),
+      ("b3", "when releasing", OPENING + "Then rerun the flaky job.")], "action after the first 200 characters"),
+])
+def test_auto_leaves_lessons_that_are_not_copies_to_a_person(db, dbp, run, lessons, differ):
+    seed_lessons(run, db, lessons)
+    before = dump(db, LESSON_TABLES)
+    result = reinforce(dbp, "--auto")
+    [finding] = result["report"]["findings"]
+    assert result["applied"] == [] and [f["id"] for f in result["left_pending"]] == [finding["id"]]
+    assert finding["data"]["normalized_equal"] is False and finding["recommended"] == 2
+    assert f"not a copy, it differs in: {differ}" in finding["description"]
+    assert dump(db, LESSON_TABLES) == before
+    assert {lesson["id"] for lesson in cli_json("lesson", "list", "--db", dbp)} == {i for i, _, _ in lessons}
+
+
+def test_auto_supersedes_copies_that_differ_only_in_case_spacing_and_punctuation(db, dbp, run):
+    seed_lessons(run, db, [("c1", "Before a Release:", OPENING + "Then announce it!"),
+                           ("c2", "before a  release", OPENING.upper() + "then  announce it"),
+                           ("c3", "before a release", OPENING + "Then announce it.")])
+    result = reinforce(dbp, "--auto")
+    [applied] = result["applied"]
+    assert "triggers and actions are equal once normalized" in applied["why"]
+    assert [lesson["id"] for lesson in cli_json("lesson", "list", "--db", dbp)] == ["c3"]
+    assert mgcp("rem", "undo", applied["id"], "--db", dbp)[0] == 0
+    assert len(cli_json("lesson", "list", "--db", dbp)) == 3
+
+
 def test_undoing_the_run_removes_the_patterns_it_wrote(db, dbp, run):
     seed_sessions(run, db, n=3)
     before = dump(db, ["reinforced_patterns"])

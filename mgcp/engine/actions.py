@@ -302,7 +302,7 @@ async def _apply_all(store, config, finding, text, selection):
 
 
 async def _supersede_duplicates(store, config, finding, text, selection):
-    """A reinforced lesson's older copies merged into it, one by one, as one action."""
+    """A reinforced lesson's other members merged into the kept one, one by one, as one action."""
     canonical = finding.data["canonical"]
     merged = []
     for other in finding.data["others"]:

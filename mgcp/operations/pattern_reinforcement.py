@@ -28,9 +28,15 @@ lesson) is rewritten when the membership changed, at the same count. Those refre
 expected cost of accurate provenance, not drift.
 
 Findings (at most `max_findings` of each kind, see `mgcp.operations.cap`):
-- `reinforced_duplicates`: a lesson pattern whose older members are still active. Recommended
-  "supersede_duplicates": each older copy is merged into the canonical (the undoable merge path;
-  `--auto` may apply it, as the texts are equal once normalized). Also keep, skip.
+- `reinforced_duplicates`: a lesson pattern with more than one active member. One member is kept:
+  the most used, then the most refined (most versions), then the most recent; the finding says
+  which and why. The members are true copies when every one's whole trigger and whole action equal
+  the kept one's under `mgcp.reinforcement.identity` (the write-time dedup rule: case, spacing and
+  punctuation aside). Then "supersede_duplicates" is recommended (each other copy merged into the
+  kept one by the undoable merge path) and `data["normalized_equal"]` is true, so `--auto` may
+  apply it. Members that share only the cluster key (another trigger, or an action that goes on
+  differently after the first 200 characters) are not copies: the finding names each difference,
+  recommends keeping them all and is left to a person. Options: supersede_duplicates, keep, skip.
 - `reinforced_draft`: a decision or note pattern that no lesson holds, naming its count and
   sessions. Recommended "draft_lesson"; also project_specific, skip.
 """
@@ -46,7 +52,7 @@ from itertools import chain
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, fingerprint, subject_identity, subject_of
-from mgcp.reinforcement import DERIVED_VIA, cluster_key, min_count, normalize, pattern_id
+from mgcp.reinforcement import DERIVED_VIA, KEY_LENGTH, cluster_key, differences, min_count, normalize, pattern_id
 
 OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
@@ -112,9 +118,8 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
         else:
             result.patterns.append(pattern)
         if category == "lesson":
-            older = [m.lesson for m in live if m is not canonical]
-            if older:
-                result.findings.append(_duplicates_finding(pattern, canonical.lesson, older))
+            if len(live) > 1:
+                result.findings.append(_duplicates_finding(pattern, canonical.lesson, [m.lesson for m in live]))
         elif lesson_id is None:
             drafts.append(pattern)  # its members are made again only if the review shows it
     limit = int(settings.get("max_findings", 50))
@@ -301,34 +306,83 @@ def _full(value: str) -> str:
 
 # -- findings ------------------------------------------------------------------------------------
 
-def _duplicates_finding(pattern: ReinforcedPattern, canonical: Lesson, older: list[Lesson]) -> RemFinding:
-    subject = subject_of(canonical, *older)
-    lines = [f'The same lesson was added {pattern.reinforcement_count} times (pattern {pattern.id}):',
-             f'"{text.shorten(canonical.action, 200)}"', "",
-             f'Most recent active copy (kept): "{canonical.id}" - {text.shorten(canonical.trigger, 100)}',
-             "Older active copies:"]
-    lines += [f'- "{lesson.id}" - {text.shorten(lesson.trigger, 100)} (added {lesson.created_at[:10]})'
-              for lesson in older]
-    lines += ["", f'Superseding them keeps "{canonical.id}" (tags, examples and links merged in).']
+def _kept(newest: Lesson, live: list[Lesson]) -> tuple[Lesson, str]:
+    """The member superseding keeps (the most used, then the most refined, then the most recent)
+    and why it is that one."""
+    kept = max(live, key=lambda lesson: (lesson.usage_count, lesson.version, lesson.created_at, lesson.id))
+    if kept is newest:
+        return kept, "the most recent, and no other member was used more"
+    if kept.usage_count > newest.usage_count:
+        return kept, (f"used {kept.usage_count} times, more than the most recent member "
+                      f'"{newest.id}" ({newest.usage_count})')
+    return kept, (f"{kept.version} versions, more than the most recent member "
+                  f'"{newest.id}" ({newest.version}), at equal use')
+
+
+def _duplicates_finding(pattern: ReinforcedPattern, newest: Lesson, live: list[Lesson]) -> RemFinding:
+    """`newest`: the pattern's canonical; `live`: every active member, oldest first."""
+    kept, why = _kept(newest, live)
+    others = [lesson for lesson in live if lesson is not kept]
+    differ = {lesson.id: differences(kept.trigger, kept.action, lesson.trigger, lesson.action) for lesson in others}
+    copies = not any(differ.values())
+
+    endings = any(found.startswith("action") for found in chain.from_iterable(differ.values()))
+
+    def line(lesson: Lesson) -> str:
+        said = (f'"{lesson.id}" - {text.shorten(lesson.trigger, 100)} (added {lesson.created_at[:10]}, '
+                f"used {lesson.usage_count} times, version {lesson.version})")
+        if endings:
+            said += f'\n  its action ends "…{_ending(lesson.action)}"'
+        if differ.get(lesson.id):
+            said += "\n  not a copy, it differs in: " + "; ".join(differ[lesson.id])
+        if lesson.version > kept.version:
+            said += f"\n  refined more than the kept one (its {lesson.version} versions stay in its history)"
+        return said
+
+    n = len(others)
+    if copies:
+        title = f'Lesson added {pattern.reinforcement_count} times: "{text.shorten(kept.action, 70)}"'
+        head = [f'The same lesson was added {pattern.reinforcement_count} times (pattern {pattern.id}); '
+                f"{n + 1} copies are active, equal in trigger and action up to case, spacing and punctuation:"]
+        tail = f'Superseding them keeps "{kept.id}" (tags, examples and links merged in).'
+    else:
+        title = (f"{n + 1} lessons begin their action alike but are not copies: "
+                 f'"{text.shorten(kept.action, 60)}"')
+        shared = (f"the first {KEY_LENGTH} characters of their action" if len(normalize(kept.action)) == KEY_LENGTH
+                  else "their action up to case and spacing")
+        head = [f"{n + 1} active lessons share {shared} (pattern {pattern.id}), but not all are copies:"]
+        tail = ("Superseding them would drop the situations and wording that differ from retrieval "
+                "(one undo takes it back); keeping them all is recommended.")
+    lines = [*head, f'"{text.shorten(kept.action, 200)}"', "",
+             f"Kept if superseded ({why}):", "- " + line(kept),
+             "The others:", *("- " + line(lesson) for lesson in others), "", tail]
     options = [
-        FindingOption(label=f"Supersede the {len(older)} older cop{'y' if len(older) == 1 else 'ies'}",
+        FindingOption(label=f"Supersede the {n} other cop{'y' if n == 1 else 'ies'}" if copies else
+                      f"Supersede the {n} other lesson{'' if n == 1 else 's'} (not copies)",
                       action="supersede_duplicates",
-                      description=f'Mark each older copy superseded by "{canonical.id}"; one undo takes it back'),
+                      description=f'Mark each of them superseded by "{kept.id}"; one undo takes it back'),
         FindingOption(label="Keep them all", action="keep",
                       description="Remember this answer; not raised again unless one of them changes"),
         FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
     ]
+    subject = subject_of(kept, *others)
     return RemFinding(
-        operation=OPERATION, kind="reinforced_duplicates",
-        title=f'Lesson added {pattern.reinforcement_count} times: "{text.shorten(canonical.action, 70)}"',
-        description="\n".join(lines), options=options, recommended=1,
+        operation=OPERATION, kind="reinforced_duplicates", title=title,
+        description="\n".join(lines), options=options, recommended=1 if copies else 2,
         data={"pattern": pattern.id, "category": "lesson", "count": pattern.reinforcement_count,
-              "canonical": canonical.id, "others": [lesson.id for lesson in older],
-              "normalized_equal": True,
+              "canonical": kept.id, "others": [lesson.id for lesson in others], "kept_because": why,
+              "normalized_equal": copies, "differences": {k: v for k, v in differ.items() if v},
               "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
-                                      "created_at": lesson.created_at, "version": lesson.version}
-                          for lesson in (canonical, *older)}},
+                                      "created_at": lesson.created_at, "version": lesson.version,
+                                      "usage_count": lesson.usage_count}
+                          for lesson in (kept, *others)}},
         subject=subject, fingerprint=fingerprint(OPERATION, "reinforced_duplicates", subject_identity(subject)))
+
+
+def _ending(action: str, width: int = 80) -> str:
+    """The last `width` characters of an action, spacing collapsed."""
+    said = " ".join(action.split())
+    return said[-width:].lstrip()
 
 
 def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: dict[str, str],
