@@ -262,12 +262,17 @@ def _write_or_delete(path: Path, content: dict) -> bool:
 def _write(path: Path, settings: dict) -> None:
     # Through a temporary file and a rename, so Claude Code never reads a half-written file.
     tmp = path.with_name(path.name + ".mgcp-tmp")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise InvalidInputError(f"cannot write {path}: {path.parent} is a file, not a folder")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
         raise MgcpError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

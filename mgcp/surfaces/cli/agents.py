@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mgcp.surfaces.cli.app import Config, Db, Json, Project, app, echo, print_json, project_path
+from mgcp.surfaces.cli.app import Config, Db, Json, Project, app, echo, load_config, print_json, project_path
 
 
 @app.command("init")
@@ -44,9 +44,13 @@ def serve(db: Db = None, config: Config = None,
 
     Example: mgcp serve --http --host 0.0.0.0 --port 8765 --token-file ~/.mgcp/token
     """
-    if not http:
-        from mgcp.errors import InvalidInputError
+    from mgcp.config import db_path
+    from mgcp.errors import InvalidInputError
+    from mgcp.persistence.migrate import check_file
 
+    check_file(db_path(db), allow_empty=True)  # a database it could never use: refused at start
+    load_config(config)
+    if not http:
         if host != "127.0.0.1" or port != 8765 or token_file:
             raise InvalidInputError("--host, --port and --token-file go with --http")
         from mgcp.surfaces.mcp_server import serve as run_server
@@ -55,7 +59,23 @@ def serve(db: Db = None, config: Config = None,
     from mgcp.config import http_token
     from mgcp.surfaces.mcp_server import serve_http
 
-    serve_http(db, config, host, port, http_token(token_file))
+    token = http_token(token_file)
+    _check_port(host, port)
+    serve_http(db, config, host, port, token)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse at start a port another server holds (else the server would announce itself, then
+    fail)."""
+    import socket
+
+    from mgcp.errors import MgcpError
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise MgcpError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 @app.command("demo")

@@ -91,10 +91,20 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+# Options naming a file or a project: an empty value (an unset shell variable, say) would otherwise
+# mean the default database or the current directory.
+PATH_OPTIONS = ("--db", "--project", "--config", "--out", "--token-file")
+
+
 def _check_arguments(args: list[str]) -> None:
     """Arguments must be valid UTF-8: an invalid byte (which Python keeps as a lone surrogate) is
-    refused up front, naming the argument, before any command runs."""
+    refused up front, naming the argument, before any command runs. A path option must not be
+    empty."""
     for number, arg in enumerate(args, 1):
+        option, _, value = arg.partition("=")
+        if option in PATH_OPTIONS and ("=" in arg or number < len(args)) \
+                and not (value if "=" in arg else args[number]).strip():
+            _fail(f"{option} must not be empty", 2)
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
