@@ -1,6 +1,7 @@
 """contradiction_scan on a planted set: contradictions in many wordings are found; agreeing
-paraphrases and unrelated pairs are not. The precision and recall printed by
-`test_planted_precision_and_recall` are the figures quoted in benchmarks/README.md."""
+paraphrases, unrelated pairs and hard negatives (pairs that look opposed word for word but are not:
+fragments, conditions, code names, restrictions, rankings, descriptions) are not. The precision and
+recall printed by `test_planted_precision_and_recall` are the figures quoted in benchmarks/README.md."""
 
 import pytest
 
@@ -42,6 +43,13 @@ CONTRADICTIONS = [
     ("a rule / its exception", "exporting large tables from postgres",
      "Use server-side cursors for large exports.",
      "Don't use server-side cursors for large exports behind PgBouncer; page with keyset pagination."),
+    ("a judged refusal / a rule for every case", "formatting return statements",
+     "Avoid needless parentheses in return statements.", "Always use parentheses in return statements."),
+    ("a conditional rule / a ban", "defining constants", "Use enums when the values are fixed.", "Avoid enums."),
+    ("X (not Y) / prefer Y over X", "indenting source files", "Use tabs (not spaces) for indentation.",
+     "Prefer spaces over tabs for indentation."),
+    ("a code name / its refusal", "fetching data in react components", "Use useEffect for data fetching.",
+     "Don't use useEffect for data fetching."),
 ]
 AGREEING = [
     ("handling secrets in the repository", "Never commit secrets to the repository.",
@@ -65,6 +73,48 @@ OTHER_SITUATION = [  # opposite actions for situations that have nothing in comm
     ("editing a makefile recipe", "Use tabs for indentation.", "Never use tabs for indentation.",
      "formatting yaml config"),
 ]
+# (kind of trap, trigger, one action, the other): each is raised by a less careful reading of claims.
+HARD_NEGATIVES = [
+    ("a code name holding a common word", "storing session cookies", "Call getAll and setAll on the cookie store.",
+     "Never call get or set on the cookie store."),
+    ("a code name holding a negation", "choosing a database", "Database options (SQL, NoSQL, NewSQL)",
+     "Database options (SQL, NoSQL, NewSQL)"),
+    ("a negated condition", "talking to the database", "Use the raw driver when not using the ORM.",
+     "Use the raw driver."),
+    ("a purpose", "managing component state", "Memoize derived state to avoid unnecessary renders.",
+     "Memoize derived state."),
+    ("a judged refusal / a plain rule", "writing typescript", "Avoid unnecessary type assertions.",
+     "Use type assertions."),
+    ("an order said both ways round", "test-driven development",
+     "Write a failing test before writing the implementation.",
+     "Don't write the implementation before writing a failing test."),
+    ("a ranking", "modelling records in python", "Prefer dataclasses to plain dicts.",
+     "Prefer named tuples to dataclasses."),
+    ("the alternative named", "handling file paths", "Use pathlib instead of string paths.",
+     "Use pathlib for string paths."),
+    ("a restriction", "sharing configuration", "Use global variables only for configuration.",
+     "Avoid global variables."),
+    ("an exception", "logging requests", "Never log anything other than request ids.", "Log request ids."),
+    ("a limit", "formatting before commits", "Run the formatter once per commit.",
+     "Don't run the formatter more than once per commit."),
+    ("a description", "handling api secrets in a frontend", "Exposes secret keys in client code.",
+     "Never expose secret keys in client code."),
+    ("a command's usage lines", "deploying with the cli", "/deploy - Deploy with smoke tests",
+     "/deploy --fast - Skip smoke tests"),
+    ("each names something the other does not", "naming cloud resources",
+     "Include the environment in resource names.", "Never include the resource type in resource names."),
+    ("not ignoring / avoiding", "reviewing memory use", "Don't ignore memory leaks.", "Avoid memory leaks."),
+    ("removing / avoiding", "cleaning up source files", "Avoid trailing whitespace.", "Remove all trailing whitespace."),
+    ("minimizing / avoiding", "writing async python", "Minimize blocking calls in async functions.",
+     "Avoid blocking calls in async functions."),
+    ("the force after a relative clause", "naming go packages",
+     "Package names that only generated code imports may contain underscores.", "Avoid package names with underscores."),
+    ("a pronoun's description", "scraping websites", "Respect robots.txt to avoid legal trouble.",
+     "This protects you from legal trouble."),
+    ("a preference told apart by numbers", "upgrading svelte", "Use Svelte 5 instead of Svelte 4.",
+     "We moved to Svelte 5 instead of Svelte 4."),
+    ("a noun clause", "documenting code", "Don't comment on what the code does.", "Review comments on code."),
+]
 TS = "2026-0{}-01T00:00:00+00:00"
 
 
@@ -84,6 +134,8 @@ def planted() -> tuple[list[Lesson], set[tuple[str, str]]]:
         lessons += [lesson(f"u{n}-x", trigger, a, 1), lesson(f"u{n}-y", trigger, b, 2)]
     for n, (trigger, a, b, other) in enumerate(OTHER_SITUATION):
         lessons += [lesson(f"o{n}-x", trigger, a, 1), lesson(f"o{n}-y", other, b, 2)]
+    for n, (_, trigger, a, b) in enumerate(HARD_NEGATIVES):
+        lessons += [lesson(f"h{n}-x", trigger, a, 1), lesson(f"h{n}-y", trigger, b, 2)]
     return lessons, expected
 
 
@@ -99,7 +151,8 @@ def test_planted_precision_and_recall():
     recall = len(found & expected) / len(expected)
     print(f"\ncontradiction_scan planted set: {len(expected)} contradictions in "
           f"{len({k for k, *_ in CONTRADICTIONS})} wordings, {len(AGREEING)} agreeing paraphrases, "
-          f"{len(UNRELATED) + len(OTHER_SITUATION)} unrelated pairs: precision {precision:.2f}, recall {recall:.2f}")
+          f"{len(UNRELATED) + len(OTHER_SITUATION)} unrelated pairs, {len(HARD_NEGATIVES)} hard negatives: "
+          f"precision {precision:.2f}, recall {recall:.2f}")
     assert found - expected == set(), "raised a pair that does not contradict"
     assert expected - found == set(), "missed a planted contradiction"
 
@@ -114,6 +167,11 @@ def test_agreeing_paraphrases_are_not_raised(trigger, a, b):
     assert found_pairs([lesson("a", trigger, a, 1), lesson("b", trigger, b, 2)]) == set()
 
 
+@pytest.mark.parametrize("kind, trigger, a, b", HARD_NEGATIVES, ids=[h[0] for h in HARD_NEGATIVES])
+def test_hard_negatives_are_not_raised(kind, trigger, a, b):
+    assert found_pairs([lesson("a", trigger, a, 1), lesson("b", trigger, b, 2)]) == set()
+
+
 def test_opposite_actions_for_unlike_situations_are_not_raised():
     (trigger, a, b, other), = OTHER_SITUATION
     assert found_pairs([lesson("a", trigger, a, 1), lesson("b", other, b, 2)]) == set()
@@ -122,6 +180,20 @@ def test_opposite_actions_for_unlike_situations_are_not_raised():
 def test_negators_cancel_out():
     [claim] = claims("Never disable the linter.")
     assert claim.positive and claim.about == frozenset({"linter"})
+
+
+def test_how_an_action_is_read():
+    def compared(action):
+        return [(c.positive, sorted(c.about)) for c in claims(action) if c.compared]
+
+    assert compared("Prefer NoSQL stores") == [(True, ["nosql", "store"])]  # a name, not "no SQL"
+    assert compared("Use pnpm (not npm)") == [(True, ["pnpm"]), (False, ["npm"])]
+    assert compared("Use ruff (e.g. for linting, formatting)") == [(True, ["ruff"])]  # an aside claims nothing
+    assert compared("Cache results when the input is not huge") == [(True, ["cach", "result"])]
+    assert compared("Avoid using any, prefer unknown") == [(True, ["unknown"])]  # "any" passes no negation on
+    assert compared("Don't forget to close files") == [(True, ["close", "file"])]
+    assert compared("Use mocks only in unit tests") == []  # a restriction
+    assert compared("Is this needed?") == []
 
 
 def test_a_finding_recommends_keeping_the_newer_and_names_both():

@@ -442,7 +442,9 @@ async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
         raise InvalidInputError(f"run {run_id} has no applied action to undo")
     async with store.transaction():
         await _undo(store, actions, force)
-    return f"undid {len(actions)} action(s) of run {run_id}"
+    what = [f"{a['action']} ({'finding ' + a['finding_id'] if a['finding_id'] else 'the run itself'}"
+            f"{', by --auto' if a['auto'] and a['finding_id'] else ''})" for a in actions]
+    return f"undid {len(actions)} action(s) of run {run_id}: " + "; ".join(what)
 
 
 async def _undo(store: Store, actions: list[dict], force: bool) -> None:

@@ -2,35 +2,70 @@
 
 Each action is read as claims: (polarity, what it is about). The action is folded as similarity
 reads it (`mgcp.text.terms`: "n't" and "never" as "not", "do not" as "not", "refrain from" and
-"stay away from" as "avoid", "utilize" as "use", "favor" as "prefer") and split into sentences: a
-question, or a lead-in ending with ":" whose list is not there, claims nothing, and a label before
-a colon (its longer words capitalised) is dropped. Sentences split into clauses at punctuation and
-at "but". In a clause:
+"stay away from" as "avoid", "utilize" as "use", "favor" as "prefer"), with these readings first:
 
-- "A over B", "A instead of B", "A rather than B", "prefer A to B": A is claimed (+), B refused (-);
-  a clause opening with "instead of" / "rather than" refuses what follows; "replace A with B"
-  refuses A and claims B.
+- a parenthesis or bracket is an aside (examples, lists, flags) and claims nothing, unless it is a
+  single item opening with a negation: "use X (not Y)" reads as "use X, not Y";
+- a code name is one word: dotted, snake_case, or with a capital inside ("setAll", "user.UserID",
+  "chat_id", "NoSQL"), and a kebab-case name opening with "no"/"not" ("no-multi-assign"), so a
+  "no" or a common word inside a name is not the sentence's;
+- sentences end at ".", "!" or "?" (not after "e.g.", "i.e.", "etc.", "vs.") and at line breaks; a
+  question, a lead-in ending with ":" whose list is not there, and a command's or flag's usage line
+  ("/commit --no-verify - ...") claim nothing, and a label before a colon (its longer words
+  capitalised) is dropped.
+
+Sentences split into clauses at punctuation and at "but"; a clause ends where a subordinate part
+starts ("if", "unless", "when", "where", "since", "because", "while", "until", "which", "who",
+"what", "how", "why", "that" after a noun), so "use X when not Y" claims X; a clause opening with
+one claims nothing and passes nothing on, and so does one whose force word comes after it ("names
+that only generated code imports may contain X": the subordinate part sits inside the subject). A
+purpose or a second rule joined on ("do A to avoid B", "favor A and avoid B") is a claim of its own.
+In a clause:
+
+- "A over B", "A instead of B", "A rather than B", "prefer A to B": A is claimed (+), B refused (-),
+  each with the other as its alternative; a clause opening with "instead of" / "rather than" refuses
+  what follows; "replace A with B" refuses A and claims B. Two sides about the same words ("Svelte 5
+  instead of Svelte 4": numbers are not read) claim nothing.
 - otherwise the clause is one claim, negative when it holds an odd number of negators ("not", "no",
   "avoid", "disable", "forbid", "prohibit", "disallow", "deprecated", "discouraged", "obsolete",
-  "skip", "omit", "ignore", "forget", "neglect": "never disable X" and "don't skip X" claim X), else
-  positive. A clause of negators alone ("Don't:") passes them on to the next clause; a condition
-  ("If not,", "when no tests changed,") claims nothing and passes nothing on.
+  "skip", "omit", "remove", "delete", "eliminate", "minimize", and "ignore", "forget", "neglect"
+  before "to": "never disable X" and "don't forget to X" claim X, "don't ignore leaks" does not
+  claim leaks), else positive. A clause of negators and force words alone ("Don't:") passes them on
+  to the next clause.
 
-What a claim is about is its stemmed words without function words, generic coding verbs ("use",
-"make sure") and the polarity words themselves, so "always use X", "use X", "enable X" and "X is
-required" are all about X.
+A claim is read but not compared when it is a restriction or an exception ("only", "other",
+"except", "besides", "solely", "without", "than": "use X only for Y", "never import anything other
+than Z", "don't run X more than once" each agree with refusing X elsewhere), a description (a
+statement with "is"/"are", or opening with a pronoun or a verb's third person: "This protects X",
+"Runs checks", "Exposes keys"; with no force word or modal), a list's next item ("..., and
+interfaces"), or a negation whose object is elsewhere ("never for internal navigation").
+
+What a claim is about is its stemmed words, in order, without function words, generic coding verbs
+("use", "make sure") and the polarity words themselves, so "always use X", "use X", "enable X" and
+"X is required" are all about X.
 
 Two lessons contradict when their triggers are alike (TF-IDF cosine >= `trigger_threshold`: the
-same situation) and one claims what the other refuses: two claims of opposite polarity whose words
-overlap by Jaccard >= `claim_threshold`, or one of which (of at least CONTAINED_MIN_WORDS words)
-the other, at most CONTAINED_MAX_GROWTH times as long, holds whole ("use server-side cursors" /
-"don't use server-side cursors behind PgBouncer": a rule and its exception, for a person to
-reconcile). Only claims holding at least MIN_SHARE of their action's words are compared: a word in
-a list or an aside ("..., static content, types") is not what a long rule says. Candidate claim
-pairs are found by prefix filtering on the words, rarest first (exact for the Jaccard threshold),
-and for held claims through their rarest word, so the scan is near-linear in the lessons.
-Agreeing paraphrases ("never X" / "don't X"; "prefer X over Y" / "use X instead of Y") carry the
-same polarities and are not raised.
+same situation) and one claims what the other refuses: two compared claims of opposite polarity
+
+- whose words overlap by Jaccard >= `claim_threshold`,
+- about the same thing: the same words, or the one's words whole and in order inside the other's (a
+  rule and its narrower exception: "use server-side cursors for large exports" / "don't ... for
+  large exports behind PgBouncer"); "include the environment in resource names" / "never include the
+  resource type in resource names" each name something the other does not, and are not opposed,
+- not a judgement against one that does not insist: a claim about something judged ("unnecessary",
+  "wrong", "excessive", "proper", ...) opposes only a claim for every case ("all", "every", "each",
+  "always", "never"): "avoid unnecessary braces" / "use braces" agree, "use braces for all
+  conditionals" does not,
+- not a ranking: two preferences oppose only when their alternatives are alike ("prefer A to B" /
+  "prefer C to A" rank three things), and a claim naming the other's alternative agrees with it
+  ("use X instead of Y" / "use X for Y"),
+- not an order said both ways round: "A before B" / "don't B before A" agree.
+
+Only claims holding at least MIN_SHARE of their action's words are compared: a word in a list or
+an aside ("..., static content, types") is not what a long rule says. Candidate claim pairs are
+found by prefix filtering on the words, rarest first (exact for the Jaccard threshold), so the scan
+is near-linear in the lessons. Agreeing paraphrases ("never X" / "don't X"; "prefer X over Y" / "use
+X instead of Y") carry the same polarities and are not raised.
 
 Findings `contradiction` (at most `max_findings`, strongest first: claim overlap, then trigger
 similarity), subject the two lessons. Options: keep the newer (archive the older; recommended),
@@ -53,8 +88,28 @@ from mgcp.operations.similarity import LexicalBackend, dot
 
 OPERATION = "contradiction_scan"
 NEGATORS = frozenset({"not", "no", "avoid", "disable", "forbid", "prohibit", "disallow", "deprecated",
-                      "discouraged", "obsolete", "skip", "omit", "ignore", "forget", "neglect"})
-CONDITIONS = frozenset({"if", "unless", "when", "whether"})  # a clause opening so states no rule
+                      "discouraged", "obsolete", "skip", "omit", "remove", "delete", "eliminate", "minimize",
+                      "minimise"})
+# Negators only before an action ("forget to X" refuses X); "don't ignore leaks" does not claim leaks.
+INATTENTION = frozenset({"ignore", "forget", "neglect"})
+# A clause opening with one of these states no rule; met later, the rest of the clause is a
+# condition or a description of what came before ("use X when not Y", "names that are not Z").
+SUBORDINATORS = frozenset({"if", "unless", "when", "whether", "where", "since", "because", "while", "until",
+                           "although", "though", "whereas", "which", "who", "what", "how", "why"})
+# A claim about something judged ("avoid unnecessary X", "don't use the wrong X", "use proper X")
+# opposes only a claim that insists on every case ("use X for all Y").
+JUDGED = frozenset("""
+unnecessary unnecessarily unneeded needless excessive excessively redundant superfluous wrong bad
+improper improperly incorrect incorrectly inappropriate ambiguous heavy overly too proper properly
+appropriate appropriately
+""".split())
+INSISTING = re.compile(r"\b(?:all|every|each|always|never)\b", re.IGNORECASE)
+# A positive clause with one of these is a restriction ("use X only for Y") and a negative one an
+# exception ("never import anything other than Z", "don't X more than once"): each agrees with
+# refusing X elsewhere, or with doing it within the limit.
+RESTRICTING = frozenset({"only", "other", "except", "besides", "solely", "without", "than"})
+MODALS = frozenset({"must", "need", "needs", "have", "has", "do"})
+COPULAS = frozenset({"is", "are", "was", "were"})
 CONNECTORS = (("instead", "of"), ("rather", "than"), ("over",))
 # Words that carry a claim's force, not its subject.
 FORCE_WORDS = frozenset("""
@@ -62,12 +117,25 @@ always ensure prefer preferred enable enabled allow allowed required require req
 should can will may recommended recommend okay ok fine acceptable necessary important
 """.split()) | NEGATORS
 _CONTENT_STOP = text.STOP_WORDS | text.CODING_STOP_WORDS | FORCE_WORDS
-CONTAINED_MIN_WORDS = 2  # a claim of fewer words is judged by Jaccard alone
-CONTAINED_MAX_GROWTH = 2.0  # a claim held whole by one at most this many times longer (an exception)
 MIN_SHARE = 1 / 3  # a claim compared holds at least this share of its action's words
 _WORDS = re.compile(r"[A-Za-z][\w'’-]*")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)\s+|\n+")
+_COMMAND = re.compile(r"[/-]{1,2}[A-Za-z]")  # a command's or a flag's usage line: "/commit --no-verify - ..."
 _CLAUSE = re.compile(r"[.;:!?()\[\]{}\"\n\r\t,]+|\s[-–—]+\s|\bbut\b", re.IGNORECASE)
+# A code name: dotted, snake_case, or with a capital inside (camelCase, PascalCase, "NoSQL").
+_NAME = re.compile(r"\w+(?:\.\w+)*")
+_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+_NEGATED_NAME = re.compile(r"\bno[nt]?-[\w-]+", re.IGNORECASE)  # "no-multi-assign": a lint rule's name
+_ASIDE = re.compile(r"\(([^()]*)\)|\[([^\[\]]*)\]")
+_BARE = NEGATORS | frozenset({"do", "does", "you", "we", "must", "should", "always", "use"})
+_REFERRING = frozenset({"this", "that", "these", "those", "it", "they"})  # "This protects X from Y"
+_PROSE_S = ("ss", "us", "is")  # words ending so are not a verb's third person ("access", "focus")
+_COMPLEMENT = FORCE_WORDS | frozenset({"check", "note", "remember", "assume", "sure", "say", "know", "confirm"})
+_ORDER = ("before", "after")
+# A negation followed at once by one of these has its object elsewhere ("<a> never for navigation").
+_PREPOSITIONS = frozenset({"for", "in", "on", "with", "at", "by", "from", "as", "inside", "within", "into",
+                           "during", "outside"})
+_FORCE = (FORCE_WORDS | MODALS) - {"not", "no"}  # what makes a statement a rule ("is not X" is not one)
 
 
 @dataclass(frozen=True)
@@ -75,40 +143,118 @@ class Claim:
     positive: bool
     about: frozenset[str]
     words: str  # the clause as read, for the finding
+    phrase: tuple[str, ...] = ()  # what it is about, in the clause's order
+    compared: bool = True  # False: read (its words count in the action's) but claims nothing to oppose
+    judged: bool = False  # about something judged ("unnecessary X", "the wrong X", "proper X")
+    versus: frozenset[str] = frozenset()  # the other side of a preference ("A over B": B for A, A for B)
+    insists: bool = False  # on every case ("all", "every", "each", "always", "never")
+    order: tuple[frozenset[str], frozenset[str]] | None = None  # "A before B" / "B after A": (A, B)
 
 
 def claims(action: str | None) -> list[Claim]:
     """The claims of an action (see the module docstring)."""
     out: list[Claim] = []
-    for sentence in _SENTENCE.split(action or ""):
+    for sentence in _SENTENCE.split(_ASIDE.sub(_aside, action or "")):
         sentence = sentence.strip()
-        if sentence.endswith(("?", ":")):  # a question, or a list's lead-in without its list
-            continue
+        if sentence.rstrip("\"'”’ ").endswith(("?", ":")) or _COMMAND.match(sentence):
+            continue  # a question, a list's lead-in without its list, a command's usage line
         head, colon, rest = sentence.partition(":")
         if colon and rest.strip() and _is_label(head):
             sentence = rest  # "Table Creation in Loops: don't ..."
         carried = 0  # the negations of a clause with nothing else: "Don't: store tokens in localStorage"
-        for clause in _CLAUSE.split(sentence):
-            words = text.terms(clause)
+        for clause in _CLAUSE.split(_names(sentence)):
             shown = " ".join(clause.split())
-            split = _connector(words)
-            if split is not None:
-                (start, end), flip = split
-                for positive, part in ((not flip, words[:start]), (flip, words[end:])):
-                    about = _about(part)
-                    if about:
-                        out.append(Claim(positive, about, shown))
-                continue
-            about = _about(words)
-            if words[:1] and words[0] in CONDITIONS:
-                continue  # "If no tests changed, ...": a condition states no rule, and its negation is not the rule's
-            negations = carried + sum(1 for w in words if w in NEGATORS)
-            if not about:
-                carried = negations
-                continue
-            carried = 0
-            out.append(Claim(negations % 2 == 0, about, shown))
+            for words in _parts(_main(text.terms(clause))):
+                carried = _read(words, shown, carried, out)
     return out
+
+
+def _read(words: list[str], shown: str, carried: int, out: list[Claim]) -> int:
+    """Append the claims of one clause's words to `out`; the negations it passes on."""
+    split = _connector(words)
+    if split is not None:
+        (start, end), flip = split
+        sides = ((not flip, _phrase(words[:start])), (flip, _phrase(words[end:])))
+        if set(sides[0][1]) == set(sides[1][1]):
+            return 0  # "Svelte 5 instead of Svelte 4": what tells them apart is not read
+        for (positive, phrase), (_, other) in zip(sides, sides[::-1]):
+            if phrase:
+                out.append(Claim(positive, frozenset(phrase), shown, phrase, versus=frozenset(other)))
+        return 0
+    if not words:
+        return 0  # a condition: "If no tests changed, ..." states no rule, and its negation is not the rule's
+    words = ["avoid" if w in INATTENTION and words[i + 1:i + 2] == ["to"] else w for i, w in enumerate(words)]
+    negations = carried + sum(1 for w in words if w in NEGATORS)
+    phrase = _phrase(words)
+    if not phrase:
+        return negations if set(words) <= _BARE else 0  # "Don't:" passes its negation on; "avoid any," does not
+    positive = negations % 2 == 0
+    said = set(words)
+    # a restriction, a description, a list's next item: read, not compared
+    compared = not (RESTRICTING & said or _describes(words) or (words[0] in ("and", "or") and not FORCE_WORDS & said)
+                    or _objectless(words))
+    order = None
+    for i, w in enumerate(words):
+        if w in _ORDER:
+            first, then = _about(words[:i]), _about(words[i + 1:])
+            order = (first, then) if w == "before" else (then, first)
+            break
+    out.append(Claim(positive, frozenset(phrase), shown, phrase, compared, judged=bool(JUDGED & said),
+                     insists=bool(INSISTING.search(shown)), order=order))
+    return 0
+
+
+def _objectless(words: list[str]) -> bool:
+    """Whether the clause's negation has lost its object: "never for internal navigation"."""
+    at = next((i for i, w in enumerate(words) if w in NEGATORS), None)
+    return at is not None and words[at + 1:at + 2] != [] and words[at + 1] in _PREPOSITIONS
+
+
+def _describes(words: list[str]) -> bool:
+    """Whether a clause tells how things are rather than what to do: a statement ("X is Y", "is not
+    Y") or a verb's third person opening it ("Runs checks", "Exposes keys"), with no force word."""
+    if _FORCE & set(words):
+        return False
+    first = words[0]
+    return (bool(COPULAS & set(words)) or first in _REFERRING
+            or (first.endswith("s") and not first.endswith(_PROSE_S)))
+
+
+def _names(sentence: str) -> str:
+    """Code names written as one word ("setAll", "user.UserID", "chat_id", "NoSQL", "no-multi-assign"):
+    a name is one thing, and a "no" or a common word inside it is not the sentence's."""
+    def one(match: re.Match) -> str:
+        name = match.group()
+        if "." in name or "_" in name or _INNER_CAPITAL.search(name) or "-" in name:
+            return re.sub(r"[^0-9a-z]", "", name.lower())
+        return name
+    return _NAME.sub(one, _NEGATED_NAME.sub(one, sentence))
+
+
+def _aside(match: re.Match) -> str:
+    """A parenthesis claims nothing (examples, lists, flags), unless it opens with a negation:
+    "use X (not Y)" reads as "use X, not Y"."""
+    inner = match.group(1) if match.group(1) is not None else match.group(2)
+    return f", {inner}," if text.terms(inner)[:1] and text.terms(inner)[0] in NEGATORS and "," not in inner else " "
+
+
+def _main(words: list[str]) -> list[str]:
+    """The clause up to a subordinate part: "use X when not Y" claims X; a clause opening with a
+    condition ("if", "when", ...) claims nothing, and so does one whose force comes after the
+    subordinate part ("names that are imported by generated code may contain X")."""
+    for i, w in enumerate(words):
+        if w in SUBORDINATORS or (w == "that" and i and words[i - 1] not in _COMPLEMENT):
+            return [] if _FORCE & set(words[i:]) else words[:i]
+    return words
+
+
+def _parts(words: list[str]) -> list[list[str]]:
+    """A clause's claims: a purpose or a second rule joined on ("do A to avoid B", "favor A and avoid
+    B", "use A and never B") is a claim of its own."""
+    for i in range(1, len(words) - 1):
+        if words[i] in ("to", "and", "or") and words[i + 1] in NEGATORS:
+            return [words[:i], *_parts(words[i + 1:])]
+    return [words]
 
 
 def _is_label(head: str) -> bool:
@@ -135,7 +281,13 @@ def _connector(words: list[str]) -> tuple[tuple[int, int], bool] | None:
 
 
 def _about(words: list[str]) -> frozenset[str]:
-    return frozenset(text.stems([w for w in words if w not in _CONTENT_STOP and w != "replace"], _CONTENT_STOP))
+    return frozenset(_phrase(words))
+
+
+def _phrase(words: list[str]) -> tuple[str, ...]:
+    """What words are about: their stems without function, force and generic coding words, in order."""
+    stems = text.stems([w for w in words if w not in _CONTENT_STOP and w != "replace"], _CONTENT_STOP)
+    return tuple(dict.fromkeys(stems))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -163,17 +315,13 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     for lesson in lessons:
         said = dict.fromkeys(claims(lesson.action))
         words = len(frozenset().union(*(claim.about for claim in said)))
-        for claim in said:
-            if len(claim.about) >= MIN_SHARE * words:  # an aside of a longer rule is not what it says
+        for claim in said:  # an aside of a longer rule is not what it says
+            if claim.compared and len(claim.about) >= MIN_SHARE * words:
                 owners.append(lesson.id)
                 all_claims.append(claim)
     df = Counter(w for claim in all_claims for w in claim.about)
     # Postings by polarity: a claim meets only claims of the other polarity.
     prefixed: tuple[dict, dict] = (defaultdict(list), defaultdict(list))
-    holding: tuple[dict, dict] = (defaultdict(list), defaultdict(list))  # word -> every claim about it
-    for i, claim in enumerate(all_claims):
-        for w in claim.about:
-            holding[claim.positive][w].append(i)
     candidates: set[tuple[int, int]] = set()
     for i, claim in enumerate(all_claims):
         ordered = sorted(claim.about, key=lambda w: (df[w], w))
@@ -184,18 +332,12 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
         for w in prefix:
             candidates.update((j, i) for j in prefixed[other].get(w, ()) if owners[j] != owner)
             prefixed[claim.positive][w].append(i)
-        if len(ordered) >= CONTAINED_MIN_WORDS:  # a claim held whole by a longer one: its rarest word
-            longest = CONTAINED_MAX_GROWTH * len(ordered)
-            candidates.update((i, j) for j in holding[other].get(ordered[0], ())
-                              if owners[j] != owner and len(ordered) < len(all_claims[j].about) <= longest)
     vectors = LexicalBackend(cache).vectors({lesson.id: lesson.trigger or "" for lesson in lessons})
     best: dict[tuple[str, str], tuple] = {}
     for j, i in candidates:
-        about_i, about_j = all_claims[i].about, all_claims[j].about
-        overlap = jaccard(about_i, about_j)
-        small, large = sorted((about_i, about_j), key=len)
-        held = len(small) >= CONTAINED_MIN_WORDS and len(large) <= CONTAINED_MAX_GROWTH * len(small) and small <= large
-        if overlap < claim_at - 1e-9 and not held:
+        overlap = jaccard(all_claims[i].about, all_claims[j].about)
+        if overlap < claim_at - 1e-9 or not (_same_thing(all_claims[i], all_claims[j])
+                                             and _opposes(all_claims[i], all_claims[j])):
             continue
         a, b = sorted((owners[i], owners[j]))
         trigger = dot(vectors[a], vectors[b])
@@ -206,6 +348,35 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
         if (a, b) not in best or entry[:2] > best[(a, b)][:2]:
             best[(a, b)] = entry
     return sorted(best.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+
+
+def _same_thing(a: Claim, b: Claim) -> bool:
+    """Whether two claims are about the same thing: the same words, or the one's phrase whole and in
+    order inside the other's ("curly braces" / "unnecessary curly braces in conditionals"; not "table
+    tests" / "table fields ... tests", where each names something the other does not)."""
+    if a.about == b.about:
+        return True
+    short, long = sorted((a.phrase, b.phrase), key=len)
+    return any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
+
+
+def _opposes(a: Claim, b: Claim) -> bool:
+    """Whether claims of opposite polarity on the same words oppose (see the module docstring)."""
+    if (a.judged and not b.insists) or (b.judged and not a.insists):
+        return False  # "avoid unnecessary X" / "use X": both hold; "use X for all Y" does not
+    if a.versus and b.versus and not _alike(a.versus, b.versus):
+        return False  # "prefer A to B" / "prefer C to A": a ranking, not a reversal
+    if _alike(a.versus - a.about, b.about) or _alike(b.versus - b.about, a.about):
+        return False  # "X instead of Y" / "X for Y": the other names the alternative too
+    if a.order and b.order:  # "A before B" / "not B before A" agree
+        (a1, a2), (b1, b2) = a.order, b.order
+        return jaccard(a1, b1) + jaccard(a2, b2) >= jaccard(a1, b2) + jaccard(a2, b1)
+    return True
+
+
+def _alike(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two sets of stems share a word (or one stem begins the other: "panic", "panick")."""
+    return any(x == y or (min(len(x), len(y)) >= 4 and (x.startswith(y) or y.startswith(x))) for x in a for y in b)
 
 
 def _created(lesson: Lesson) -> float:
