@@ -69,3 +69,19 @@ def test_a_refine_answer_passes_the_write_gate(dbp, answer):
                           "--project", "/p", "--db", dbp)
     assert code == 2 and err.count("\n") == 1
     assert cli_json("lesson", "show", "pool-size", "--db", dbp)["action"] == "Start from cores x 2 and measure under load."
+
+
+def test_auto_never_merges_two_lessons_that_say_opposite_things(dbp):
+    """Duplicate detection reads words, so two reversed preferences look like one lesson (1.00);
+    --auto leaves such a merge to a person, and the contradiction scan raises the pair."""
+    for lesson_id, action in (("prefer-a", "Prefer httpx over requests for new code."),
+                              ("prefer-b", "Prefer requests over httpx for new code.")):
+        mgcp("lesson", "add", lesson_id, "--trigger", f"choosing an http client in python ({lesson_id})",
+             "--action", action, "--db", dbp)
+    cli_json("rem", "run", "--project", "/p", "--op", "duplicate_detection", "--op", "contradiction_scan",
+             "--db", dbp)
+    kinds = {f["kind"] for f in pending(dbp, "/p")}
+    assert {"contradiction"} <= kinds and kinds & {"duplicate_merge", "duplicate_review"}
+    result = cli_json("rem", "run", "--project", "/p", "--auto", "--db", dbp)
+    assert result["applied"] == []
+    assert {lesson["id"] for lesson in cli_json("lesson", "list", "--db", dbp)} == {"prefer-a", "prefer-b"}

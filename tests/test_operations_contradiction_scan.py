@@ -20,6 +20,8 @@ CONTRADICTIONS = [
      "Don't use mocks for the payment gateway."),
     ("prefer X over Y / Y over X", "choosing a python test runner", "Prefer pytest over unittest.",
      "Prefer unittest over pytest."),
+    ("a reversed preference with its scope", "choosing an http client in python",
+     "Prefer httpx over requests for new code.", "Prefer requests over httpx for new code."),
     ("use X / avoid X", "managing shared configuration state", "Use a global settings singleton.",
      "Avoid a global settings singleton."),
     ("do X / do not X", "rebasing a feature branch", "Force-push the branch after rebasing.",

@@ -376,7 +376,8 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
 
     Auto never deletes, never drafts lessons from extraction, never answers a contradiction, and
     merges only at or above auto_merge_threshold, or true copies: lessons whose whole triggers and
-    actions are equal once normalized (pattern reinforcement); links are safe (additive, undoable)."""
+    actions are equal once normalized (pattern reinforcement); never two lessons whose actions say
+    opposite things, however alike their words; links are safe (additive, undoable)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
@@ -385,12 +386,22 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     if option.action == "supersede_duplicates" and finding.data.get("normalized_equal"):
         return "the copies' triggers and actions are equal once normalized"
     if option.action == "merge":
+        if _opposed(finding, config, project_path):
+            return None  # "prefer A over B" / "prefer B over A": alike in words, opposite in meaning
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))
         return f"similarity {similarity:.2f} >= {threshold:.2f}" if similarity >= threshold else None
     if option.action in ("link_all", "link_suggested"):
         return "links are additive"
     return None
+
+
+def _opposed(finding: RemFinding, config: RemConfig, project_path: str | None) -> bool:
+    from mgcp.operations.contradiction_scan import opposed
+
+    actions = [lesson.get("action") or "" for lesson in (finding.data.get("lessons") or {}).values()]
+    claim_at = float(config.operation("contradiction_scan", project_path)["claim_threshold"])
+    return len(actions) == 2 and opposed(actions[0], actions[1], claim_at)
 
 
 async def apply_auto(store: Store, config: RemConfig, project_path: str, findings: list[RemFinding],

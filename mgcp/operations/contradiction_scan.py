@@ -174,7 +174,10 @@ def _read(words: list[str], shown: str, carried: int, out: list[Claim]) -> int:
     split = _connector(words)
     if split is not None:
         (start, end), flip = split
-        sides = ((not flip, _phrase(words[:start])), (flip, _phrase(words[end:])))
+        after = words[end:]
+        # "A over B for new code": the scope after the alternative belongs to the whole preference
+        scope = next((k for k, w in enumerate(after) if k and w in SCOPE_WORDS), len(after))
+        sides = ((not flip, _phrase(words[:start])), (flip, _phrase(after[:scope])))
         if set(sides[0][1]) == set(sides[1][1]):
             return 0  # "Svelte 5 instead of Svelte 4": what tells them apart is not read
         for (positive, phrase), (_, other) in zip(sides, sides[::-1]):
@@ -264,6 +267,10 @@ def _is_label(head: str) -> bool:
     return bool(long) and all(w[0].isupper() for w in long) and bool(_about(text.terms(head)))
 
 
+SCOPE_WORDS = frozenset({"for", "in", "on", "when", "where", "if", "unless", "within", "across", "during",
+                         "because", "since", "while"})
+
+
 def _connector(words: list[str]) -> tuple[tuple[int, int], bool] | None:
     """Where a preference splits the clause: ((start, end) of the connector, whether the part before
     it is the one refused), or None."""
@@ -348,6 +355,15 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
         if (a, b) not in best or entry[:2] > best[(a, b)][:2]:
             best[(a, b)] = entry
     return sorted(best.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+
+
+def opposed(action_a: str, action_b: str, claim_at: float) -> bool:
+    """Whether two actions say opposite things, whatever their situations: a claim of each, of
+    opposite polarity, about the same thing and opposing as the scan reads them ("Prefer httpx over
+    requests" / "Prefer requests over httpx", which share every word)."""
+    return any(ca.compared and cb.compared and ca.positive != cb.positive
+               and jaccard(ca.about, cb.about) >= claim_at - 1e-9 and _same_thing(ca, cb) and _opposes(ca, cb)
+               for ca in claims(action_a) for cb in claims(action_b))
 
 
 def _same_thing(a: Claim, b: Claim) -> bool:
