@@ -17,10 +17,9 @@ that pattern reinforcement found recurring gains one more part, `reinforcement_b
 min(max_boost, weight x reinforcement_count) (mgcp.reinforcement), shown only when non-zero.
 
 Lessons are ordered by score, then by importance (a tie goes to the more important lesson), then
-by id. Importance weighs 0 in the score by default: on benchmarks/quality (24 real task queries
-over 21,889 real rules) a weight of 0.1 lowered precision@5 from 0.408 to 0.375, 0.05 to 0.383
-and 0.01 to 0.400, while use and tier at their weights left it at 0.408; the heuristic says how
-much a rule is worth keeping, not how well it fits a query.
+by id. Importance weighs 0 in the score by default: the heuristic says how much a rule is worth
+keeping, not how well it fits a query, and any weight for it lowered precision@5 on the real task
+queries of benchmarks/quality (benchmarks/README.md has the figures).
 
 Tiers: a lesson is `validated` once it helped at least once or was used VALIDATED_AFTER_USES
 times, `archived` when review archived it, else `candidate` (new, unproven).
@@ -30,6 +29,7 @@ from __future__ import annotations
 
 import math
 
+from mgcp import quality
 from mgcp.reinforcement import reinforcement_boost
 
 WEIGHTS = {"relevance": 1.0, "confidence": 0.25, "use": 0.1, "success": 0.25, "importance": 0.0, "tier": 0.1}
@@ -76,6 +76,20 @@ def boosted(score_parts: dict[str, float], reinforcement_count: int | None,
         return score_parts
     boost = reinforcement_boost(reinforcement_count or 0, reinforcement["weight"], reinforcement["max_boost"])
     return {**score_parts, "reinforcement_boost": round(boost, 4)} if boost > 0 else score_parts
+
+
+def score(row, best: float, tags: list[str], weights: dict | None = None,
+          reinforcement: dict | None = None) -> tuple[float, dict[str, float], float, str]:
+    """A candidate lesson's (score, parts, importance, tier), from a row holding its trigger, action,
+    rationale, confidence, use, outcome counts, reinforcement count and BM25 relevance; `best`: the
+    best relevance among the candidates."""
+    importance = quality.importance(row["trigger"], row["action"], row["rationale"], tags)
+    level = tier("active", row["helped"], row["usage_count"])
+    signal = signals(relevance=(row["relevance"] or 0.0) / best if best > 0 else 0.0, confidence=row["confidence"],
+                     usage_count=row["usage_count"], helped=row["helped"], failed=row["failed"],
+                     importance=importance, tier=level)
+    score_parts = boosted(parts(signal, weights), row["reinforcement_count"], reinforcement)
+    return total(score_parts), score_parts, importance, level
 
 
 def total(score_parts: dict[str, float]) -> float:

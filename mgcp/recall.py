@@ -122,14 +122,7 @@ def rank(rows: list[dict], weights: dict | None = None, reinforcement: dict | No
     Relevance is each row's BM25 relevance divided by the best among them."""
     best = max((r.get("relevance") or 0.0 for r in rows), default=0.0)
     for r in rows:
-        importance = quality.importance(r["trigger"], r["action"], r.get("rationale"), r.get("tags") or [])
-        tier = ranking.tier("active", r["helped"], r["usage_count"])
-        signal = ranking.signals(relevance=(r.get("relevance") or 0.0) / best if best > 0 else 0.0,
-                                 confidence=r["confidence"], usage_count=r["usage_count"], helped=r["helped"],
-                                 failed=r["failed"], importance=importance, tier=tier)
-        r["importance"], r["tier"] = importance, tier
-        r["parts"] = ranking.boosted(ranking.parts(signal, weights), r.get("reinforcement_count"), reinforcement)
-        r["score"] = ranking.total(r["parts"])
+        r["score"], r["parts"], r["importance"], r["tier"] = ranking.score(r, best, r["tags"], weights, reinforcement)
     return sorted(rows, key=lambda r: ranking.order_key(r["score"], r["importance"], r["id"]))
 
 

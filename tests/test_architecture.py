@@ -25,7 +25,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "validation": {"errors"},
     "config": {"errors", "schedule", "ranking"},
     "quality": set(),  # stdlib only: the SessionStart hook imports it
-    "ranking": {"reinforcement"},  # stdlib only: the SessionStart hook imports it
+    "ranking": {"quality", "reinforcement"},  # stdlib only: the SessionStart hook imports it
     "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook
     "export": {"models"},
     "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking",

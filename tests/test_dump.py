@@ -139,10 +139,13 @@ def test_a_bad_file_is_refused_and_nothing_is_imported(tmp_path, text):
 def test_a_lesson_whose_parent_is_missing_imports_nothing(tmp_path):
     lesson = {"id": "child", "trigger": "t", "action": "a", "version": 1, "created_at": "2025-01-01T00:00:00+00:00",
               "last_refined": "2025-01-01T00:00:00+00:00", "parent_id": "ghost"}
-    (tmp_path / "x.jsonl").write_text(dump.header() + json.dumps({"table": "lessons", "row": lesson}) + "\n")
+    version = {"id": 1, "lesson_id": "child", "version": 1, "trigger": "t", "action": "a",
+               "timestamp": "2025-01-01T00:00:00+00:00"}
+    (tmp_path / "x.jsonl").write_text(dump.header() + json.dumps({"table": "lessons", "row": lesson}) + "\n"
+                                      + json.dumps({"table": "lesson_versions", "row": version}) + "\n")
     code, _, err = mgcp("import", "jsonl", tmp_path / "x.jsonl", "--db", tmp_path / "x.db")
     assert code == 2 and "missing lessons row" in err
-    assert json.loads(mgcp("lesson", "list", "--db", tmp_path / "x.db", "--json")[1]) == []
+    assert not (tmp_path / "x.db").exists()  # a refused import creates no database
 
 
 WRITER = """

@@ -5,16 +5,22 @@ and then one line per row, `{"row": {...}, "table": "..."}`, tables in the order
 each table's key order, columns sorted by name, values exactly as stored (JSON columns stay the text
 SQLite holds). The same knowledge therefore always exports to the same bytes.
 
-`import_lines(store, lines)` checks every line first, then writes everything in one transaction:
+`import_rows(store, rows)` checks every row first (required columns, JSON columns, a lesson's text as
+`lesson add` checks it, every lesson with its versions), then writes everything in one transaction; a
+row the database refuses is a one-line InvalidInputError naming its table and key:
 
 - into an empty database (no row in any exported table), every row goes in as it was, ids included,
   so that exporting the result reproduces the file byte for byte;
 - into a database that already holds knowledge, nothing is duplicated. A lesson whose id exists here
   is kept as it is here, with its versions and lifecycle; a project (by its id, a hash of its path)
   likewise, with its history, sessions and REM schedule; a finding whose id exists here, with its
-  actions. Rows with an integer id of their own (history rows, runs, actions) get new ids, and the
-  rows that point at them (a finding's run, an action's recorded row images) are pointed at the new
-  ones. Everything left out is reported (`ImportReport.skipped`).
+  actions. A project whose path is here under another id is kept as it is here. A finding comes in only
+  if every lesson it is about came in or is identical here, its project and run came in, and no
+  finding with its fingerprint is pending or rejected here; a kept project's runs stay out. Rows with
+  an integer id of their own (history rows, runs, actions) get new ids, and the rows that point at
+  them (a finding's run, an action's recorded row images) are pointed at the new ones. Everything
+  left out is reported (`ImportReport.skipped`). A project here only as sessions the hook registered
+  (no history of its own) is replaced by the file's project and history (`ImportReport.replaced`).
 
 The lesson search index is derived, not exported: imported lessons are indexed as they go in.
 
@@ -40,6 +46,7 @@ from typing import Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import migrate
+from mgcp.validation import check_unicode
 
 FORMAT = "mgcp-export"
 FORMAT_VERSION = 1
@@ -101,6 +108,9 @@ NATURAL = {
 # Columns that hold the id of a row-numbered table's row (renumbered by a merge): table -> {column: its table}.
 ID_COLUMNS = {"rem_findings": {"run_id": "rem_runs"}, "rem_actions": {"run_id": "rem_runs"},
               "community_runs": {"run_id": "rem_runs"}, "lesson_outcome_stats": {"streak_started": "lesson_outcomes"}}
+# A project's own history: a project with none of these rows here is only registered (by the hook).
+PROJECT_HISTORY = ("context_history", "decision_observations", "rem_state", "context_summaries", "rem_runs",
+                   "rem_findings")
 # What the import reports a skipped owner as.
 NOUNS = {"lessons": "lesson", "project_contexts": "project", "rem_findings": "finding"}
 
@@ -165,10 +175,11 @@ class ImportReport:
     imported: dict[str, int] = field(default_factory=dict)
     skipped: list[dict] = field(default_factory=list)  # {"kind", "id", "reason"} per lesson, project, finding
     skipped_rows: dict[str, int] = field(default_factory=dict)
+    replaced: list[dict] = field(default_factory=list)  # {"kind", "id", "reason"} per project taken from the file
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "imported": self.imported, "skipped": self.skipped,
-                "skipped_rows": self.skipped_rows}
+                "skipped_rows": self.skipped_rows, "replaced": self.replaced}
 
 
 def parse(lines: Iterable[str], source: str) -> list[tuple[str, dict]]:
@@ -216,6 +227,72 @@ async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> Impor
         if unknown:
             raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
                                     "newer mgcp?); nothing was imported")
+    info = {table: await db.fetchall(f'PRAGMA table_info("{table}")') for table in TABLES}
+    check_rows(rows, {table: [dict(r) for r in cols] for table, cols in info.items()}, source)
+    try:
+        return await _write(store, rows, columns, source)
+    except sqlite3.IntegrityError as exc:
+        raise InvalidInputError(f"{source}: {exc}; nothing was imported") from None
+
+
+def _key(table: str, row: dict) -> str:
+    return ", ".join(f"{c}={row.get(c)!r}" for c in TABLES[table])
+
+
+def _refusal(source: str, table: str, row: dict):
+    return lambda message: InvalidInputError(f"{source}: {table} row ({_key(table, row)}): {message}; "
+                                             "nothing was imported")
+
+
+def check_rows(rows: list[tuple[str, dict]], info: dict[str, list[dict]], source: str) -> None:
+    """Every row checked before anything is written: its key and required columns are there, its
+    values are plain SQLite values, its JSON columns hold JSON, a lesson's text passes the checks
+    `lesson add` makes, and every lesson comes with its version rows."""
+    required = {t: set(TABLES[t]) | {c["name"] for c in cols if c["notnull"] and c["dflt_value"] is None}
+                for t, cols in info.items()}
+    json_columns = {t: {c["name"] for c in cols if (c["type"] or "").upper() == "JSON"} for t, cols in info.items()}
+    lessons, versioned = [], set()
+    for table, row in rows:
+        bad = _refusal(source, table, row)
+        missing = sorted(c for c in required[table] if row.get(c) is None)
+        if missing:
+            raise bad(f"{missing[0]} is missing")
+        for column, value in row.items():
+            if value is not None and not isinstance(value, (str, int, float, bytes)):
+                raise bad(f"{column} holds a {type(value).__name__}, not a stored value")
+            if column in json_columns[table] and value is not None:
+                try:
+                    json.loads(value)
+                except (TypeError, ValueError):
+                    raise bad(f"{column} is not JSON") from None
+        if table in ("lessons", "lesson_versions"):
+            # What was stored goes back as it was: the rules for new lessons (lengths, id format,
+            # the secret screen) do not apply, or a database's own export could not come back. A
+            # reconstructed version (its action lost before versioning) has no action.
+            lost = table == "lesson_versions" and row.get("reconstructed")
+            try:
+                for column in ("trigger", "rationale") + (() if lost else ("action",)):
+                    value = row.get(column)
+                    if value is not None and not isinstance(value, str):
+                        raise InvalidInputError(f"{column} must be text")
+                    check_unicode(column, value or "")
+                if not (row.get("trigger") or "").strip() or not (lost or (row.get("action") or "").strip()):
+                    raise InvalidInputError("a lesson needs a trigger and an action")
+                if not isinstance(json.loads(row.get("tags") or "[]"), list):
+                    raise InvalidInputError("tags must be a JSON list")
+            except InvalidInputError as exc:
+                raise bad(str(exc)) from None
+            if table == "lessons":
+                lessons.append(row["id"])
+            else:
+                versioned.add(row["lesson_id"])
+    unversioned = [lesson_id for lesson_id in lessons if lesson_id not in versioned]
+    if unversioned:
+        raise InvalidInputError(f"{source}: lesson {unversioned[0]} has no lesson_versions rows; nothing was imported")
+
+
+async def _write(store, rows: list[tuple[str, dict]], columns: dict[str, set], source: str) -> ImportReport:
+    db = store.db
     async with db.transaction():
         await db.conn.execute("PRAGMA defer_foreign_keys = ON")
         empty = True
@@ -227,7 +304,7 @@ async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> Impor
         if empty:
             lessons_in = await _rebuild(db, rows, report)
         else:
-            merge = _Merge(db, report)
+            merge = _Merge(db, report, rows)
             for table, row in rows:
                 await merge.add(table, row)
             lessons_in = merge.lessons_in
@@ -248,7 +325,16 @@ async def _rebuild(db, rows: list[tuple[str, dict]], report: ImportReport) -> li
     for (table, cols), batch in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
         values = [list(row.values()) for _, row in batch]
         names, marks = ", ".join(f'"{c}"' for c in cols), ", ".join("?" for _ in cols)
-        await db.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', values)
+        sql = f'INSERT INTO "{table}" ({names}) VALUES ({marks})'
+        await db.conn.execute("SAVEPOINT mgcp_import_batch")
+        try:
+            await db.conn.executemany(sql, values)
+        except sqlite3.IntegrityError:
+            await db.conn.execute("ROLLBACK TO mgcp_import_batch")
+            for value in values:  # one at a time, to name the row that cannot go in
+                await _insert(db, table, dict(zip(cols, value)))
+            raise
+        await db.conn.execute("RELEASE mgcp_import_batch")
         report.imported[table] = report.imported.get(table, 0) + len(values)
         if table == "lessons":
             lessons_in += [v[cols.index("id")] for v in values]
@@ -257,19 +343,82 @@ async def _rebuild(db, rows: list[tuple[str, dict]], report: ImportReport) -> li
 
 class _Merge:
     """Rows added beside the knowledge already here, one at a time in file order (owners come
-    before what they own): nothing duplicated, everything left out counted in the report."""
+    before what they own): nothing duplicated, everything left out counted in the report.
 
-    def __init__(self, db, report: ImportReport):
+    A finding comes in only when every lesson it is about came in or is identical here, and its
+    project was not kept as it is here: answering it must change only what it was found about. A
+    kept project's runs stay out too, and so do the findings and actions of a run left out.
+
+    A project here that holds nothing but the sessions the SessionStart hook registered (no saved
+    context, observations, REM state, runs or findings) is no history to keep: when the file brings
+    that project's history, the file's project replaces it, and the report says so."""
+
+    def __init__(self, db, report: ImportReport, rows: list[tuple[str, dict]]):
         self.db, self.report = db, report
+        self.with_history = {row.get("project_id") for table, row in rows if table == "context_history"}
         self.imported: dict[str, set] = {t: set() for t in NOUNS}  # owners this import added
         self.skipped: dict[str, set] = {t: set() for t in NOUNS}  # owners kept as they are here
+        self.identical: set[str] = set()  # lessons skipped because the same lesson is here
+        self.runs_out: set[int] = set()  # ids (in the file) of the REM runs left out
         self.new_ids: dict[str, dict[int, int]] = {t: {} for t in ROW_NUMBERED}
         self.lessons_in: list[str] = []
 
     def _skip(self, table: str) -> None:
         self.report.skipped_rows[table] = self.report.skipped_rows.get(table, 0) + 1
 
+    def _skip_owner(self, table: str, ident, reason: str) -> None:
+        self.skipped[table].add(ident)
+        self.report.skipped.append({"kind": NOUNS[table], "id": ident, "reason": reason})
+        self._skip(table)
+
+    async def _project_kept(self, project_id) -> bool:
+        """The project is kept as it is here (its history did not come in)."""
+        if project_id is None or project_id in self.imported["project_contexts"]:
+            return False
+        return project_id in self.skipped["project_contexts"] or await _exists(self.db, "project_contexts", project_id)
+
+    async def _registered_only(self, project_id: str) -> bool:
+        for table in PROJECT_HISTORY:
+            if await self.db.fetchone(f'SELECT 1 FROM "{table}" WHERE project_id = ? LIMIT 1', [project_id]):
+                return False
+        return True
+
+    async def _replace_project(self, project_id: str) -> None:
+        sessions = await self.db.fetchone("SELECT count(*) AS n FROM project_sessions WHERE project_id = ?",
+                                          [project_id])
+        await self.db.conn.execute("DELETE FROM project_sessions WHERE project_id = ?", [project_id])
+        await self.db.conn.execute("DELETE FROM project_contexts WHERE project_id = ?", [project_id])
+        self.report.replaced.append({"kind": "project", "id": project_id, "reason": (
+            f"here only as {sessions['n']} session(s) the SessionStart hook registered, with no saved context; "
+            "replaced by the imported project, its history and sessions")})
+
+    async def _finding_out(self, row: dict, run_out: bool) -> str | None:
+        """Why a new finding stays out, or None."""
+        if run_out:
+            return "its REM run was not imported"
+        try:
+            subject = json.loads(row.get("subject") or "{}")
+        except ValueError:
+            subject = {}
+        others = sorted(str(lesson_id) for lesson_id in (subject if isinstance(subject, dict) else {})
+                        if lesson_id not in self.imported["lessons"] and lesson_id not in self.identical)
+        if others:
+            return f"it is about lesson(s) {', '.join(others)}, not imported (this database's kept)"
+        if await self._project_kept(row.get("project_id")):
+            return f"its project {row['project_id']} was not imported (this database's kept)"
+        same = await self.db.fetchone(
+            "SELECT id, status FROM rem_findings WHERE fingerprint = ? AND status IN ('pending', 'rejected') "
+            "ORDER BY id LIMIT 1", [row.get("fingerprint")])
+        if same is not None:
+            return f"the same finding is here as {same['id']} ({same['status']})"
+        return None
+
     async def add(self, table: str, row: dict) -> None:
+        run_out = table in ID_COLUMNS and row.get("run_id") in self.runs_out
+        if run_out and table == "rem_actions" and row.get("finding_id") is None:
+            return self._skip(table)
+        if run_out and table != "rem_findings":
+            row = {**row, "run_id": None}
         for column, target in ID_COLUMNS.get(table, {}).items():
             if row.get(column) is not None:
                 row = {**row, column: self.new_ids[target].get(row[column], row[column])}
@@ -283,11 +432,26 @@ class _Merge:
         if table in NOUNS:
             ident = row[TABLES[table][0]]
             existing = await self.db.row(table, {TABLES[table][0]: ident})
+            if existing is not None and table == "project_contexts" and ident in self.with_history \
+                    and await self._registered_only(ident):
+                await self._replace_project(ident)
+                existing = None
             if existing is not None:
-                self.skipped[table].add(ident)
-                self.report.skipped.append({"kind": NOUNS[table], "id": ident, "reason": (
-                    "already here" if _same(existing, row) else "other content here (this database's kept)")})
-                return self._skip(table)
+                same = _same(existing, row)
+                if same and table == "lessons":
+                    self.identical.add(ident)
+                return self._skip_owner(table, ident, "already here" if same
+                                        else "other content here (this database's kept)")
+            if table == "project_contexts":
+                here = await self.db.fetchone("SELECT project_id FROM project_contexts WHERE project_path = ?",
+                                              [row.get("project_path")])
+                if here is not None:
+                    return self._skip_owner(table, ident, f"its path {row.get('project_path')} is here as project "
+                                                          f"{here['project_id']} (this database's kept)")
+            if table == "rem_findings":
+                reason = await self._finding_out(row, run_out)
+                if reason:
+                    return self._skip_owner(table, ident, reason)
             self.imported[table].add(ident)
         elif not owner_is_new and (table in NATURAL or table not in ROW_NUMBERED):
             match = {c: row.get(c) for c in NATURAL.get(table, TABLES[table])}
@@ -296,6 +460,9 @@ class _Merge:
                 if table in ROW_NUMBERED:
                     self.new_ids[table][row["id"]] = existing["id"]
                 return self._skip(table)
+        if table == "rem_runs" and await self._project_kept(row.get("project_id")):
+            self.runs_out.add(row["id"])
+            return self._skip(table)
         if table == "rem_actions":
             row = {**row, "changes": _renumber_changes(row.get("changes"), self.new_ids)}
         if table in ROW_NUMBERED:
@@ -325,7 +492,11 @@ async def _find(db, table: str, match: dict):
 async def _insert(db, table: str, row: dict) -> int:
     cols = ", ".join(f'"{c}"' for c in row)
     marks = ", ".join("?" for _ in row)
-    cur = await db.conn.execute(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', list(row.values()))
+    try:
+        cur = await db.conn.execute(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', list(row.values()))
+    except sqlite3.IntegrityError as exc:
+        raise InvalidInputError(f"a {table} row ({_key(table, row)}) cannot go in: {exc}; "
+                                "nothing was imported") from None
     return cur.lastrowid
 
 
@@ -352,6 +523,12 @@ def _renumber_changes(changes, new_ids: dict[str, dict[int, int]]):
 
 # -- backup ----------------------------------------------------------------------------------------
 
+def is_database_file(path: str | os.PathLike, other: str | os.PathLike) -> bool:
+    """`other` names the database at `path` or its -wal or -shm file."""
+    database, target = Path(path).resolve(), Path(other).resolve()
+    return target in (database, Path(f"{database}-wal"), Path(f"{database}-shm"))
+
+
 def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = False) -> dict:
     """Copy the database to `dest` as one consistent snapshot (SQLite's online backup API)."""
     dest = Path(dest)
@@ -359,7 +536,7 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
         raise InvalidInputError(f"{dest} exists; choose another path or pass --force to replace it")
     if dest.exists() and dest.is_dir():
         raise InvalidInputError(f"{dest} is a directory; name the backup file")
-    if Path(path).resolve() == dest.resolve():
+    if is_database_file(path, dest):
         raise InvalidInputError("the backup must go to another file than the database")
     src = migrate.connect_readonly(path)
     scratch = dest.with_name(f".{dest.name}.mgcp-backup")
@@ -371,8 +548,9 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
             src.backup(out)  # every page in one step: a single snapshot, writers are not blocked in WAL
             out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
             verdict = out.execute("PRAGMA integrity_check").fetchone()[0]
+            present = set(migrate.table_names(out))  # a legacy database lacks the newer tables
             counts = {t: out.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
-                      for t in ("lessons", "lesson_versions", "context_history", "rem_findings")}
+                      for t in ("lessons", "lesson_versions", "context_history", "rem_findings") if t in present}
         finally:
             out.close()
         if verdict != "ok":

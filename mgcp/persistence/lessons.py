@@ -345,13 +345,8 @@ class Lessons:
         best = max((float(r["relevance"]) for r in candidates), default=0.0)
         scored = []
         for row in candidates:
-            importance = quality.importance(row["trigger"], row["action"], row["rationale"], _tags(row["tags"]))
-            signal = ranking.signals(
-                relevance=float(row["relevance"]) / best if best > 0 else 0.0, confidence=row["confidence"],
-                usage_count=row["usage_count"], helped=row["helped"], failed=row["failed"],
-                importance=importance, tier=ranking.tier("active", row["helped"], row["usage_count"]))
-            parts = ranking.boosted(ranking.parts(signal, weights), row["reinforcement_count"], reinforcement)
-            scored.append((ranking.total(parts), row["id"], parts, importance))
+            value, parts, importance, _ = ranking.score(row, best, _tags(row["tags"]), weights, reinforcement)
+            scored.append((value, row["id"], parts, importance))
         scored.sort(key=lambda item: ranking.order_key(item[0], item[3], item[1]))
         scored = scored[:limit]
         ids = [item[1] for item in scored]

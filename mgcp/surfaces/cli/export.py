@@ -43,9 +43,11 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
     import sys
 
     from mgcp.config import db_path
-    from mgcp.errors import MgcpError
-    from mgcp.persistence.dump import export_lines
+    from mgcp.errors import InvalidInputError, MgcpError
+    from mgcp.persistence.dump import export_lines, is_database_file
 
+    if out and is_database_file(db_path(db), out):
+        raise InvalidInputError(f"--out {out} is the database itself; write the export to another file")
     lines = export_lines(db_path(db))
     if not out:
         count = 0

@@ -18,7 +18,8 @@ def jsonl(file: Annotated[str, typer.Argument(metavar="FILE", help="The export (
     """
     import sys
 
-    from mgcp.errors import InvalidInputError
+    from mgcp.config import db_path
+    from mgcp.errors import InvalidInputError, MgcpError
     from mgcp.persistence.dump import import_rows, parse
 
     try:
@@ -29,12 +30,22 @@ def jsonl(file: Annotated[str, typer.Argument(metavar="FILE", help="The export (
                 rows = parse(fh, file)
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
-    report = with_store(db, lambda s: import_rows(s, rows, file))
+    target = db_path(db)
+    existed = target.exists()
+    try:
+        report = with_store(db, lambda s: import_rows(s, rows, file))
+    except MgcpError:
+        if not existed:  # a refused import leaves no database behind it
+            for leftover in (target, target.with_name(target.name + "-wal"), target.with_name(target.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
     if json:
         return print_json(report.to_dict())
     total = sum(report.imported.values())
     what = ", ".join(f"{n} {t}" for t, n in report.imported.items()) or "nothing"
     echo(("Rebuilt" if report.mode == "empty" else "Merged") + f" {total} row(s) from {file}: {what}.")
+    for item in report.replaced:
+        echo(f"replaced {item['kind']} {item['id']}: {item['reason']}")
     same = {}
     for item in report.skipped:
         if item["reason"] == "already here":

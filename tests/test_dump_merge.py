@@ -1,0 +1,234 @@
+"""What a merge must leave out, bad rows refused before anything is written, and the guards of
+`mgcp export jsonl --out` and `mgcp db backup`, run as a user runs them."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from clihelp import mgcp
+from conftest import ROOT
+from legacy import build_legacy, pid
+from mgcp.persistence import dump
+
+
+LESSON = ("--trigger", "when a test needs a lesson", "--action", "Write it out in full words")
+
+
+def export(db, out) -> bytes:
+    code, _, err = mgcp("export", "jsonl", "--db", db, "--out", out)
+    assert code == 0, err
+    return out.read_bytes()
+
+
+def count(db, sql: str, *args) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, args).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def copies(db, prefix: str, wording: str = "Do the {} thing carefully") -> None:
+    for n in range(3):
+        code, _, err = mgcp("lesson", "add", f"{prefix}-{n}", "--trigger", f"{prefix} situation {n}", "--action",
+                            wording.format(prefix), "--db", db)
+        assert code == 0, err
+
+
+def rem(db, project: str, op: str = "duplicate_detection") -> None:
+    code, _, err = mgcp("rem", "run", "--project", project, "--op", op, "--db", db)
+    assert code == 0, err
+
+
+def pending(db, project: str) -> list[dict]:
+    code, out, err = mgcp("rem", "report", "--project", project, "--db", db, "--json")
+    assert code == 0, err
+    return json.loads(out)["pending"]
+
+
+def merge(source, db, tmp_path) -> dict:
+    export(source, tmp_path / "in.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "in.jsonl", "--db", db, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["mode"] == "merge"
+    return report
+
+
+# -- what a merge leaves out -----------------------------------------------------------------------
+
+def test_no_finding_arrives_about_lessons_this_database_kept(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    copies(a, "l")
+    rem(a, "/p/a")
+    assert pending(a, "/p/a")
+    copies(b, "l", "Something unrelated to {}, and different each time")  # l-0.. are other lessons here
+    report = merge(a, b, tmp_path)
+    skipped = [s for s in report["skipped"] if s["kind"] == "finding"]
+    assert skipped and all("not imported" in s["reason"] and "l-0" in s["reason"] for s in skipped)
+    assert count(b, "SELECT count(*) FROM rem_findings") == 0 and pending(b, "/p/a") == []
+    assert count(b, "SELECT count(*) FROM rem_actions") == 0
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
+def test_a_finding_about_lessons_identical_here_arrives(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    copies(a, "l")
+    export(a, tmp_path / "lessons.jsonl")
+    assert mgcp("import", "jsonl", tmp_path / "lessons.jsonl", "--db", b)[0] == 0  # the same lessons
+    rem(a, "/p/a")
+    merge(a, b, tmp_path)
+    assert {f["id"] for f in pending(b, "/p/a")} == {f["id"] for f in pending(a, "/p/a")} != set()
+
+
+def test_a_finding_pending_here_under_another_id_is_not_duplicated(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    copies(a, "l")
+    export(a, tmp_path / "lessons.jsonl")
+    assert mgcp("import", "jsonl", tmp_path / "lessons.jsonl", "--db", b)[0] == 0
+    rem(a, "/p/a", "community_detection")  # a's next run gets another number than b's: other finding ids
+    rem(a, "/p/a")
+    rem(b, "/p/b")
+    theirs, ours = pending(a, "/p/a"), pending(b, "/p/b")
+    assert ours and {f["id"] for f in theirs}.isdisjoint(f["id"] for f in ours)
+    report = merge(a, b, tmp_path)
+    assert count(b, "SELECT count(*) FROM rem_findings") == len(ours)
+    reasons = [s["reason"] for s in report["skipped"] if s["kind"] == "finding"]
+    assert len(reasons) == len(theirs) and all("the same finding is here as" in r for r in reasons)
+
+
+def test_the_rem_runs_of_a_project_kept_here_stay_out(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    mgcp("context", "save", "--project", "/p/x", "--notes", "a's notes", "--db", a)
+    rem(a, "/p/x", "community_detection")
+    mgcp("context", "save", "--project", "/p/x", "--notes", "b's notes", "--db", b)
+    report = merge(a, b, tmp_path)
+    assert {"kind": "project", "id": pid("/p/x"), "reason": "other content here (this database's kept)"} \
+        in report["skipped"]
+    assert count(b, "SELECT count(*) FROM rem_runs") == 0 and report["skipped_rows"]["rem_runs"] == 1
+    assert json.loads(mgcp("context", "show", "--project", "/p/x", "--db", b, "--json")[1])["notes"] == "b's notes"
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
+def test_a_project_whose_path_is_here_under_another_id_is_kept_not_a_crash(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    mgcp("context", "save", "--project", "/p/x", "--notes", "a's notes", "--db", a)
+    mgcp("context", "save", "--project", "/p/x", "--notes", "b's notes", "--db", b)
+    text = export(a, tmp_path / "a.jsonl").decode().replace(pid("/p/x"), "0123456789ab")
+    (tmp_path / "a.jsonl").write_text(text)
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", b, "--json")
+    assert code == 0, err
+    [skipped] = [s for s in json.loads(out)["skipped"] if s["kind"] == "project"]
+    assert skipped["id"] == "0123456789ab" and f"is here as project {pid('/p/x')}" in skipped["reason"]
+    assert count(b, "SELECT count(*) FROM project_contexts") == 1
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
+# -- bad rows --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory) -> list[dict]:
+    """The lines of a small valid export: one lesson with its version, one project."""
+    where = tmp_path_factory.mktemp("valid")
+    mgcp("lesson", "add", "mine", *LESSON, "--db", where / "v.db")
+    mgcp("context", "save", "--project", "/p/v", "--notes", "n", "--db", where / "v.db")
+    text = export(where / "v.db", where / "v.jsonl").decode()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def without_trigger(lines):
+    del next(x for x in lines if x.get("table") == "lessons")["row"]["trigger"]
+
+
+def tags_not_json(lines):
+    next(x for x in lines if x.get("table") == "lessons")["row"]["tags"] = "not json"
+
+
+def no_versions(lines):
+    lines[:] = [x for x in lines if x.get("table") != "lesson_versions"]
+
+
+def same_path_twice(lines):
+    project = next(x for x in lines if x.get("table") == "project_contexts")
+    lines.append({"table": "project_contexts", "row": {**project["row"], "project_id": "0123456789ab"}})
+
+
+@pytest.mark.parametrize("spoil, words", [
+    (without_trigger, ["lessons", "'mine'", "trigger"]),
+    (tags_not_json, ["lessons", "'mine'", "tags is not JSON"]),
+    (no_versions, ["mine", "lesson_versions"]),
+    (same_path_twice, ["project_contexts", "0123456789ab", "UNIQUE"]),  # (a merge keeps the first: see above)
+])
+def test_a_bad_row_is_one_line_exit_2_and_no_database_is_created(tmp_path, valid, spoil, words):
+    lines = json.loads(json.dumps(valid))
+    spoil(lines)
+    (tmp_path / "bad.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, out, err = mgcp("import", "jsonl", tmp_path / "bad.jsonl", "--db", tmp_path / "new.db")
+    assert (code, out) == (2, "") and err.startswith("Error: ") and err.count("\n") == 1, err
+    assert all(w in err for w in words), err
+    assert not list(tmp_path.glob("new.db*"))
+    if spoil is same_path_twice:
+        return
+    # into a database that exists: refused the same way, and nothing in it changes
+    mgcp("lesson", "add", "other", *LESSON, "--db", tmp_path / "x.db")
+    before = export(tmp_path / "x.db", tmp_path / "before.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "bad.jsonl", "--db", tmp_path / "x.db")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert export(tmp_path / "x.db", tmp_path / "after.jsonl") == before
+
+
+# -- the guards of export and backup ---------------------------------------------------------------
+
+def test_a_legacy_database_can_be_backed_up_before_its_upgrade(tmp_path):
+    build_legacy(tmp_path / "legacy.db")
+    code, out, err = mgcp("db", "backup", tmp_path / "copy.db", "--db", tmp_path / "legacy.db", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == {"lessons": 3}
+    assert count(tmp_path / "copy.db", "SELECT count(*) FROM lessons") == 3
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_export_refuses_to_write_over_the_database(tmp_path, suffix):
+    db = tmp_path / "k.db"
+    mgcp("lesson", "add", "mine", *LESSON, "--db", db)
+    before = db.read_bytes()
+    code, out, err = mgcp("export", "jsonl", "--db", db, "--out", f"{db}{suffix}")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "database" in err, err
+    assert db.read_bytes() == before
+    assert json.loads(mgcp("lesson", "show", "mine", "--db", db, "--json")[1])["action"] == "Write it out in full words"
+    code, _, err = mgcp("db", "backup", f"{db}{suffix}", "--db", db, "--force")
+    assert code == 2 and "another file" in err
+
+
+def test_dump_names_the_files_of_a_database(tmp_path):
+    db = tmp_path / "k.db"
+    assert all(dump.is_database_file(db, f"{db}{s}") for s in ("", "-wal", "-shm"))
+    assert not dump.is_database_file(db, tmp_path / "k.jsonl")
+
+
+def test_a_project_here_only_as_hook_sessions_takes_the_imported_history(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    mgcp("context", "save", "--project", "/p/shop", "--notes", "a's notes", "--db", a)
+    mgcp("context", "save", "--project", "/p/shop", "--notes", "a's later notes", "--db", a)
+    hook = subprocess.run([sys.executable, str(ROOT / "hooks" / "rem-cycle-trigger.py")], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "MGCP_DB": str(b)},
+                          input=json.dumps({"session_id": "s-1", "cwd": "/p/shop", "hook_event_name": "SessionStart",
+                                            "source": "startup", "transcript_path": "/tmp/s-1.jsonl"}))
+    assert hook.returncode == 0, hook.stderr
+    assert count(b, "SELECT count(*) FROM project_sessions WHERE project_id = ?", pid("/p/shop")) == 1
+    report = merge(a, b, tmp_path)
+    assert [r["id"] for r in report["replaced"]] == [pid("/p/shop")]
+    assert not [s for s in report["skipped"] if s["kind"] == "project"]
+    shown = json.loads(mgcp("context", "show", "--project", "/p/shop", "--db", b, "--json")[1])
+    assert shown["notes"] == "a's later notes"
+    assert count(b, "SELECT count(*) FROM context_history") == count(a, "SELECT count(*) FROM context_history") == 2
+    assert mgcp("db", "check", "--db", b)[0] == 0
+    # a project here with history of its own is kept, as before
+    mgcp("context", "save", "--project", "/p/shop", "--notes", "b's own notes", "--db", b)
+    mgcp("context", "save", "--project", "/p/shop", "--notes", "a's newest notes", "--db", a)
+    report = merge(a, b, tmp_path)
+    assert report["replaced"] == [] and [s["id"] for s in report["skipped"] if s["kind"] == "project"]
