@@ -51,6 +51,7 @@ MIGRATION_TABLES = {
                         "context_summaries"),
     "0006_lesson_search": ("lesson_search_docs", "lesson_search"),
     "0007_lesson_quality": ("lesson_traits", "lesson_outcomes", "lesson_outcome_stats"),
+    "0008_reinforced_patterns": ("reinforced_patterns", "decision_observations"),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 CONTENT = ("trigger", "action", "rationale", "tags")  # the text lessons and lesson_versions share

@@ -133,13 +133,16 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class BearerTokenGate:
-    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets 401."""
+    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets 401; any other
+    kind of connection but the server's own lifespan events is closed unanswered."""
 
     def __init__(self, app, token: str):
         self.app = app
         self.expected = f"Bearer {token}".encode("utf-8")
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "lifespan"):
+            return  # e.g. a websocket: the tools are served over HTTP only
         if scope["type"] == "http":
             given = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), b"")
             if not hmac.compare_digest(given, self.expected):
