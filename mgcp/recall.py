@@ -171,7 +171,8 @@ def _render(section: Section, shown: dict[int, Item]) -> str:
 
 
 def _mark(section: Section, left: int) -> str:
-    return f"- … {left}{'+' if section.capped else ''} more {section.noun} trimmed\n"
+    noun = section.noun[:-1] if left == 1 and not section.capped and section.noun.endswith("s") else section.noun
+    return f"- … {left}{'+' if section.capped else ''} more {noun} trimmed\n"
 
 
 def _length(section: Section, shown: dict[int, Item]) -> int:

@@ -9,11 +9,13 @@ from mgcp.surfaces.cli.app import Config, Db, Json, Project, app, echo, load_con
 
 @app.command("recall")
 def recall(task: Annotated[str, typer.Argument(metavar="TASK")],
-           budget: Annotated[Optional[int], typer.Option("--budget", help="At most this many characters "
+           budget: Annotated[Optional[int], typer.Option("--budget", max=1_000_000_000, help="At most this many characters "
                                                          "(default: recall.budget, 8000; at least 400).")] = None,
            project: Project = None, config: Config = None, db: Db = None, json: Json = False):
-    """Print the memory section for a task: project state, constraints, preferences, the most
-    relevant lessons and recent error solutions, within a character budget (its lessons count as used).
+    """Print the memory section for a task, within a character budget (its lessons count as used).
+
+    The section holds the project's state, constraints, preferences, the lessons most relevant to
+    the task and recent error solutions.
 
     Example: mgcp recall "add retries to the payment webhook" --budget 4000
     """
