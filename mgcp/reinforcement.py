@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 DERIVED_VIA = "pattern-reinforcement"
@@ -52,6 +51,8 @@ def cluster_key(category: str, text: str | None) -> str:
 
 def pattern_id(key: str) -> str:
     """A pattern's id: stable for its cluster key."""
+    import hashlib  # here, not at the top: ranking (on the SessionStart hook's path) imports this module
+
     return "pat-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
