@@ -46,3 +46,17 @@ def test_serve_refuses_a_database_it_cannot_use_and_a_taken_port(tmp_path):
                              timeout=60)
     assert run.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in run.stderr
     assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "dpo"])
+def test_export_replaces_only_an_earlier_export_unless_forced(tmp_path, kind):
+    db = tmp_path / "k.db"
+    mgcp("lesson", "add", "k1", "--trigger", "when testing things", "--action", "Run the whole suite first.", "--db", db)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    code, _, err = mgcp("export", kind, "--out", notes, "--db", db)
+    assert code == 2 and "is not an earlier export; pass --force" in err and notes.read_text() == "my notes\n"
+    out = tmp_path / f"out.{kind}"
+    assert mgcp("export", kind, "--out", out, "--db", db)[0] == 0
+    assert mgcp("export", kind, "--out", out, "--db", db)[0] == 0  # an earlier export: replaced
+    assert mgcp("export", kind, "--out", notes, "--db", db, "--force")[0] == 0

@@ -8,10 +8,34 @@ from mgcp.surfaces.cli.app import Db, noun, note, with_store
 
 export_app = noun("export", "Export the knowledge base (JSON Lines) or training data from lesson history.")
 
+Force = Annotated[bool, typer.Option("--force", help="Replace an existing --out file that is not an earlier export.")]
+
+
+def _may_replace(out: str, force: bool, earlier_export) -> None:
+    """An existing --out file is replaced only when it is empty or an earlier export of this kind
+    (`earlier_export` judges its first line), or with --force: a mistyped path must not wipe a
+    database or a document."""
+    import json
+    import os
+
+    from mgcp.errors import InvalidInputError
+
+    if os.path.isdir(out):
+        raise InvalidInputError(f"--out {out} is a directory; name a file")
+    if force or not os.path.exists(out) or os.path.getsize(out) == 0:
+        return
+    try:
+        with open(out, "rb") as fh:
+            first = json.loads(fh.readline(1 << 20).decode("utf-8"))
+    except (OSError, ValueError):
+        first = None
+    if not (isinstance(first, dict) and earlier_export(first)):
+        raise InvalidInputError(f"{out} exists and is not an earlier export; pass --force to replace it")
+
 
 @export_app.command("dpo")
 def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default: stdout).")] = None,
-        db: Db = None):
+        force: Force = False, db: Db = None):
     """Write one JSONL record per pair of consecutive real lesson versions (for DPO training).
 
     Example: mgcp export dpo --out lessons-dpo.jsonl
@@ -21,6 +45,8 @@ def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (d
 
     from mgcp.export import dpo_records
 
+    if out:
+        _may_replace(out, force, lambda first: {"prompt", "chosen", "rejected"} <= set(first))
     records = dpo_records(with_store(db, lambda s: s.lessons.real_version_pairs(), create=False))
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if out:
@@ -33,7 +59,7 @@ def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (d
 
 @export_app.command("jsonl")
 def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default: stdout).")] = None,
-          db: Db = None):
+          force: Force = False, db: Db = None):
     """Write the whole knowledge base as JSON Lines: lessons with every version, links, context history, findings, actions.
 
     One snapshot, the same bytes for the same knowledge (`mgcp import jsonl` reads it back).
@@ -44,10 +70,12 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
 
     from mgcp.config import db_path
     from mgcp.errors import InvalidInputError, MgcpError
-    from mgcp.persistence.dump import export_lines, is_database_file
+    from mgcp.persistence.dump import FORMAT, export_lines, is_database_file
 
     if out and is_database_file(db_path(db), out):
         raise InvalidInputError(f"--out {out} is the database itself; write the export to another file")
+    if out:
+        _may_replace(out, force, lambda first: first.get("format") == FORMAT)
     lines = export_lines(db_path(db))
     if not out:
         count = 0
