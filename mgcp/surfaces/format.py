@@ -121,7 +121,8 @@ def rem_status(s: RemStatus) -> str:
     lines = [f"{s.project_path}  (project {s.project_id}, session {s.session_number})", ""]
     lines.append(f"  {'operation':22} {'strategy':12} {'last run':>8} {'next due':>8}  due")
     for op in s.operations:
-        lines.append(f"  {op.operation:22} {op.strategy:12} {op.last_run_session:>8} {op.next_due_session:>8}  "
+        last = op.last_run_session if op.last_run_timestamp else "never"
+        lines.append(f"  {op.operation:22} {op.strategy:12} {last:>8} {op.next_due_session:>8}  "
                      + ("yes" if op.due else "no" if op.enabled else "no (off: enabled: false)"))
     lines.append("")
     lines.append(f"  {s.pending_findings} finding(s) pending review"
