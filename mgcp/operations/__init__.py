@@ -64,6 +64,20 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
     return shared(cache, ("copies", tuple((lesson.id, lesson.action) for lesson in lessons)), compute)
 
 
+def draft_options(draft_id: str) -> list[FindingOption]:
+    """The options of a finding that offers a draft lesson (data["draft"]): draft it, say it is the
+    project's own context, or skip."""
+    return [
+        FindingOption(label="Yes, draft a lesson for me to review", action="draft_lesson",
+                      description=f'Create lesson "{draft_id}" from the draft (you can edit it first)',
+                      needs_input="Edits to the draft (JSON with any of id, trigger, action, rationale, "
+                                  "tags), or empty to use it as is"),
+        FindingOption(label="No, this is project-specific context", action="project_specific",
+                      description="Not reusable; remember this answer"),
+        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
+    ]
+
+
 # The answer a summary can give to all the findings it holds, per kind: additive links, and merges
 # of copies (the same rule word for word). Other kinds are summarised without a bulk answer.
 BULK_ACTIONS = {"orphan": "link_suggested", "unlinked_cluster": "link_all", "duplicate_merge": "merge"}

@@ -27,7 +27,7 @@ from itertools import chain, islice
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, Lesson, RemFinding
 from mgcp.operations.shared import CycleCache, shared
-from mgcp.operations import fingerprint
+from mgcp.operations import draft_options, fingerprint
 
 OPERATION = "knowledge_extraction"
 DECISION_CAPTURED = 0.6  # share of a decision's keywords one lesson must hold to capture it
@@ -233,22 +233,10 @@ def _theme_finding(theme: dict, span: list[int]) -> RemFinding:
     return RemFinding(
         operation=OPERATION, kind="theme",
         title=f'Recurring theme "{name}" in {len(sessions)} sessions, no lesson covers it',
-        description=description, options=_draft_options(draft["id"]), recommended=1,
+        description=description, options=draft_options(draft["id"]), recommended=1,
         data={"theme": name, "sessions": sessions, "excerpts": excerpts, "draft": draft},
         fingerprint=fingerprint(OPERATION, "theme", " ".join(theme["key"])),
     )
-
-
-def _draft_options(draft_id: str) -> list[FindingOption]:
-    return [
-        FindingOption(label="Yes, draft a lesson for me to review", action="draft_lesson",
-                      description=f'Create lesson "{draft_id}" from the draft (you can edit it first)',
-                      needs_input="Edits to the draft (JSON with any of id, trigger, action, rationale, "
-                                  "tags), or empty to use it as is"),
-        FindingOption(label="No, this is project-specific context", action="project_specific",
-                      description="Not reusable; remember this answer"),
-        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
-    ]
 
 
 def _sessions(sessions: list[int]) -> str:
@@ -296,7 +284,7 @@ def _decision_finding(key: str, decision: str, sessions: list[int], words: list[
     return RemFinding(
         operation=OPERATION, kind="uncaptured_decision",
         title=f'Decision not captured by any lesson: "{text.shorten(decision, 70)}"',
-        description=description, options=_draft_options(draft["id"]), recommended=1,
+        description=description, options=draft_options(draft["id"]), recommended=1,
         data={"decision": decision, "sessions": sessions, "containment": round(containment, 2),
               "draft": draft},
         fingerprint=fingerprint(OPERATION, "uncaptured_decision", key),

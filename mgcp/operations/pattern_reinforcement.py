@@ -51,7 +51,7 @@ from itertools import chain
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
-from mgcp.operations import cap, fingerprint, subject_identity, subject_of
+from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
 from mgcp.reinforcement import DERIVED_VIA, KEY_LENGTH, cluster_key, differences, min_count, normalize, pattern_id
 
 OPERATION = "pattern_reinforcement"
@@ -412,18 +412,9 @@ def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: di
         f'This {noun} recurred in {count} sessions and no lesson holds it (pattern {pattern.id}):',
         f'"{text.shorten(said, 200)}"', "", f"Sessions: {where}", "",
         "Should it become a lesson?"])
-    options = [
-        FindingOption(label="Yes, draft a lesson for me to review", action="draft_lesson",
-                      description=f'Create lesson "{draft["id"]}" from the draft (you can edit it first)',
-                      needs_input="Edits to the draft (JSON with any of id, trigger, action, rationale, "
-                                  "tags), or empty to use it as is"),
-        FindingOption(label="No, this is project-specific context", action="project_specific",
-                      description="Not reusable; remember this answer"),
-        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
-    ]
     return RemFinding(
         operation=OPERATION, kind="reinforced_draft",
-        title=title, description=description, options=options, recommended=1,
+        title=title, description=description, options=draft_options(draft["id"]), recommended=1,
         data={"pattern": pattern.id, "category": category, "text": said, "count": count,
               "sessions": [{"project_id": pid, "project": paths.get(pid, pid), "sessions": sorted(set(s))}
                            for pid, s in by_project.items()],
