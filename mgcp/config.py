@@ -295,70 +295,59 @@ def _keys_set(section: object) -> set[tuple[str, str]]:
 
 def _quality(raw: dict, source: str) -> dict:
     """The `ranking`, `recall` and `outcomes` sections, checked, over their defaults."""
-    def section(name: str, given: object, defaults: dict) -> dict:
-        if given is None:
-            return copy.deepcopy(defaults)
-        if not isinstance(given, dict):
-            raise ConfigError(f"{source}: '{name}' must be a mapping with keys {', '.join(defaults)}")
-        for key in given:
-            if key not in defaults:
-                raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(defaults)}")
-        return {**copy.deepcopy(defaults), **given}
-
-    ranking = section("ranking", raw.get("ranking"), RANKING_DEFAULTS)
+    ranking = _section("ranking", raw.get("ranking"), RANKING_DEFAULTS, source)
     for key, value in ranking.items():
         if not (_is_number(value) and value >= 0):
             raise ConfigError(f"{source}: invalid value {value!r} for 'ranking.{key}'; allowed: a number from 0 to 1000000000")
-    recall = section("recall", raw.get("recall"), RECALL_DEFAULTS)
+    recall = _section("recall", raw.get("recall"), RECALL_DEFAULTS, source)
     if not (_is_int(recall["budget"]) and recall["budget"] >= MIN_RECALL_BUDGET):
         raise ConfigError(f"{source}: invalid value {recall['budget']!r} for 'recall.budget'; "
                           f"allowed: a whole number from {MIN_RECALL_BUDGET} to 1000000000")
     if not (_is_int(recall["hook_budget"]) and (recall["hook_budget"] == 0 or recall["hook_budget"] >= MIN_RECALL_BUDGET)):
         raise ConfigError(f"{source}: invalid value {recall['hook_budget']!r} for 'recall.hook_budget'; "
                           f"allowed: 0 (off) or a whole number from {MIN_RECALL_BUDGET} to 1000000000")
-    recall["shares"] = section("recall.shares", raw.get("recall", {}).get("shares") if isinstance(raw.get("recall"), dict) else None,
-                               RECALL_DEFAULTS["shares"])
+    recall["shares"] = _section("recall.shares", raw.get("recall", {}).get("shares") if isinstance(raw.get("recall"), dict) else None,
+                                RECALL_DEFAULTS["shares"], source)
     for key, value in recall["shares"].items():
         if not (_is_number(value) and value >= 0):
             raise ConfigError(f"{source}: invalid value {value!r} for 'recall.shares.{key}'; allowed: a number from 0 to 1000000000")
-    outcomes = section("outcomes", raw.get("outcomes"), OUTCOME_DEFAULTS)
+    outcomes = _section("outcomes", raw.get("outcomes"), OUTCOME_DEFAULTS, source)
     if not (_is_int(outcomes["failure_threshold"]) and outcomes["failure_threshold"] >= 1):
         raise ConfigError(f"{source}: invalid value {outcomes['failure_threshold']!r} for 'outcomes.failure_threshold'; "
                           "allowed: a whole number from 1 to 1000000000")
     return {"ranking": ranking, "recall": recall, "outcomes": outcomes}
 
 
+def _section(name: str, given: object, defaults: dict, source: str) -> dict:
+    """A mapping section of the file over its defaults: a mapping, and no key the defaults lack."""
+    if given is None:
+        return copy.deepcopy(defaults)
+    if not isinstance(given, dict):
+        raise ConfigError(f"{source}: '{name}' must be a mapping with keys {', '.join(defaults)}")
+    for key in given:
+        if key not in defaults:
+            raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(defaults)}")
+    return {**copy.deepcopy(defaults), **given}
+
+
 def _reinforcement(given: object, source: str) -> dict:
     """The `reinforcement` setting (the ranking boost of reinforced lessons), checked."""
-    settings = dict(REINFORCEMENT_DEFAULTS)
-    if given is None:
-        return settings
-    if not isinstance(given, dict):
-        raise ConfigError(f"{source}: 'reinforcement' must be a mapping with keys boost, weight, max_boost")
-    for key, value in given.items():
-        if key not in REINFORCEMENT_DEFAULTS:
-            raise ConfigError(f"{source}: unknown key 'reinforcement.{key}'; allowed: boost, weight, max_boost")
+    settings = _section("reinforcement", given, REINFORCEMENT_DEFAULTS, source)
+    for key, value in (given or {}).items():
         if key == "boost":
             wrong = not isinstance(value, bool) and "true, false"
         else:
             wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
         if wrong:
             raise ConfigError(f"{source}: invalid value {value!r} for 'reinforcement.{key}'; allowed: {wrong}")
-        settings[key] = value
     return settings
 
 
 def _similarity(given: object, source: str) -> dict:
     """The `similarity` setting, checked; a local model path made absolute."""
-    settings = dict(SIMILARITY_DEFAULTS)
+    settings = _section("similarity", given, SIMILARITY_DEFAULTS, source)
     if given is None:
         return settings
-    if not isinstance(given, dict):
-        raise ConfigError(f"{source}: 'similarity' must be a mapping with keys backend, model")
-    for key in given:
-        if key not in SIMILARITY_DEFAULTS:
-            raise ConfigError(f"{source}: unknown key 'similarity.{key}'; allowed: backend, model")
-    settings.update(given)
     if settings["backend"] not in SIMILARITY_BACKENDS:
         raise ConfigError(f"{source}: invalid value {settings['backend']!r} for 'similarity.backend'; "
                           f"allowed: {', '.join(SIMILARITY_BACKENDS)}")
