@@ -342,9 +342,8 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     vectors = LexicalBackend(cache).vectors({lesson.id: lesson.trigger or "" for lesson in lessons})
     best: dict[tuple[str, str], tuple] = {}
     for j, i in candidates:
-        overlap = jaccard(all_claims[i].about, all_claims[j].about)
-        if overlap < claim_at - 1e-9 or not (_same_thing(all_claims[i], all_claims[j])
-                                             and _opposes(all_claims[i], all_claims[j])):
+        overlap = _contradiction(all_claims[i], all_claims[j], claim_at)
+        if overlap is None:
             continue
         a, b = sorted((owners[i], owners[j]))
         trigger = dot(vectors[a], vectors[b])
@@ -362,8 +361,17 @@ def opposed(action_a: str, action_b: str, claim_at: float) -> bool:
     opposite polarity, about the same thing and opposing as the scan reads them ("Prefer httpx over
     requests" / "Prefer requests over httpx", which share every word)."""
     return any(ca.compared and cb.compared and ca.positive != cb.positive
-               and jaccard(ca.about, cb.about) >= claim_at - 1e-9 and _same_thing(ca, cb) and _opposes(ca, cb)
+               and _contradiction(ca, cb, claim_at) is not None
                for ca in claims(action_a) for cb in claims(action_b))
+
+
+def _contradiction(a: Claim, b: Claim, claim_at: float) -> float | None:
+    """The overlap of two claims of opposite polarity that contradict each other (their words at
+    least `claim_at` alike, about the same thing, opposing), or None."""
+    overlap = jaccard(a.about, b.about)
+    if overlap < claim_at - 1e-9 or not (_same_thing(a, b) and _opposes(a, b)):
+        return None
+    return overlap
 
 
 def _same_thing(a: Claim, b: Claim) -> bool:
