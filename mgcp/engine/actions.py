@@ -240,9 +240,7 @@ def draft_with_edits(draft: dict, text: str | None) -> dict:
 async def _draft_lesson(store, config, finding, text, selection):
     draft = draft_with_edits(finding.data.get("draft") or {}, text)
     lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
-    trigger = check_text("trigger", draft.get("trigger"), limit=1000)
-    action = check_text("action", draft.get("action"))
-    gate(trigger, action)
+    trigger, action = gate(draft.get("trigger"), draft.get("action"))
     held = await store.lessons.same_text(trigger, action)
     if held is not None:  # another finding's draft (or a person) already wrote it
         raise ConflictError(f"finding {finding.id} is stale: lesson {held.id} already says this "

@@ -46,9 +46,10 @@ class AddResult:
                 "message": self.message}
 
 
-def gate(trigger: str | None, action: str | None, required: bool = True) -> None:
+def gate(trigger: str | None, action: str | None, required: bool = True) -> tuple[str | None, str | None]:
     """Refuse empty, oversized or secret-bearing text, then trivial content (InvalidInputError
-    naming why). `required=False` (a refinement): a missing field is left as it is."""
+    naming why); the two texts as checked (stripped). `required=False` (a refinement): a missing
+    field is left as it is."""
     trigger = check_text("trigger", trigger, required=required, limit=MAX_SHORT)
     action = check_text("action", action, required=required)
     for field, value in (("trigger", trigger), ("action", action)):
@@ -56,6 +57,7 @@ def gate(trigger: str | None, action: str | None, required: bool = True) -> None
             reason = quality.trivial_reason(field, value)
             if reason:
                 raise InvalidInputError(f"{reason}; a lesson must say when it applies and what to do")
+    return trigger, action
 
 
 async def add_lesson(store: Store, config: RemConfig, lesson_id: str, trigger: str, action: str,
