@@ -88,6 +88,22 @@ def test_query_skips_archived_lessons(db, run):
     assert run(db, work) == []
 
 
+def test_archived_best_matches_do_not_crowd_out_active_ones(db, run):
+    """The search ranks the index (which keeps archived lessons) before dropping inactive lessons:
+    however many archived lessons match better, the best active ones still come back."""
+    from mgcp.models import LessonStatus
+
+    async def work(s):
+        for n in range(30):  # the better matches: the query's words twice
+            await s.lessons.add(f"old-{n:02d}", f"rotating signing keys {n}", f"Rotate signing keys weekly, case {n}.")
+            await s.lessons.set_lifecycle(f"old-{n:02d}", LessonStatus.archived)
+        for n in range(3):
+            await s.lessons.add(f"kept-{n}", f"deploying a service {n}", f"Keep signing keys out of the image {n}.")
+        return [lesson.id for lesson, _ in await s.lessons.query("signing keys", 5)], \
+            [lesson.id for lesson in await s.lessons.search("signing keys", 2)]
+    assert run(db, work) == (["kept-0", "kept-1", "kept-2"], ["kept-0", "kept-1"])
+
+
 def test_a_query_meets_wording_variants(db, run):
     """Identifiers split and joined, compounds, synonyms: a lesson is found however it is spelled."""
     async def scenario(store):

@@ -341,7 +341,8 @@ class Lessons:
         and the query is logged for the staleness scan. `reinforcement` (the config's, when its boost
         is on) adds the boost of reinforced lessons (`ranking.boosted`)."""
         match = self.match_expression(text)
-        candidates = await self.db.fetchall(SEARCH, [match, max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)])
+        size = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
+        candidates = await self.db.fetchall(SEARCH, [match, size, size])
         best = max((float(r["relevance"]) for r in candidates), default=0.0)
         scored = []
         for row in candidates:
@@ -381,7 +382,7 @@ class Lessons:
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
-        ids = [r["id"] for r in await self.db.fetchall(SEARCH, [match, limit])]
+        ids = [r["id"] for r in await self.db.fetchall(SEARCH, [match, limit, limit])]
         if not ids:
             return []
         rows = await self.db.fetchall(LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)
