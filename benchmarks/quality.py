@@ -15,8 +15,10 @@ prints one table:
   share of verbatim copies in the corpus (pairs of lessons whose actions are equal once lowercased
   with punctuation and spacing removed) scored at or above the merge threshold, the labelled pairs
   per score band, and per kind of pair.
-* retrieval: precision@5 of `Store.query(text, 5)` over the queries (and the share of queries with
-  at least one relevant lesson in the top 5).
+* retrieval: precision@5 of `Store.query(text, 5)` over the queries, against the lessons listed
+  as relevant in `queries.jsonl` and against the pooled judgements (those plus the lessons
+  `query_pool.jsonl` judged relevant), and the share of queries with at least one listed lesson in
+  the top 5.
 * bulk import: the findings per kind that one REM cycle with the configured settings raises on the
   freshly imported corpus (`engine.run` with staleness_scan, duplicate_detection and
   community_detection named), and how long it took.
@@ -206,15 +208,30 @@ def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], conf
     }
 
 
-async def retrieval_report(store: Store, queries: list[dict]) -> dict:
+async def retrieval_report(store: Store, queries: list[dict], pool: list[dict]) -> dict:
+    """Precision@5 against the listed judgements (`queries.jsonl`) and against the pooled ones (the
+    listed plus those `query_pool.jsonl` judged relevant); a top-5 lesson judged by neither counts as
+    not relevant, and how many there were is reported."""
+    judged: dict[str, set[str]] = defaultdict(set)
+    pooled: dict[str, set[str]] = defaultdict(set)
+    for row in pool:
+        judged[row["query"]].add(row["id"])
+        if row["relevant"]:
+            pooled[row["query"]].add(row["id"])
     rows = []
     for q in queries:
         results = await store.query(q["query"], 5)
         top = [lesson.id for lesson, _ in results]
-        hits = sum(1 for i in top if i in set(q["relevant"]))
-        rows.append({"query": q["query"], "top5": top, "hits": hits, "relevant": len(q["relevant"])})
+        listed = set(q["relevant"])
+        relevant = listed | pooled[q["query"]]
+        rows.append({"query": q["query"], "top5": top, "hits": sum(1 for i in top if i in listed),
+                     "hits_pooled": sum(1 for i in top if i in relevant),
+                     "unjudged": sum(1 for i in top if i not in relevant and i not in judged[q["query"]]),
+                     "relevant": len(listed), "relevant_pooled": len(relevant)})
     n = len(rows)
     return {"queries": n, "precision_at_5": sum(r["hits"] for r in rows) / (5 * n) if n else None,
+            "precision_at_5_pooled": sum(r["hits_pooled"] for r in rows) / (5 * n) if n and pool else None,
+            "unjudged_at_5": sum(r["unjudged"] for r in rows),
             "any_relevant_at_5": sum(1 for r in rows if r["hits"]) / n if n else None,
             "recall_at_5": (sum(r["hits"] / min(5, r["relevant"]) for r in rows if r["relevant"]) / n) if n else None,
             "rows": rows}
@@ -253,7 +270,9 @@ def table(result: dict) -> str:
     lines.append(f"| corpus pairs scored >= {d['review_threshold']:.2f} / >= {d['merge_threshold']:.2f} | "
                  f"{d['corpus_pairs_review']} / {d['corpus_pairs_merge']} |")
     lines.append(f"| duplicate_detection time (as configured) | {d['seconds']:.1f} s |")
-    lines.append(f"| retrieval precision@5 | {fmt(r['precision_at_5'])} ({r['queries']} queries) |")
+    lines.append(f"| retrieval precision@5, listed judgements | {fmt(r['precision_at_5'])} ({r['queries']} queries) |")
+    lines.append(f"| retrieval precision@5, pooled judgements | {fmt(r['precision_at_5_pooled'])} "
+                 f"({r['unjudged_at_5']} top-5 lessons judged by neither) |")
     lines.append(f"| retrieval: queries with a relevant lesson in the top 5 | {fmt(r['any_relevant_at_5'])} |")
     lines.append(f"| retrieval recall@5 (of min(5, relevant)) | {fmt(r['recall_at_5'])} |")
     kinds = ", ".join(f"{k} {n}" for k, n in b["by_kind"].items()) or "none"
@@ -283,6 +302,7 @@ async def main_async(args) -> dict:
     corpus = read_jsonl(data / "lessons.jsonl.gz")
     pairs = read_jsonl(data / "pairs.jsonl")
     queries = read_jsonl(data / "queries.jsonl")
+    pool = read_jsonl(data / "query_pool.jsonl") if (data / "query_pool.jsonl").exists() else []
     lessons = choose(corpus, pairs, queries, args.lessons)
     by_id = {lesson["id"]: lesson for lesson in lessons}
     missing = sorted({i for p in pairs for i in (p["a"], p["b"])} - set(by_id))
@@ -304,7 +324,7 @@ async def main_async(args) -> dict:
         log("bulk import REM cycle ...")
         bulk = await bulk_report(store, config)
         log("retrieval ...")
-        retrieval = await retrieval_report(store, queries)
+        retrieval = await retrieval_report(store, queries, pool)
     return {"lessons": len(lessons), "pairs": len(pairs), "queries": len(queries),
             "config": config.source or "defaults", "load_seconds": round(load_seconds, 1),
             "duplicates": dup, "retrieval": retrieval, "bulk": bulk,
