@@ -75,6 +75,19 @@ def test_unlink_removes_the_link_both_ways(db):
     assert "were not linked" in mgcp("lesson", "unlink", "read-the-tests", "verify-api", "--db", db)[1]
 
 
+def test_linking_again_with_another_type_changes_the_link_both_ways(db):
+    mgcp("lesson", "link", "verify-api", "read-the-tests", "--db", db)
+    code, out, _ = mgcp("lesson", "link", "read-the-tests", "verify-api", "--type", "prerequisite", "--db", db)
+    assert code == 0 and out == "the link read-the-tests <-> verify-api was related; it is now prerequisite\n"
+    for lesson_id in ("verify-api", "read-the-tests"):
+        rels = json.loads(mgcp("lesson", "show", lesson_id, "--db", db, "--json")[1])["relationships"]
+        assert [r["type"] for r in rels] == ["prerequisite"]
+    code, out, _ = mgcp("lesson", "link", "verify-api", "read-the-tests", "--type", "prerequisite", "--db", db,
+                        "--json")
+    assert code == 0 and json.loads(out) == {"source": "verify-api", "target": "read-the-tests",
+                                                 "type": "prerequisite", "added": False, "changed_from": None}
+
+
 def test_rem_show_prints_one_finding_whole_with_its_actions(tmp_path):
     path, project = tmp_path / "r.db", str(tmp_path / "proj")
     for n in range(3):

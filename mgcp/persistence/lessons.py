@@ -299,6 +299,25 @@ class Lessons:
                 added = True
         return added
 
+    async def relate(self, source: str, target: str, rel_type: str) -> tuple[bool, str | None]:
+        """What a person asks for with `lesson link`: the two lessons linked both ways with this type,
+        in one transaction. Already linked with another type, the link takes this one (weight and
+        context kept). Returns (added, the type it had when it was changed, else None)."""
+        async with self.db.transaction():
+            if await self.link(source, target, rel_type):
+                return True, None
+            a, b = await self.get(source), await self.get(target)
+            previous = None
+            for lesson, other in ((a, b), (b, a)):
+                rels = [r.model_dump() for r in lesson.relationships]
+                changed = [r for r in rels if r["target"] == other.id and r["type"] != rel_type]
+                for r in changed:
+                    previous = previous or r["type"]
+                    r["type"] = rel_type
+                if changed:
+                    await self.db.update("lessons", {"id": lesson.id}, {"relationships": dumps(rels)})
+            return False, previous
+
     async def set_relationships(self, lesson_id: str, relationships: list[dict]) -> None:
         await self.db.update("lessons", {"id": lesson_id}, {"relationships": dumps(relationships)})
 

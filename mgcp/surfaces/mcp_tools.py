@@ -211,11 +211,13 @@ class Tools:
         target: Annotated[str, Field(description="The other lesson id.")],
         type: Annotated[RelationshipType, Field(description="The relationship.")] = RelationshipType.related,
     ) -> dict[str, Any]:
-        """Link two lessons (both directions) so that finding one leads to the other. Returns
-        {"source", "target", "type", "added"} (added is false when they were already linked)."""
+        """Link two lessons (both directions) so that finding one leads to the other; two lessons
+        already linked keep one link, which takes the type given. Returns {"source", "target", "type",
+        "added", "changed_from"} (added is false when they were already linked; changed_from is the
+        type the link had when this call changed it, else null)."""
         rel = RelationshipType(type).value
-        added = await self.service.run(lambda s: s.lessons.link(source, target, rel), create=False)
-        return {"source": source, "target": target, "type": rel, "added": added}
+        added, previous = await self.service.run(lambda s: s.lessons.relate(source, target, rel), create=False)
+        return {"source": source, "target": target, "type": rel, "added": added, "changed_from": previous}
 
     async def list_lessons(
         self,

@@ -137,7 +137,8 @@ def link(source: Annotated[str, typer.Argument(metavar="A")],
                                                "sequence_next, alternative, complements, specializes, "
                                                "generalizes, contradicts or child_of.")] = "related",
          db: Db = None, json: Json = False):
-    """Link two lessons (both directions, as the legacy format stores them).
+    """Link two lessons (both directions, as the legacy format stores them). Two lessons already
+    linked keep one link: its type becomes the one given.
 
     Example: mgcp lesson link verify-api check-signatures --type complements
     """
@@ -146,10 +147,16 @@ def link(source: Annotated[str, typer.Argument(metavar="A")],
     allowed = [t.value for t in RelationshipType]
     if rel_type not in allowed:
         raise InvalidInputError(f"unknown relationship type {rel_type!r}; allowed: {', '.join(allowed)}")
-    added = with_store(db, lambda s: s.lessons.link(source, target, rel_type), create=False)
+    added, previous = with_store(db, lambda s: s.lessons.relate(source, target, rel_type), create=False)
     if json:
-        return print_json({"source": source, "target": target, "type": rel_type, "added": added})
-    echo(f"linked {source} <-> {target} ({rel_type})" if added else f"{source} and {target} were already linked")
+        return print_json({"source": source, "target": target, "type": rel_type, "added": added,
+                           "changed_from": previous})
+    if added:
+        echo(f"linked {source} <-> {target} ({rel_type})")
+    elif previous:
+        echo(f"the link {source} <-> {target} was {previous}; it is now {rel_type}")
+    else:
+        echo(f"{source} and {target} were already linked ({rel_type})")
 
 
 @lesson_app.command("query")
