@@ -93,6 +93,25 @@ def test_an_old_and_a_new_entry_become_one(tmp_path):
     assert json.loads(path.read_text()) == {"hooks": {"SessionStart": [new]}}
 
 
+def test_a_customised_command_is_kept_as_written(tmp_path):
+    path = settings_of(tmp_path)
+    path.parent.mkdir()
+    custom = {"matcher": "", "hooks": [{"type": "command", "command": "MGCP_DB=/team/kb.db mgcp-hook || true"}]}
+    old = {"matcher": "", "hooks": [{"type": "command", "command": '"/v/bin/python" "/v/hooks/rem-cycle-trigger.py"'}]}
+    path.write_text(json.dumps({"hooks": {"SessionStart": [old, custom]}}))
+    result = install_hook(str(tmp_path))
+    assert json.loads(path.read_text()) == {"hooks": {"SessionStart": [custom]}}
+    assert result["changed"] and "as you wrote it (`MGCP_DB=/team/kb.db mgcp-hook || true`)" in result["message"]
+    again = install_hook(str(tmp_path))
+    assert again["changed"] is False and "as you wrote it" in again["message"]
+    assert json.loads(path.read_text()) == {"hooks": {"SessionStart": [custom]}}
+    for moved in ('"/gone/venv/bin/mgcp-hook" || true', "mgcp-hook"):  # only the program differs: ours
+        path.write_text(json.dumps({"hooks": {"SessionStart": [
+            {"matcher": "", "hooks": [{"type": "command", "command": moved}]}]}}))
+        install_hook(str(tmp_path))
+        assert [h["command"] for h in ours(json.loads(path.read_text()))] == ["mgcp-hook || true"]
+
+
 def test_remove_takes_out_exactly_what_init_added(tmp_path):
     path = settings_of(tmp_path)
     path.parent.mkdir()

@@ -14,6 +14,8 @@ does not use mgcp, a removed virtualenv) the session starts as if no hook were t
 when the hook itself fails. An entry mgcp wrote earlier (`mgcp-hook` anywhere in the command, or the older
 `"<python>" ".../rem-cycle-trigger.py"`) is recognised and rewritten in place, so running `mgcp init`
 again moves an old install to the new command; a second entry of ours is removed, never kept twice.
+A command a person changed (anything around `mgcp-hook` beyond `|| true`: a variable set before it,
+options after it, another fallback) is theirs: init keeps it as written and says so.
 
 The MCP server goes into `<project>/.mcp.json` (Claude Code's project MCP file) as
 `{"mcpServers": {"mgcp": {"type": "stdio", "command": "mgcp", "args": ["serve"]}}}`; an entry of any
@@ -75,6 +77,18 @@ def is_ours(command: object) -> bool:
     return isinstance(command, str) and (HOOK_COMMAND in command or OLD_SCRIPT_NAME in command)
 
 
+def is_customised(command: str) -> bool:
+    """A command of ours that a person changed: more than a `mgcp-hook` program (any path to one)
+    with or without `|| true`."""
+    if OLD_SCRIPT_NAME in command:
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True
+    return not (words and Path(words[0]).name == HOOK_COMMAND and words[1:] in ([], ["||", "true"]))
+
+
 def settings_path(project_path: str | None) -> Path:
     if project_path is None:
         return Path(os.path.expanduser("~")) / ".claude" / "settings.json"
@@ -92,10 +106,13 @@ def install_hook(project_path: str | None) -> dict:
     path = settings_path(project_path)
     command = hook_command(user=project_path is None)
     settings = _read(path)
-    changed, updated = _install(settings, command, path)
+    changed, updated, kept = _install(settings, command, path)
     if changed:
         _write(path, settings)
-    if not changed:
+    if kept:
+        message = (f"Kept the REM SessionStart hook in {path} as you wrote it (`{kept}`)"
+                   + (", and removed a second entry of it." if changed else "."))
+    elif not changed:
         message = f"The REM SessionStart hook is already installed in {path}."
     elif updated:
         message = f"Updated the REM SessionStart hook in {path} (now `{command}`)."
@@ -140,21 +157,26 @@ def _our_hooks(groups: list) -> list[tuple[dict, dict]]:
             if isinstance(hook, dict) and is_ours(hook.get("command"))]
 
 
-def _install(settings: dict, command: str, path: Path) -> tuple[bool, bool]:
-    """Put the hook into `settings` in place. Returns (changed, updated an existing entry)."""
+def _install(settings: dict, command: str, path: Path) -> tuple[bool, bool, str | None]:
+    """Put the hook into `settings` in place. Returns (changed, updated an existing entry, the
+    customised command kept as written or None)."""
     groups = _groups(settings, path, create=True)
     found = _our_hooks(groups)
     if not found:
         groups.append({"matcher": "", "hooks": [{"type": "command", "command": command}]})
-        return True, False
-    first = found[0][1]
-    changed = first.get("command") != command
-    first["command"] = command
-    for group, hook in found[1:]:  # an entry of ours twice (an old and a new one): keep one
-        group["hooks"].remove(hook)
-        changed = True
+        return True, False, None
+    custom = [entry for entry in found if is_customised(entry[1]["command"])]
+    keep = (custom or found)[0]
+    changed = False
+    if not custom:
+        changed = keep[1].get("command") != command
+        keep[1]["command"] = command
+    for group, hook in found:  # an entry of ours twice (an old and a new one): keep one
+        if hook is not keep[1]:
+            group["hooks"].remove(hook)
+            changed = True
     _drop_empty_groups(groups)
-    return changed, changed
+    return changed, changed and not custom, keep[1]["command"] if custom else None
 
 
 def _uninstall(settings: dict, path: Path) -> int:
