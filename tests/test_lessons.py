@@ -120,3 +120,12 @@ def test_a_query_meets_wording_variants(db, run):
     assert found["use effect cleanup"][0] == "effects"
     assert found["use environment variables"][0] == "env"
     assert found["nextjs routing"] == []
+
+
+def test_a_tag_filter_ignores_case(db, run):
+    async def work(s):
+        await add(s, "upper", tags=["React"])
+        await add(s, "lower", trigger="writing hooks", action="Clean up every effect.", tags=["react"])
+        await add(s, "other", trigger="writing go", action="Wrap errors with %w.", tags=["go"])
+        return [[lesson.id for lesson in await s.lessons.list(tag=t)] for t in ("react", "REACT")]
+    assert run(db, work) == [["lower", "upper"], ["lower", "upper"]]

@@ -95,12 +95,13 @@ class Lessons:
         return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
 
     async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
+        """Lessons by id; `tag` matches whatever its case ("React" finds lessons tagged "react")."""
         sql, params = LESSON_SELECT + " WHERE 1", []
         if status:
             sql += " AND COALESCE(c.status, 'active') = ?"
             params.append(status)
         if tag:
-            sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE json_each.value = ?)"
+            sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE lower(json_each.value) = lower(?))"
             params.append(tag)
         return [lesson_from_row(r) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
 
