@@ -129,3 +129,31 @@ def test_a_tag_filter_ignores_case(db, run):
         await add(s, "other", trigger="writing go", action="Wrap errors with %w.", tags=["go"])
         return [[lesson.id for lesson in await s.lessons.list(tag=t)] for t in ("react", "REACT")]
     assert run(db, work) == [["lower", "upper"], ["lower", "upper"]]
+
+
+def test_the_search_index_holds_active_lessons_whatever_writes_the_status(db, run):
+    """Triggers on lesson_lifecycle keep the index to active lessons: a status written by mgcp's
+    own calls or straight into the table (as undo and import restore rows) takes a lesson out of
+    the index and puts it back."""
+    from mgcp.models import LessonStatus
+
+    def indexed(lesson_id):
+        return sqlite3.connect(db).execute(
+            """SELECT count(*) FROM lesson_search JOIN lesson_search_docs d ON d.id = lesson_search.rowid
+               WHERE d.lesson_id = ?""", [lesson_id]).fetchone()[0]
+
+    run(db, lambda s: add(s, "api"))
+    assert indexed("api") == 1
+    run(db, lambda s: s.lessons.set_lifecycle("api", LessonStatus.archived))
+    assert indexed("api") == 0
+    run(db, lambda s: s.lessons.refine("api", "sharper", action="Read its signature and one caller first."))
+    assert indexed("api") == 0  # refined while archived: still out
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM lesson_lifecycle WHERE lesson_id = 'api'")  # as an undo restores it
+    assert indexed("api") == 1
+    assert [lesson.action for lesson, _ in run(db, lambda s: s.lessons.query("unfamiliar API"))] == [
+        "Read its signature and one caller first."]
+    with conn:
+        conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES ('api', 'deleted', 'x')")
+    assert indexed("api") == 0

@@ -165,3 +165,31 @@ def test_status_lists_applied_pending_and_counts(legacy):
     migrate.open_and_migrate(legacy)
     status = migrate.status(legacy)
     assert status["pending"] == [] and status["tables"]["lessons"] == 3
+
+
+def test_the_search_index_loses_inactive_lessons_once_and_keeps_active_ones(db):
+    """0010 takes out of the index lessons that an earlier mgcp left there when they stopped being
+    active; running it again changes nothing."""
+    migrate.open_and_migrate(db)
+    conn = sqlite3.connect(db)
+    with conn:
+        for n, lesson_id in enumerate(("kept", "gone")):
+            conn.execute("INSERT INTO lessons (id, trigger, action, version, tags, created_at, last_refined) "
+                         "VALUES (?, 'deploying', ?, 1, '[]', 'x', 'x')",
+                         [lesson_id, f"Tag release {n}"])
+            conn.execute("INSERT INTO lesson_search_docs (lesson_id) VALUES (?)", [lesson_id])
+            conn.execute("""INSERT INTO lesson_search (rowid, trigger, action, rationale, tags)
+                            SELECT d.id, 'deploying', ?, '', '[]' FROM lesson_search_docs d WHERE lesson_id = ?""",
+                         [f"Tag release {n}", lesson_id])
+        for name in ("insert", "update", "delete"):  # the state before 0010
+            conn.execute(f"DROP TRIGGER lesson_search_on_lifecycle_{name}")
+        conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES ('gone', 'superseded', 'x')")
+        conn.execute(f"DELETE FROM {migrate.MIGRATIONS_TABLE} WHERE name = '0010_search_active_only'")
+
+    def indexed():
+        return [r[0] for r in conn.execute("""SELECT d.lesson_id FROM lesson_search
+                                               JOIN lesson_search_docs d ON d.id = lesson_search.rowid""")]
+    assert indexed() == ["kept", "gone"]
+    assert migrate.open_and_migrate(db).applied == ["0010_search_active_only"]
+    assert indexed() == ["kept"]
+    assert migrate.open_and_migrate(db).applied == [] and indexed() == ["kept"]

@@ -330,7 +330,9 @@ class Lessons:
         return [lesson_from_row(r) for r in rows]
 
     async def reindex(self, lesson_id: str, row: dict | None = None) -> None:
-        """Put the lesson's current text into the search index (`row`: the text if known)."""
+        """Put the lesson's current text into the search index (`row`: the text if known). The index
+        holds active lessons only: triggers on `lesson_lifecycle` take a lesson out when it leaves
+        `active` and put it back when it returns (migration 0010)."""
         if row is None:
             row = await self.db.fetchone("SELECT * FROM lessons WHERE id = ?", [lesson_id])
         doc = await self.db.fetchone("SELECT id FROM lesson_search_docs WHERE lesson_id = ?", [lesson_id])
@@ -342,7 +344,8 @@ class Lessons:
             await self.db.conn.execute("DELETE FROM lesson_search WHERE rowid = ?", [doc_id])
         if row is None:  # the lesson is gone (an undone add): its index entry goes with it
             await self.db.conn.execute("DELETE FROM lesson_search_docs WHERE id = ?", [doc_id])
-        else:
+        elif await self.db.fetchone("SELECT 1 FROM lesson_lifecycle WHERE lesson_id = ? AND status != 'active'",
+                                    [lesson_id]) is None:
             await self.db.conn.execute(
                 "INSERT INTO lesson_search (rowid, trigger, action, rationale, tags) VALUES (?, ?, ?, ?, ?)",
                 [doc_id, row["trigger"], row["action"], row["rationale"] or "", row["tags"]])
@@ -362,7 +365,7 @@ class Lessons:
         is on) adds the boost of reinforced lessons (`ranking.boosted`)."""
         match = self.match_expression(text)
         size = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
-        candidates = await self.db.fetchall(SEARCH, [match, size, size])
+        candidates = await self.db.fetchall(SEARCH, [match, size])
         best = max((float(r["relevance"]) for r in candidates), default=0.0)
         scored = []
         for row in candidates:
@@ -402,7 +405,7 @@ class Lessons:
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
-        ids = [r["id"] for r in await self.db.fetchall(SEARCH, [match, limit, limit])]
+        ids = [r["id"] for r in await self.db.fetchall(SEARCH, [match, limit])]
         if not ids:
             return []
         rows = await self.db.fetchall(LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)

@@ -28,15 +28,14 @@ ACTIVE = "COALESCE(c.status, 'active') = 'active'"
 BM25 = "bm25(lesson_search, 1.0, 1.0, 0.5, 0.5)"
 # The best text matches: FTS5 alone ranks every match (joining each match to its lesson first cost
 # about five times as much on common words at 100k lessons), then the best few are joined to their
-# ranking columns and inactive lessons dropped. The index holds every lesson, so the FTS5 limit is
-# the wanted count plus the number of inactive lessons: the wanted count of active ones survives.
+# ranking columns. The index holds active lessons only (kept so by triggers on lesson_lifecycle);
+# the status is checked again all the same.
 SEARCH = f"""SELECT {RANKED_COLUMNS}, m.relevance AS relevance
     FROM (SELECT rowid AS doc, -{BM25} AS relevance FROM lesson_search WHERE lesson_search MATCH ?
-          ORDER BY {BM25}, rowid
-          LIMIT ? + (SELECT count(*) FROM lesson_lifecycle WHERE status != 'active')) m
+          ORDER BY {BM25}, rowid LIMIT ?) m
     JOIN lesson_search_docs d ON d.id = m.doc JOIN lessons l ON l.id = d.lesson_id {RANKED_JOINS}
     WHERE {ACTIVE}
-    ORDER BY m.relevance DESC, l.usage_count DESC, l.id LIMIT ?"""
+    ORDER BY m.relevance DESC, l.usage_count DESC, l.id"""
 OF_KIND = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance
     FROM lesson_traits t JOIN lessons l ON l.id = t.lesson_id AND l.version = t.version
     LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
@@ -82,7 +81,7 @@ class Reader:
         return rows(self.conn, MOST_USED, [limit])
 
     def search(self, match: str, limit: int = 60) -> list[dict]:
-        return rows(self.conn, SEARCH, [match, limit, limit])
+        return rows(self.conn, SEARCH, [match, limit])
 
     def mark_used(self, ids: list[str], now: str, query: str | None = None,
                   project_id: str | None = None) -> None:
