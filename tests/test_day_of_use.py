@@ -332,6 +332,14 @@ def check_promises(db, tmp_path, saves, current):
                 if versions.get(lesson_id) != list(range(1, version + 1))}
         assert gaps == {}, f"{path.name}: lesson version -> versions in lesson_versions"
 
+    # the search index holds exactly the active lessons, after every merge, archive and undo
+    for path in (db, copy):
+        indexed = sql(path, """SELECT d.lesson_id FROM lesson_search JOIN lesson_search_docs d
+                               ON d.id = lesson_search.rowid ORDER BY 1""")
+        active = sql(path, """SELECT l.id FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                              WHERE COALESCE(c.status, 'active') = 'active' ORDER BY 1""")
+        assert indexed == active, f"{path.name}: the search index and the active lessons differ"
+
     # at the end of the day the knowledge leaves and comes back whole: a backup is the same
     # knowledge, and export -> import into an empty database -> export gives the same bytes
     exports = []
