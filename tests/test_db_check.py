@@ -161,8 +161,10 @@ def test_a_gap_in_a_lessons_versions(copy):
 
 def test_a_lessons_row_that_differs_from_its_last_version(copy):
     sql(copy, "UPDATE lessons SET action = 'Never retry' WHERE id = ?", LESSON)
-    [line] = problems(copy)
+    line, search = problems(copy)
     assert line.startswith(f"lesson {LESSON}: its lessons row differs from its version 3 in action;")
+    assert search == f"lesson {LESSON}: has other text in the search index than its current version " \
+                     "(queries read the index) (repairable)"
 
 
 def test_a_lessons_row_whose_version_is_not_a_number(copy):
@@ -278,6 +280,25 @@ def test_a_damaged_schema_page_is_reported_rather_than_refused(copy):
 def plant_repairable(path, ids):
     sql(path, "UPDATE rem_findings SET status = 'stale' WHERE id = ?", ids["applied"])
     sql(path, "DELETE FROM lesson_versions WHERE lesson_id = ? AND version = 3", LESSON)
+
+
+def test_a_search_index_out_of_step_is_indexed_again(copy):
+    """An archived lesson still in the index, an active one missing from it: both reported, and the
+    repair makes the index hold exactly the active lessons again."""
+    def indexed():
+        return sql(copy, "SELECT d.lesson_id FROM lesson_search s JOIN lesson_search_docs d ON d.id = s.rowid ORDER BY 1")
+    before = indexed()
+    archived, missing = before[0][0], before[1][0]
+    for name in ("insert", "update", "delete"):  # as if something wrote around the triggers
+        sql(copy, f"DROP TRIGGER lesson_search_on_lifecycle_{name}")
+    sql(copy, "INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES (?, 'archived', 'x')", archived)
+    sql(copy, "DELETE FROM lesson_search WHERE rowid = (SELECT id FROM lesson_search_docs WHERE lesson_id = ?)", missing)
+    assert problems(copy) == [
+        f"lesson {archived}: is archived but still in the search index (queries read the index) (repairable)",
+        f"lesson {missing}: is active but missing from the search index (queries read the index) (repairable)"]
+    code, out, err = check(copy, "--repair", "--yes")
+    assert (code, err) == (0, ""), out
+    assert indexed() == [row for row in before if row[0] != archived]
 
 
 def test_repair_without_yes_shows_the_repairs_and_changes_nothing(copy, ids):

@@ -18,11 +18,13 @@ What is checked:
   session numbers never go backwards nor past the project's session count; `project_sessions`
   numbers are unique, increase in the order the sessions were seen, and stay within the count;
 - REM: an applied (or rejected) finding has a live action record, and a live action record's
-  finding is applied or rejected.
+  finding is applied or rejected;
+- search: the full-text index holds every active lesson, with its current text, and no other.
 
 Repairs: a lesson whose current version is missing from its history gets that version appended
 from the `lessons` row; a lesson with no versions at all gets migration 0004's backfill; a finding
-marked stale while its action is live is marked applied (or rejected) again.
+marked stale while its action is live is marked applied (or rejected) again; a lesson the search
+index holds wrongly (missing, stale text, or not active) is indexed again from its row.
 """
 
 from __future__ import annotations
@@ -277,6 +279,33 @@ def rem_actions(conn: sqlite3.Connection) -> Iterator[Problem]:
                           fix=partial(_settle, finding["id"], settled, actions[0]["applied_at"]))
 
 
+def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
+    def words(row: dict) -> tuple:  # what the index reads: tags in any order are the same words
+        tags = _json_list(row["tags"])
+        return row["trigger"], row["action"], row["rationale"] or "", sorted(map(str, tags)) if tags else row["tags"]
+
+    indexed = {row["lesson_id"]: words(row) for row in _rows(conn, f"""
+        SELECT d.lesson_id, {', '.join(f's.{c}' for c in CONTENT)} FROM lesson_search s
+        JOIN lesson_search_docs d ON d.id = s.rowid""")}
+    for lesson in _rows(conn, f"""SELECT l.id, {', '.join(f'l.{c}' for c in CONTENT)},
+                                  COALESCE(c.status, 'active') AS status FROM lessons l
+                                  LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id ORDER BY l.id"""):
+        text = words(lesson)
+        found = indexed.pop(lesson["id"], None)
+        if lesson["status"] == "active" and found != text:
+            message = "is active but missing from the search index" if found is None else \
+                "has other text in the search index than its current version"
+        elif lesson["status"] != "active" and found is not None:
+            message = f"is {lesson['status']} but still in the search index"
+        else:
+            continue
+        yield Problem("search", f"lesson {lesson['id']}", message + " (queries read the index)",
+                      repair="index it again from its row", fix=partial(_reindex, lesson["id"]))
+    for lesson_id in indexed:
+        yield Problem("search", f"lesson {lesson_id}", "is in the search index but not in the lessons table",
+                      repair="take it out of the index", fix=partial(_reindex, lesson_id))
+
+
 CHECKS = [  # (name, check, the tables it reads: a check whose tables are missing is skipped)
     ("integrity", integrity, ()),
     ("foreign_keys", foreign_keys, ()),
@@ -285,8 +314,9 @@ CHECKS = [  # (name, check, the tables it reads: a check whose tables are missin
     ("context_history", context_history, ("project_contexts", "context_history")),
     ("sessions", project_sessions, ("project_contexts", "project_sessions")),
     ("rem", rem_actions, ("rem_findings", "rem_actions")),
+    ("search", search_index, ("lessons", "lesson_search", "lesson_search_docs")),
 ]
-REPAIRABLE = ("lessons", "rem")
+REPAIRABLE = ("lessons", "rem", "search")
 
 
 # -- the repairs -----------------------------------------------------------------------------------
@@ -312,6 +342,20 @@ def _backfill(conn: sqlite3.Connection) -> None:
 def _settle(finding_id: str, status: str, applied_at: str, conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE rem_findings SET status = ?, resolved_at = ? WHERE id = ? AND status = 'stale'",
                  [status, applied_at, finding_id])
+
+
+def _reindex(lesson_id: str, conn: sqlite3.Connection) -> None:
+    """The lesson's index entry made again from its row: its text when it is active, none otherwise."""
+    conn.execute("DELETE FROM lesson_search WHERE rowid IN (SELECT id FROM lesson_search_docs WHERE lesson_id = ?)",
+                 [lesson_id])
+    conn.execute("INSERT OR IGNORE INTO lesson_search_docs (lesson_id) SELECT id FROM lessons WHERE id = ?", [lesson_id])
+    conn.execute("""DELETE FROM lesson_search_docs WHERE lesson_id = ?
+                    AND NOT EXISTS (SELECT 1 FROM lessons WHERE id = ?)""", [lesson_id, lesson_id])
+    conn.execute(f"""INSERT INTO lesson_search (rowid, {', '.join(CONTENT)})
+                     SELECT d.id, l.trigger, l.action, COALESCE(l.rationale, ''), l.tags
+                     FROM lesson_search_docs d JOIN lessons l ON l.id = d.lesson_id
+                     LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                     WHERE d.lesson_id = ? AND COALESCE(c.status, 'active') = 'active'""", [lesson_id])
 
 
 # -- running ---------------------------------------------------------------------------------------
