@@ -63,6 +63,37 @@ def test_export_import_export_is_byte_identical(demo_db, tmp_path):
     assert mgcp("db", "check", "--db", tmp_path / "new.db")[0] == 0
 
 
+def test_an_export_read_from_stdin_imports_the_same(demo_db, tmp_path):
+    first = export(demo_db, tmp_path / "a.jsonl")
+    code, out, err = mgcp("import", "jsonl", "-", "--db", tmp_path / "new.db", stdin=first.decode())
+    assert code == 0 and out.startswith("Rebuilt "), err
+    assert export(tmp_path / "new.db", tmp_path / "b.jsonl") == first
+
+
+def test_rows_are_read_afresh_for_each_pass_and_written_in_batches(demo_db, tmp_path, monkeypatch):
+    """The import reads the export twice (checked, then written) instead of holding it, and an empty
+    database takes it in batches of at most BATCH rows."""
+    import asyncio
+
+    from mgcp.persistence.store import Store
+
+    export(demo_db, tmp_path / "a.jsonl")
+    monkeypatch.setattr(dump, "BATCH", 3)
+    passes = []
+
+    def read():
+        passes.append(len(passes) + 1)
+        return dump.read_export(tmp_path / "a.jsonl", "a.jsonl")
+
+    async def work():
+        async with Store.open(tmp_path / "new.db") as store:
+            return await dump.import_rows(store, read, "a.jsonl")
+    report = asyncio.run(work())
+    exported = (tmp_path / "a.jsonl").read_bytes()
+    assert passes == [1, 2] and report.imported["lessons"] == len(rows(exported, "lessons")) > 3
+    assert export(tmp_path / "new.db", tmp_path / "b.jsonl") == exported
+
+
 def test_importing_twice_duplicates_nothing_and_says_what_it_skipped(demo_db, tmp_path):
     first = export(demo_db, tmp_path / "a.jsonl")
     mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", tmp_path / "new.db")

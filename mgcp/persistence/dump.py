@@ -5,9 +5,10 @@ and then one line per row, `{"row": {...}, "table": "..."}`, tables in the order
 each table's key order, columns sorted by name, values exactly as stored (JSON columns stay the text
 SQLite holds). The same knowledge therefore always exports to the same bytes.
 
-`import_rows(store, rows)` checks every row first (required columns, JSON columns, a lesson's text as
-`lesson add` checks it, every lesson with its versions), then writes everything in one transaction; a
-row the database refuses is a one-line InvalidInputError naming its table and key:
+`import_rows(store, rows)` reads the rows twice, never holding them all: first it checks every row
+(required columns, JSON columns, a lesson's text as `lesson add` checks it, every lesson with its
+versions), then it writes everything in one transaction; a row the database refuses is a one-line
+InvalidInputError naming its table and key:
 
 - into an empty database (no row in any exported table), every row goes in as it was, ids included,
   so that exporting the result reproduces the file byte for byte;
@@ -40,15 +41,16 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, islice
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import migrate
 from mgcp.validation import check_unicode
 
 FORMAT = "mgcp-export"
+BATCH = 5000  # rows inserted per executemany into an empty database
 FORMAT_VERSION = 1
 
 # table -> the columns that order its rows (a unique key)
@@ -182,9 +184,19 @@ class ImportReport:
                 "skipped_rows": self.skipped_rows, "replaced": self.replaced}
 
 
-def parse(lines: Iterable[str], source: str) -> list[tuple[str, dict]]:
-    """Every row of an export, checked: a clear InvalidInputError names the first bad line."""
-    rows: list[tuple[str, dict]] = []
+def read_export(path: str | os.PathLike, source: str) -> Iterator[tuple[str, dict]]:
+    """The rows of the export file at `path`, read as they are needed (see `parse`)."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            yield from parse(lines, source)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}; "
+                                "nothing was imported") from None
+
+
+def parse(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict]]:
+    """Every row of an export, checked as it is read: a clear InvalidInputError names the first bad
+    line."""
     seen_header = False
     for number, text in enumerate(lines, 1):
         if not text.strip():
@@ -209,28 +221,21 @@ def parse(lines: Iterable[str], source: str) -> list[tuple[str, dict]]:
         if table not in TABLES or not isinstance(row, dict):
             raise InvalidInputError(f"{where}: expected {{\"table\": one of mgcp's tables, \"row\": {{...}}}}, "
                                     f"got table {table!r}; nothing was imported")
-        rows.append((table, {k: _stored(v) for k, v in row.items()}))
+        yield table, {k: _stored(v) for k, v in row.items()}
     if not seen_header:
         raise InvalidInputError(f"{source} is empty; nothing was imported")
-    return rows
 
 
-async def import_rows(store, rows: list[tuple[str, dict]], source: str) -> ImportReport:
-    """Write an export's rows into the store in one transaction (see the module docstring)."""
+async def import_rows(store, rows: Callable[[], Iterable[tuple[str, dict]]], source: str) -> ImportReport:
+    """Write an export's rows into the store in one transaction (see the module docstring). `rows`
+    gives the rows afresh at each call: they are read twice (checked, then written), never held
+    all at once, so an export larger than memory imports too."""
     db = store.db
     columns = {table: {r["name"] for r in await db.fetchall(f'PRAGMA table_info("{table}")')} for table in TABLES}
-    for table, row in rows:
-        if not columns[table]:
-            raise InvalidInputError(f"{source}: this database has no table {table!r} (run `mgcp db migrate`); "
-                                    "nothing was imported")
-        unknown = sorted(set(row) - columns[table])
-        if unknown:
-            raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
-                                    "newer mgcp?); nothing was imported")
-    info = {table: await db.fetchall(f'PRAGMA table_info("{table}")') for table in TABLES}
-    check_rows(rows, {table: [dict(r) for r in cols] for table, cols in info.items()}, source)
+    info = {table: [dict(r) for r in await db.fetchall(f'PRAGMA table_info("{table}")')] for table in TABLES}
+    with_history = check_rows(rows(), columns, info, source)
     try:
-        return await _write(store, rows, columns, source)
+        return await _write(store, rows(), columns, with_history, source)
     except sqlite3.IntegrityError as exc:
         raise InvalidInputError(f"{source}: {exc}; nothing was imported") from None
 
@@ -244,15 +249,26 @@ def _refusal(source: str, table: str, row: dict):
                                              "nothing was imported")
 
 
-def check_rows(rows: list[tuple[str, dict]], info: dict[str, list[dict]], source: str) -> None:
-    """Every row checked before anything is written: its key and required columns are there, its
-    values are plain SQLite values, its JSON columns hold JSON, a lesson's text passes the checks
-    `lesson add` makes, and every lesson comes with its version rows."""
+def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: dict[str, list[dict]],
+               source: str) -> set:
+    """Every row checked before anything is written: its table and columns exist here, its key and
+    required columns are there, its values are plain SQLite values, its JSON columns hold JSON, a
+    lesson's text passes the checks `lesson add` makes, and every lesson comes with its version
+    rows. Returns the projects the rows bring history for (what a merge needs to know up front)."""
     required = {t: set(TABLES[t]) | {c["name"] for c in cols if c["notnull"] and c["dflt_value"] is None}
                 for t, cols in info.items()}
     json_columns = {t: {c["name"] for c in cols if (c["type"] or "").upper() == "JSON"} for t, cols in info.items()}
-    lessons, versioned = [], set()
+    lessons, versioned, with_history = [], set(), set()
     for table, row in rows:
+        if not columns[table]:
+            raise InvalidInputError(f"{source}: this database has no table {table!r} (run `mgcp db migrate`); "
+                                    "nothing was imported")
+        unknown = sorted(set(row) - columns[table])
+        if unknown:
+            raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
+                                    "newer mgcp?); nothing was imported")
+        if table == "context_history":
+            with_history.add(row.get("project_id"))
         bad = _refusal(source, table, row)
         missing = sorted(c for c in required[table] if row.get(c) is None)
         if missing:
@@ -289,9 +305,11 @@ def check_rows(rows: list[tuple[str, dict]], info: dict[str, list[dict]], source
     unversioned = [lesson_id for lesson_id in lessons if lesson_id not in versioned]
     if unversioned:
         raise InvalidInputError(f"{source}: lesson {unversioned[0]} has no lesson_versions rows; nothing was imported")
+    return with_history
 
 
-async def _write(store, rows: list[tuple[str, dict]], columns: dict[str, set], source: str) -> ImportReport:
+async def _write(store, rows: Iterable[tuple[str, dict]], columns: dict[str, set], with_history: set,
+                 source: str) -> ImportReport:
     db = store.db
     async with db.transaction():
         await db.conn.execute("PRAGMA defer_foreign_keys = ON")
@@ -304,7 +322,7 @@ async def _write(store, rows: list[tuple[str, dict]], columns: dict[str, set], s
         if empty:
             lessons_in = await _rebuild(db, rows, report)
         else:
-            merge = _Merge(db, report, rows)
+            merge = _Merge(db, report, with_history)
             for table, row in rows:
                 await merge.add(table, row)
             lessons_in = merge.lessons_in
@@ -318,26 +336,26 @@ async def _write(store, rows: list[tuple[str, dict]], columns: dict[str, set], s
     return report
 
 
-async def _rebuild(db, rows: list[tuple[str, dict]], report: ImportReport) -> list[str]:
-    """Every row as it was, ids included, in batches of one table and one set of columns.
-    Returns the ids of the lessons inserted."""
+async def _rebuild(db, rows: Iterable[tuple[str, dict]], report: ImportReport) -> list[str]:
+    """Every row as it was, ids included, in batches of one table and one set of columns (at most
+    BATCH rows at a time). Returns the ids of the lessons inserted."""
     lessons_in: list[str] = []
-    for (table, cols), batch in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
-        values = [list(row.values()) for _, row in batch]
+    for (table, cols), run in groupby(rows, key=lambda item: (item[0], tuple(item[1]))):
         names, marks = ", ".join(f'"{c}"' for c in cols), ", ".join("?" for _ in cols)
         sql = f'INSERT INTO "{table}" ({names}) VALUES ({marks})'
-        await db.conn.execute("SAVEPOINT mgcp_import_batch")
-        try:
-            await db.conn.executemany(sql, values)
-        except sqlite3.IntegrityError:
-            await db.conn.execute("ROLLBACK TO mgcp_import_batch")
-            for value in values:  # one at a time, to name the row that cannot go in
-                await _insert(db, table, dict(zip(cols, value)))
-            raise
-        await db.conn.execute("RELEASE mgcp_import_batch")
-        report.imported[table] = report.imported.get(table, 0) + len(values)
-        if table == "lessons":
-            lessons_in += [v[cols.index("id")] for v in values]
+        while values := [list(row.values()) for _, row in islice(run, BATCH)]:
+            await db.conn.execute("SAVEPOINT mgcp_import_batch")
+            try:
+                await db.conn.executemany(sql, values)
+            except sqlite3.IntegrityError:
+                await db.conn.execute("ROLLBACK TO mgcp_import_batch")
+                for value in values:  # one at a time, to name the row that cannot go in
+                    await _insert(db, table, dict(zip(cols, value)))
+                raise
+            await db.conn.execute("RELEASE mgcp_import_batch")
+            report.imported[table] = report.imported.get(table, 0) + len(values)
+            if table == "lessons":
+                lessons_in += [v[cols.index("id")] for v in values]
     return lessons_in
 
 
@@ -353,9 +371,9 @@ class _Merge:
     context, observations, REM state, runs or findings) is no history to keep: when the file brings
     that project's history, the file's project replaces it, and the report says so."""
 
-    def __init__(self, db, report: ImportReport, rows: list[tuple[str, dict]]):
+    def __init__(self, db, report: ImportReport, with_history: set):
         self.db, self.report = db, report
-        self.with_history = {row.get("project_id") for table, row in rows if table == "context_history"}
+        self.with_history = with_history
         self.imported: dict[str, set] = {t: set() for t in NOUNS}  # owners this import added
         self.skipped: dict[str, set] = {t: set() for t in NOUNS}  # owners kept as they are here
         self.identical: set[str] = set()  # lessons skipped because the same lesson is here

@@ -16,29 +16,39 @@ def jsonl(file: Annotated[str, typer.Argument(metavar="FILE", help="The export (
 
     One transaction: a bad file imports nothing. Example: mgcp import jsonl knowledge.jsonl --db fresh.db
     """
+    import shutil
     import sys
+    import tempfile
 
     from mgcp.config import db_path
     from mgcp.errors import InvalidInputError, MgcpError
-    from mgcp.persistence.dump import import_rows, parse
+    from mgcp.persistence.dump import import_rows, read_export
 
-    try:
-        if file == "-":
-            rows = parse(sys.stdin, "stdin")
-        else:
-            with open(file, encoding="utf-8") as fh:
-                rows = parse(fh, file)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
-    target = db_path(db)
-    existed = target.exists()
-    try:
-        report = with_store(db, lambda s: import_rows(s, rows, file))
-    except MgcpError:
-        if not existed:  # a refused import leaves no database behind it
-            for leftover in (target, target.with_name(target.name + "-wal"), target.with_name(target.name + "-shm")):
-                leftover.unlink(missing_ok=True)
-        raise
+    with tempfile.TemporaryDirectory(prefix="mgcp-import-") as spool:
+        path = file
+        if file == "-":  # read twice (checked, then written): standard input goes to a file first
+            path = f"{spool}/stdin.jsonl"
+            try:
+                with open(path, "w", encoding="utf-8") as out:
+                    shutil.copyfileobj(sys.stdin, out)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInputError(f"cannot read stdin: {getattr(exc, 'strerror', None) or exc}") from None
+        source = "stdin" if file == "-" else file
+        try:
+            with open(path, encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from None
+        target = db_path(db)
+        existed = target.exists()
+        try:
+            report = with_store(db, lambda s: import_rows(s, lambda: read_export(path, source), source))
+        except MgcpError:
+            if not existed:  # a refused import leaves no database behind it
+                for leftover in (target, target.with_name(target.name + "-wal"),
+                                 target.with_name(target.name + "-shm")):
+                    leftover.unlink(missing_ok=True)
+            raise
     if json:
         return print_json(report.to_dict())
     total = sum(report.imported.values())
