@@ -142,3 +142,40 @@ def test_a_non_loopback_bind_without_a_token_does_not_start(tmp_path):
                              str(free_port()), "--db", str(tmp_path / "x.db")], capture_output=True, text=True,
                             env={**env, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert result.returncode == 2 and "needs a bearer token" in result.stderr and not (tmp_path / "x.db").exists()
+
+
+def hook(tmp_path, name: str, payload: dict, **env) -> subprocess.CompletedProcess:
+    """The installed SessionStart hook on a machine of its own (its own home, no local database)."""
+    home = tmp_path / name
+    return subprocess.run([sys.executable, "-c", "import sys; from mgcp.surfaces.hook_entry import main; sys.exit(main())"],
+                          input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home),
+                               "MGCP_DATA_DIR": str(home / ".mgcp"), **env})
+
+
+def test_the_hook_of_a_machine_pointed_at_the_server_speaks_of_the_team_database(server, tmp_path):
+    url, db = server
+    saved = subprocess.run([sys.executable, "-m", "mgcp", "context", "save", "--project", "/work/shop", "--notes",
+                            "Checkout retries are idempotent now", "--db", str(db)], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "MGCP_DATA_DIR": str(tmp_path / "srv")})
+    assert saved.returncode == 0, saved.stderr
+    start = {"session_id": "alice-1", "cwd": "/work/shop", "source": "startup", "hook_event_name": "SessionStart"}
+    done = hook(tmp_path, "alice", start, MGCP_SERVER=url, MGCP_TOKEN=TOKEN)
+    assert (done.returncode, done.stderr) == (0, "")
+    sessions = sqlite3.connect(db).execute(
+        "SELECT s.session_id FROM project_sessions s JOIN project_contexts p ON p.project_id = s.project_id "
+        "WHERE p.project_path = '/work/shop'").fetchall()
+    assert sessions == [("alice-1",)]  # registered in the team's database
+    assert not (tmp_path / "alice" / ".mgcp" / "lessons.db").exists()  # and nowhere else
+    reminder = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Checkout retries are idempotent now" in reminder  # the team's project state
+    # the base URL works as well as the /mcp one; a wrong token or no server: nothing shown, exit 0, logged
+    assert hook(tmp_path, "bob", {**start, "session_id": "bob-1"}, MGCP_SERVER=url.removesuffix("/mcp"),
+                MGCP_TOKEN=TOKEN).stdout
+    for name, env in (("eve", {"MGCP_SERVER": url, "MGCP_TOKEN": "wrong"}),
+                      ("carol", {"MGCP_SERVER": f"http://127.0.0.1:{free_port()}"})):
+        done = hook(tmp_path, name, {**start, "session_id": f"{name}-1"}, **env)
+        assert (done.returncode, done.stdout) == (0, "")
+        assert "failed open" in (tmp_path / name / ".mgcp" / "hook.log").read_text()
+    assert len(sqlite3.connect(db).execute("SELECT * FROM project_sessions").fetchall()) == 2

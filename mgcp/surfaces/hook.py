@@ -11,6 +11,11 @@ characters (rem-config.yaml; 0 turns it off). The lessons it shows do not count 
 session start would count them again, making the most used ever more used, validating lessons
 nobody asked for and hiding unused ones from the staleness scan. Otherwise it prints nothing.
 
+With `MGCP_SERVER` set (the URL of a team's `mgcp serve --http`), the hook asks that server
+instead (`ask`: POST /hook, with `MGCP_TOKEN` as the bearer token): the session is registered in
+the team's database and the reminder and recall speak of it; a server that cannot be reached means
+nothing shown and a line in the hook log, as any other failure.
+
 Contract:
 - It never runs the cycle; it only registers the session and reminds.
 - It never fails the session: any error (bad input, a missing, locked, corrupt, foreign or newer
@@ -27,6 +32,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -35,6 +41,7 @@ from mgcp.persistence import migrate, sessions
 from mgcp.schedule import plan
 
 BUSY_TIMEOUT_S = 2.0
+REMOTE_TIMEOUT_S = 5.0
 MAX_REMINDER = 600
 
 
@@ -47,7 +54,9 @@ def main() -> int:
     payload = None
     try:
         payload = parse_input(sys.stdin.read())
-        reminder = run(payload["session_id"], payload["cwd"], payload.get("source"))
+        server = os.environ.get("MGCP_SERVER", "").strip()
+        reminder = ask(server, payload) if server else \
+            run(payload["session_id"], payload["cwd"], payload.get("source"))
         if reminder:
             sys.stdout.write(json.dumps({"hookSpecificOutput": {
                 "hookEventName": "SessionStart", "additionalContext": reminder}}) + "\n")
@@ -78,13 +87,14 @@ def parse_input(text: str) -> dict:
 RECALL_SOURCES = (None, "startup", "clear")  # a resumed or compacted conversation still holds it
 
 
-def run(session_id: str, cwd: str, source: str | None) -> str | None:
+def run(session_id: str, cwd: str, source: str | None, db: str | None = None,
+        config_file: str | None = None) -> str | None:
     """Register the session and return the text to show (reminder and recall), or None when there
-    is nothing to say."""
-    conn = _open(str(config.db_path()))
+    is nothing to say. `db` and `config_file`: as `--db` and `--config` (default: the environment's)."""
+    conn = _open(str(config.db_path(db)))
     try:
         project_id, session, _ = sessions.register_session(conn, cwd, session_id, source, utcnow())
-        rem_config = config.load_config()
+        rem_config = config.load_config(config_file)
         settings = rem_config.for_project(config.normalize_path(cwd))
         last_runs = sessions.last_runs(conn, project_id)
         due = [op for op, _strategy, _params, _last, _due_at, due_now in plan(settings, last_runs, session)
@@ -98,6 +108,24 @@ def run(session_id: str, cwd: str, source: str | None) -> str | None:
         conn.close()
     parts = [text for text in (reminder(session, due, pending), section) if text]
     return "\n\n".join(parts) or None
+
+
+def ask(server: str, payload: dict) -> str | None:
+    """The text to show, from a team's shared `mgcp serve --http` at `server` (its base URL, or its
+    /mcp URL): the session is registered in the team's database, and the reminder and recall speak
+    of it. Sends `MGCP_TOKEN` as the bearer token when set. Waits at most REMOTE_TIMEOUT_S."""
+    import urllib.request
+
+    base = server.rstrip("/").removesuffix("/mcp")
+    body = json.dumps({key: payload.get(key) for key in ("session_id", "cwd", "source")}).encode("utf-8")
+    headers = {"Content-Type": "application/json"}
+    if os.environ.get("MGCP_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['MGCP_TOKEN'].strip()}"
+    request = urllib.request.Request(f"{base}/hook", data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=REMOTE_TIMEOUT_S) as response:
+        answer = json.loads(response.read().decode("utf-8"))
+    reminder = answer.get("reminder") if isinstance(answer, dict) else None
+    return reminder if isinstance(reminder, str) and reminder else None
 
 
 def _recall(conn, cwd: str, budget: int, rem_config, payload: dict) -> str | None:

@@ -169,6 +169,7 @@ def serve_http(db: str | None, config: str | None, host: str, port: int, token: 
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     log.setLevel(logging.INFO)
     server = build_server(db, config)
+    server.custom_route("/hook", methods=["POST"])(functools.partial(_hook, db, config))
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     if token:
         app = BearerTokenGate(app, token)
@@ -176,6 +177,27 @@ def serve_http(db: str | None, config: str | None, host: str, port: int, token: 
     log.info("mgcp %s: MCP server on http://%s:%d/mcp (%s), database %s", __version__, shown, port,
              "bearer token required" if token else "no token: this machine only", db_path(db))
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+
+
+async def _hook(db: str | None, config: str | None, request):
+    """POST /hook: the SessionStart hook of a machine whose `MGCP_SERVER` names this server, run
+    against this server's database: {"session_id", "cwd", "source"} in, {"reminder": text or null}
+    out; 400 for a payload the hook refuses, 500 (with the error) when it fails."""
+    from starlette.responses import JSONResponse
+
+    from mgcp.surfaces import hook
+
+    try:
+        payload = hook.parse_input((await request.body()).decode("utf-8"))
+    except (hook.HookInputError, UnicodeDecodeError) as exc:
+        return JSONResponse({"error": f"bad SessionStart payload: {exc}"}, status_code=400)
+    try:
+        text = await anyio.to_thread.run_sync(
+            functools.partial(hook.run, payload["session_id"], payload["cwd"], payload.get("source"), db, config))
+    except Exception as exc:  # noqa: BLE001 -- the client fails open and logs what it is told
+        log.warning("mgcp: the hook for %s failed: %s: %s", payload["cwd"], type(exc).__name__, exc)
+        return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=500)
+    return JSONResponse({"reminder": text})
 
 
 async def _run_stdio(server: MCPServer) -> None:
