@@ -15,3 +15,20 @@ def test_a_cache_computes_each_key_once_and_no_cache_computes_afresh():
     assert shared(cache, "other", compute) is not first
     assert shared(CycleCache(), "k", compute) is not first
     assert len(calls) == 5
+
+
+def test_joined_terms_read_like_the_joined_text():
+    import random
+
+    from mgcp import text
+    from mgcp.operations.shared import CycleCache, joined_terms
+
+    # set phrases split over two parts ("make | sure", "as well | as", "in | order"), negations,
+    # identifiers and synonyms at the edges of the parts
+    words = ("make sure be do not refrain from stay away in order as well set up utilize "
+             "don't can't useEffect snake_case TailwindCSS cache the retry webhooks").split()
+    rng = random.Random(11)
+    cache = CycleCache()
+    for _ in range(3000):
+        parts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 4))) for _ in range(3)]
+        assert joined_terms(cache, parts) == text.terms(" ".join(parts)), parts

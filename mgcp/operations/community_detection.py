@@ -44,7 +44,7 @@ from functools import lru_cache
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
-from mgcp.operations.shared import CycleCache
+from mgcp.operations.shared import CycleCache, joined_terms
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -79,7 +79,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     that such answers make room for the next findings."""
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
-    explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache))
+    explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache), cache)
 
     weights: dict[tuple[str, str], float] = defaultdict(float)
     for pair in explicit:
@@ -268,7 +268,8 @@ def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]
     return math.fsum(inner[c] / m - (d / (2 * m)) ** 2 for c, d in degree.items())
 
 
-def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend):
+def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend,
+           cache: CycleCache | None = None):
     explicit: set[tuple[str, str]] = set()
     for lesson in ordered:
         for rel in lesson.relationships:
@@ -277,6 +278,9 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
 
     inferred: dict[tuple[str, str], float] = defaultdict(float)
     docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
+    if cache is not None:  # each text's words, from its trigger's and action's already read
+        for lesson in ordered:
+            joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)])
     for a, b, _ in backend.nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
         inferred[tuple(sorted((a, b)))] += float(settings["similarity_edge_weight"])
 

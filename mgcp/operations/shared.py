@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
+from mgcp import text
+
 T = TypeVar("T")
 
 
@@ -40,3 +42,29 @@ def shared(cache: CycleCache | None, key: Hashable, compute: Callable[[], T]) ->
 def ticker(cache: CycleCache | None) -> Callable[[int, int], None]:
     """`cache.tick`, or a no-op without a cache."""
     return cache.tick if cache is not None else (lambda done, total: None)
+
+
+# the words a set phrase starts with, as `text.terms` writes them when they stand alone
+_PHRASE_STARTS = frozenset(w for first, *_ in text.PHRASES for w in (first, text.SYNONYMS.get(first, first)))
+
+
+def terms(cache: CycleCache | None, doc: str) -> list[str]:
+    """`text.terms(doc)`, read once per text in a cycle (duplicates, copies and communities read the
+    same actions). The list must be treated as read-only."""
+    return shared(cache, ("terms", doc), lambda: text.terms(doc))
+
+
+def joined_terms(cache: CycleCache | None, parts: list[str]) -> list[str]:
+    """`text.terms(" ".join(parts))`, from each part's terms: no word spans the space between two
+    parts, so the words are the same, unless a set phrase (`text.PHRASES`, at most three words)
+    could start in the last two words of one part and go on in the next; then the whole text is
+    read. Kept in the cycle under the joined text, so `terms` finds it."""
+    whole = " ".join(parts)
+
+    def compute() -> list[str]:
+        pieces = [terms(cache, part) for part in parts]
+        if any(word in _PHRASE_STARTS for piece in pieces[:-1] for word in piece[-2:]):
+            return text.terms(whole)
+        return [word for piece in pieces for word in piece]
+
+    return shared(cache, ("terms", whole), compute)

@@ -38,7 +38,7 @@ from collections.abc import Hashable
 from itertools import chain
 
 from mgcp import text
-from mgcp.operations.shared import CycleCache, shared, ticker
+from mgcp.operations.shared import CycleCache, shared, terms, ticker
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -77,11 +77,10 @@ class LexicalBackend(SimilarityBackend):
 
     # -- vectors ---------------------------------------------------------------------------------
 
-    @staticmethod
-    def counts(docs: dict[Doc, str]) -> dict[Doc, Counter]:
-        """Each document's stemmed terms (`text.terms`), with the compounds the corpus also writes
-        as one word joined (`text.join_compounds`)."""
-        words = {key: text.terms(doc) for key, doc in docs.items()}
+    def counts(self, docs: dict[Doc, str]) -> dict[Doc, Counter]:
+        """Each document's stemmed terms (`text.terms`, read once per text in a cycle), with the
+        compounds the corpus also writes as one word joined (`text.join_compounds`)."""
+        words = {key: terms(self.cache, doc) for key, doc in docs.items()}
         vocabulary = set(chain.from_iterable(words.values()))
         return {key: Counter(text.stems(text.join_compounds(w, vocabulary))) for key, w in words.items()}
 
@@ -135,9 +134,14 @@ class LexicalBackend(SimilarityBackend):
 
 
 def _sorted_pairs(keys: list[Doc], a, b, s) -> list[tuple[Doc, Doc, float]]:
-    """Index arrays as (key, key, similarity) pairs, strongest first, then in `keys` order."""
-    found = sorted(zip(a.tolist(), b.tolist(), s.tolist()), key=lambda p: (-round(p[2], 9), p[0], p[1]))
-    return [(keys[i], keys[j], min(v, 1.0)) for i, j, v in found]
+    """Index arrays as (key, key, similarity) pairs, strongest first (similarity rounded to 9
+    places), then in `keys` order."""
+    import numpy as np
+
+    rounded = np.array([round(v, 9) for v in s.tolist()])
+    order = np.lexsort((b, a, -rounded)).tolist()
+    a, b, s = a.tolist(), b.tolist(), s.tolist()
+    return [(keys[a[k]], keys[b[k]], min(s[k], 1.0)) for k in order]
 
 
 def top_k(pairs: list[tuple[Doc, Doc, float]], k: int) -> list[tuple[Doc, Doc, float]]:

@@ -31,7 +31,9 @@ before the next block.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -47,20 +49,17 @@ class Matrix:
     """Rows of sparse vectors over ranked words; see the module docstring."""
 
     def __init__(self, vectors: Sequence[dict[str, float]]):
-        df: dict[str, int] = {}
-        for vec in vectors:
-            for f in vec:
-                df[f] = df.get(f, 0) + 1
+        df = Counter(chain.from_iterable(vectors))
         order = sorted(df, key=lambda f: (df[f], f))
         rank_of = {f: i for i, f in enumerate(order)}
         self.words = order
         self.df = np.array([df[f] for f in order], dtype=np.int64)
-        lengths = np.fromiter((len(v) for v in vectors), dtype=np.int64, count=len(vectors))
+        lengths = np.fromiter(map(len, vectors), dtype=np.int64, count=len(vectors))
         self.start = np.zeros(len(vectors) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.start[1:])
         total = int(self.start[-1])
-        ranks = np.fromiter((rank_of[f] for v in vectors for f in v), dtype=np.int64, count=total)
-        weights = np.fromiter((w for v in vectors for w in v.values()), dtype=np.float64, count=total)
+        ranks = np.fromiter(map(rank_of.__getitem__, chain.from_iterable(vectors)), dtype=np.int64, count=total)
+        weights = np.fromiter(chain.from_iterable(v.values() for v in vectors), dtype=np.float64, count=total)
         rows = np.repeat(np.arange(len(vectors), dtype=np.int64), lengths)
         order_in_row = np.argsort(rows * max(len(order), 1) + ranks)
         self.rank = ranks[order_in_row]
