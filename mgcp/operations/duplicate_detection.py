@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import CycleCache, shared
+from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
 from mgcp.text import shorten
 
@@ -102,7 +102,7 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
         first.setdefault(copy_of[lesson_id], lesson_id)
     candidates = {(a, b) if a < b else (b, a): s for a, b, s in backend.pairs(actions, floor)
                   if _asked(a, b, copy_of, first)}
-    for a, b in _containing(actions, action_vecs, backend, cache):
+    for a, b in _containing(actions, action_vecs, backend):
         if _asked(a, b, copy_of, first):
             candidates.setdefault((a, b) if a < b else (b, a), dot(action_vecs[a], action_vecs[b]))
     for lesson_id, key in copy_of.items():  # each copy with its group's first
@@ -131,8 +131,8 @@ def _asked(a: str, b: str, copy_of: dict, first: dict) -> bool:
     return a_first and b_first
 
 
-def _containing(actions: dict[str, str], vecs: dict[str, dict[str, float]], backend: SimilarityBackend,
-                cache: CycleCache | None) -> list[tuple[str, str]]:
+def _containing(actions: dict[str, str], vecs: dict[str, dict[str, float]],
+                backend: SimilarityBackend) -> list[tuple[str, str]]:
     """Pairs whose longer action holds every term of the shorter and adds little (see
     `_containment`), whatever their cosine: each action of CONTAINED_MIN_TERMS or more terms is
     looked up through its rarest term, and only when that term is distinctive (in at most
@@ -140,10 +140,11 @@ def _containing(actions: dict[str, str], vecs: dict[str, dict[str, float]], back
     from mgcp.operations import sparse
 
     ids = list(actions)
-    if isinstance(backend, LexicalBackend):
-        matrix = backend.matrix(actions)
+    lexical = getattr(backend, "lexical", backend)  # the semantic backend keeps its words there
+    if isinstance(lexical, LexicalBackend):
+        matrix = lexical.matrix(actions)
     else:
-        matrix = shared(cache, ("matrix", tuple(actions.items())), lambda: sparse.Matrix([vecs[i] for i in ids]))
+        matrix = sparse.Matrix([vecs[i] for i in ids])
     small, large = sparse.contained(matrix, CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF)
     return [(ids[i], ids[j]) for i, j in zip(small.tolist(), large.tolist())]
 

@@ -6,7 +6,9 @@ outlives a cycle. No module-level state.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Hashable
+from itertools import chain
 from typing import TypeVar
 
 from mgcp import text
@@ -48,23 +50,23 @@ def ticker(cache: CycleCache | None) -> Callable[[int, int], None]:
 _PHRASE_STARTS = frozenset(w for first, *_ in text.PHRASES for w in (first, text.SYNONYMS.get(first, first)))
 
 
-def terms(cache: CycleCache | None, doc: str) -> list[str]:
+def terms(cache: CycleCache | None, doc: str) -> tuple[str, ...]:
     """`text.terms(doc)`, read once per text in a cycle (duplicates, copies and communities read the
-    same actions). The list must be treated as read-only."""
-    return shared(cache, ("terms", doc), lambda: text.terms(doc))
+    same actions); kept as a tuple of interned words, so that 100k texts' words cost little memory."""
+    return shared(cache, ("terms", doc), lambda: tuple(map(sys.intern, text.terms(doc))))
 
 
-def joined_terms(cache: CycleCache | None, parts: list[str]) -> list[str]:
+def joined_terms(cache: CycleCache | None, parts: list[str]) -> tuple[str, ...]:
     """`text.terms(" ".join(parts))`, from each part's terms: no word spans the space between two
     parts, so the words are the same, unless a set phrase (`text.PHRASES`, at most three words)
     could start in the last two words of one part and go on in the next; then the whole text is
     read. Kept in the cycle under the joined text, so `terms` finds it."""
     whole = " ".join(parts)
 
-    def compute() -> list[str]:
+    def compute() -> tuple[str, ...]:
         pieces = [terms(cache, part) for part in parts]
         if any(word in _PHRASE_STARTS for piece in pieces[:-1] for word in piece[-2:]):
-            return text.terms(whole)
-        return [word for piece in pieces for word in piece]
+            return tuple(map(sys.intern, text.terms(whole)))
+        return tuple(chain.from_iterable(pieces))
 
     return shared(cache, ("terms", whole), compute)

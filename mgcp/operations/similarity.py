@@ -74,6 +74,7 @@ class LexicalBackend(SimilarityBackend):
 
     def __init__(self, cache: CycleCache | None = None):
         self.cache = cache
+        self._matrix = None
 
     # -- vectors ---------------------------------------------------------------------------------
 
@@ -112,14 +113,15 @@ class LexicalBackend(SimilarityBackend):
         return _sorted_pairs(list(docs), a, b, s)
 
     def matrix(self, docs: dict[Doc, str]):
-        """The corpus's vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order."""
+        """The corpus's vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order. The
+        last one is kept (an operation searches one corpus in several ways), not the cycle's."""
         from mgcp.operations import sparse
 
-        def build():
+        key = tuple(docs.items())
+        if self._matrix is None or self._matrix[0] != key:
             vecs = self.vectors(docs)
-            return sparse.Matrix([vecs[key] for key in docs])
-
-        return shared(self.cache, ("matrix", tuple(docs.items())), build)
+            self._matrix = (key, sparse.Matrix([vecs[k] for k in docs]))
+        return self._matrix[1]
 
     # -- nearest neighbours ----------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -67,19 +68,33 @@ class Matrix:
         self.row = rows
         self.n = len(vectors)
         self.size = len(order)
-        self.position = np.arange(total, dtype=np.int64) - self.start[rows]
-        # tail[e]: the norm of e's row from e on (the whole row's norm, 1.0, at its first entry)
-        self.tail = np.sqrt(_row_sums(self.weight ** 2, self.start, lengths, from_end=True))
-        self.key = rows * max(self.size, 1) + self.rank  # sorted: rows in order, ranks within
         self.lengths = lengths
-        # reach[start[r] + c - 1]: the norm of row r's c heaviest weights
-        heaviest = np.lexsort((-self.weight, rows))
-        self.reach = np.sqrt(_row_sums(self.weight[heaviest] ** 2, self.start, lengths, from_end=False))
-        # a 256-bit signature of each row's words: two rows share at most as many words as bits
+
+    # -- what `pairs` bounds scores with, computed on first use ------------------------------------
+
+    @cached_property
+    def tail(self) -> np.ndarray:
+        """tail[e]: the norm of e's row from e on (the whole row's norm, 1.0, at its first entry)."""
+        return np.sqrt(_row_sums(self.weight ** 2, self.start, self.lengths, from_end=True))
+
+    @cached_property
+    def reach(self) -> np.ndarray:
+        """reach[start[r] + c - 1]: the norm of row r's c heaviest weights."""
+        heaviest = np.lexsort((-self.weight, self.row))
+        return np.sqrt(_row_sums(self.weight[heaviest] ** 2, self.start, self.lengths, from_end=False))
+
+    @cached_property
+    def mask(self) -> np.ndarray:
+        """A 256-bit signature of each row's words (MASK_WORDS 64-bit words, a bit per word)."""
         bits = (self.rank * 2654435761) % (64 * MASK_WORDS)
-        self.mask = np.zeros((len(vectors), MASK_WORDS), dtype=np.uint64)
-        np.bitwise_or.at(self.mask, (rows, bits // 64), np.left_shift(np.uint64(1), (bits % 64).astype(np.uint64)))
-        self.folded = lengths - np.bitwise_count(self.mask).sum(axis=1, dtype=np.int64)
+        mask = np.zeros((self.n, MASK_WORDS), dtype=np.uint64)
+        np.bitwise_or.at(mask, (self.row, bits // 64), np.left_shift(np.uint64(1), (bits % 64).astype(np.uint64)))
+        return mask
+
+    @cached_property
+    def folded(self) -> np.ndarray:
+        """How many of each row's words share a signature bit with another of its words."""
+        return self.lengths - np.bitwise_count(self.mask).sum(axis=1, dtype=np.int64)
 
     def tail_after(self, entries: np.ndarray) -> np.ndarray:
         """The norm of each entry's row after that entry."""
