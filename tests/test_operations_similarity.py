@@ -143,3 +143,16 @@ def test_neighbours_are_the_rows_sharing_most_distinctive_words_ties_to_the_rare
         finally:
             sparse.BLOCK_ENTRIES = before
         assert set(zip(a.tolist(), b.tolist())) == expected
+
+
+def test_among_k_best_keeps_what_top_k_keeps():
+    rng = random.Random(9)
+    for _ in range(200):
+        n = rng.randint(0, 40)
+        a = np.array([rng.randrange(8) for _ in range(n)], dtype=np.int64)
+        b = np.array([rng.randrange(8) for _ in range(n)], dtype=np.int64)
+        k = rng.randint(1, 4)
+        expected = top_k([(x, y, 1.0 - i / 100) for i, (x, y) in enumerate(zip(a.tolist(), b.tolist()))], k)
+        kept = sparse.among_k_best(a, b, k)
+        assert [(x, y) for x, y, keep in zip(a.tolist(), b.tolist(), kept.tolist()) if keep] == \
+            [(x, y) for x, y, _ in expected]

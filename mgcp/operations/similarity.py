@@ -132,18 +132,22 @@ class LexicalBackend(SimilarityBackend):
         a, b = sparse.neighbours(m, m.df <= DISTINCTIVE_DF, CANDIDATES_PER_NEIGHBOUR * k, ticker(self.cache))
         s = m.dots(a, b)
         keep = s >= min_similarity - 1e-12
-        return top_k(_sorted_pairs(list(docs), a[keep], b[keep], s[keep]), k)
+        a, b, s = a[keep], b[keep], s[keep]
+        order = sparse.strongest_first(a, b, s)
+        a, b, s = a[order], b[order], s[order]
+        kept = sparse.among_k_best(a, b, k)
+        keys = list(docs)
+        return [(keys[i], keys[j], min(v, 1.0))
+                for i, j, v in zip(a[kept].tolist(), b[kept].tolist(), s[kept].tolist())]
 
 
 def _sorted_pairs(keys: list[Doc], a, b, s) -> list[tuple[Doc, Doc, float]]:
-    """Index arrays as (key, key, similarity) pairs, strongest first (similarity rounded to 9
-    places), then in `keys` order."""
-    import numpy as np
+    """Index arrays as (key, key, similarity) pairs, strongest first, then in `keys` order."""
+    from mgcp.operations import sparse
 
-    rounded = np.array([round(v, 9) for v in s.tolist()])
-    order = np.lexsort((b, a, -rounded)).tolist()
+    order = sparse.strongest_first(a, b, s).tolist()
     a, b, s = a.tolist(), b.tolist(), s.tolist()
-    return [(keys[a[k]], keys[b[k]], min(s[k], 1.0)) for k in order]
+    return [(keys[a[i]], keys[b[i]], min(s[i], 1.0)) for i in order]
 
 
 def top_k(pairs: list[tuple[Doc, Doc, float]], k: int) -> list[tuple[Doc, Doc, float]]:

@@ -38,7 +38,7 @@ from itertools import chain
 
 import numpy as np
 
-BLOCK_ENTRIES = 4_000_000  # candidate entries generated at once (about 100 MB of arrays)
+BLOCK_ENTRIES = 1_000_000  # candidates generated at once (each costs about 100 bytes while held)
 SORT_KIND = "quicksort"
 INDEX_NORM = 0.5          # a prefix holds the rarest words until the rest's norm is below this
 DENSE_CELLS = 4_000_000   # cells of the dense rows that pairs are scored against (32 MB)
@@ -307,6 +307,34 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     y = m.row[order[_expand(word_start, rarest)]]
     fits = (m.lengths[x] < m.lengths[y]) & (m.lengths[y] <= max_growth * m.lengths[x])
     x, y = x[fits], y[fits]
+    # the larger must hold the smaller's second rarest word too: one binary search per candidate
+    size = max(m.size, 1)
+    keys = m.row * size + m.rank  # sorted: rows in order, ranks ascending within a row
+    wanted = y * size + m.rank[m.start[x] + np.minimum(1, m.lengths[x] - 1)]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    x, y = x[keys[at] == wanted], y[keys[at] == wanted]
     _, shared = m.overlap(x, y)
     holds = shared == m.lengths[x]
     return x[holds], y[holds]
+
+
+def strongest_first(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The order of pairs (a, b, s): highest s first (rounded to 9 places, so that rounding noise
+    never decides), then by a, then by b."""
+    rounded = np.array([round(v, 9) for v in s.tolist()])
+    return np.lexsort((b, a, -rounded))
+
+
+def among_k_best(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    """For pairs listed strongest first, whether each is among the k strongest pairs of either of
+    its ends (what `mgcp.operations.similarity.top_k` keeps)."""
+    n = len(a)
+    ends = np.concatenate([a, b])
+    listed = np.tile(np.arange(n), 2)
+    by_end = np.lexsort((listed, ends))
+    ends, listed = ends[by_end], listed[by_end]
+    starts = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    place = np.arange(2 * n) - np.repeat(starts, np.diff(np.r_[starts, 2 * n]))
+    keep = np.zeros(n, dtype=bool)
+    keep[listed[place < k]] = True
+    return keep
