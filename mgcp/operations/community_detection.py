@@ -36,6 +36,7 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -131,8 +132,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for lesson in ordered:
         if explicit_adj.get(lesson.id) or lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
-        neighbours = sorted(((w, n) for n, w in adjacency[lesson.id].items()), key=lambda x: (-x[0], x[1]))
-        suggested = [n for _, n in neighbours[:MAX_SUGGESTIONS]]
+        neighbours = heapq.nsmallest(MAX_SUGGESTIONS, ((-w, n) for n, w in adjacency[lesson.id].items()))
+        neighbours = [(-w, n) for w, n in neighbours]
+        suggested = [n for _, n in neighbours]
         strength = neighbours[0][0] if neighbours else 0.0
         orphan_findings.append((not suggested, -strength, lesson.id,
                                 _orphan_finding(lesson, [by_id[s] for s in suggested])))

@@ -269,6 +269,9 @@ def neighbours(m: Matrix, eligible: np.ndarray, width: int,
             rarest, px, py = rank[first], x[first], y[first]
         shared = np.diff(np.r_[first, len(x)])
         other = px != py
+        # a partner sharing one word is never taken by a row with `width` partners sharing more
+        strong = np.bincount(px[other & (shared > 1)], minlength=m.n)
+        other &= (shared > 1) | (strong[px] < width)
         px, py, shared, rarest = px[other], py[other], shared[other], rarest[other]
         # each row's partners, most shared words first, then the rarer word, then the lower row
         count_bits = int(shared.max(initial=1)).bit_length()
