@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import CycleCache
+from mgcp.operations.shared import CycleCache, stage
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
 from mgcp.text import shorten
 
@@ -94,14 +94,17 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     floor = (review_at - trigger_support) / (1.0 - trigger_support) if trigger_support < 1 else 0.0
     actions = {lesson.id: lesson.action or "" for lesson in lessons}
     triggers = {lesson.id: lesson.trigger or "" for lesson in lessons}
-    action_vecs = backend.vectors(actions)
-    trigger_vecs = backend.vectors(triggers)
+    with stage(cache, 0.0, 0.45):  # reading the words is most of the work
+        action_vecs = backend.vectors(actions)
+    with stage(cache, 0.45, 0.8):
+        trigger_vecs = backend.vectors(triggers)
     copy_of = copies(lessons, cache)
     first: dict[tuple[str, ...], str] = {}
     for lesson_id in sorted(copy_of):
         first.setdefault(copy_of[lesson_id], lesson_id)
-    candidates = {(a, b) if a < b else (b, a): s for a, b, s in backend.pairs(actions, floor)
-                  if _asked(a, b, copy_of, first)}
+    with stage(cache, 0.8, 1.0):
+        found = backend.pairs(actions, floor)
+    candidates = {(a, b) if a < b else (b, a): s for a, b, s in found if _asked(a, b, copy_of, first)}
     for a, b in _containing(actions, action_vecs, backend):
         if _asked(a, b, copy_of, first):
             candidates.setdefault((a, b) if a < b else (b, a), dot(action_vecs[a], action_vecs[b]))

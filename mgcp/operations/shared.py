@@ -7,7 +7,8 @@ outlives a cycle. No module-level state.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from typing import TypeVar
 
@@ -19,16 +20,31 @@ T = TypeVar("T")
 class CycleCache:
     """Computed values by key, for one cycle. Values must be treated as read-only.
 
-    `progress`, when set, hears how far the long loop of the running operation has come (a
-    fraction from 0 to 1): `tick(done, total)` passes it on about once per percent."""
+    `progress`, when set, hears how far the running operation has come (a fraction from 0 to 1,
+    never going back, about once per percent): its long loops call `tick(done, total)`, and an
+    operation of several loops gives each its share of the way with `stage(cache, low, high)`.
+    Setting `progress` (the engine does, per operation) starts again from 0."""
 
     def __init__(self, progress: Callable[[float], None] | None = None) -> None:
         self._values: dict = {}
         self.progress = progress
 
+    @property
+    def progress(self) -> Callable[[float], None] | None:
+        return self._progress
+
+    @progress.setter
+    def progress(self, progress: Callable[[float], None] | None) -> None:
+        self._progress, self._span, self._heard = progress, (0.0, 1.0), -1
+
     def tick(self, done: int, total: int) -> None:
-        if self.progress is not None and total and done % max(1, total // 100) == 0:
-            self.progress(done / total)
+        if self._progress is None or not total:
+            return
+        low, high = self._span
+        fraction = low + (high - low) * min(done / total, 1.0)
+        if int(fraction * 100) > self._heard and fraction < 1.0:
+            self._heard = int(fraction * 100)
+            self._progress(fraction)
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         if key not in self._values:
@@ -39,6 +55,19 @@ class CycleCache:
 def shared(cache: CycleCache | None, key: Hashable, compute: Callable[[], T]) -> T:
     """compute() once per key in `cache`; always afresh without one."""
     return compute() if cache is None else cache.get(key, compute)
+
+
+@contextmanager
+def stage(cache: CycleCache | None, low: float, high: float) -> Iterator[None]:
+    """Inside, the running operation's ticks cover the share from `low` to `high` of its way."""
+    if cache is None:
+        yield
+        return
+    before, cache._span = cache._span, (low, high)
+    try:
+        yield
+    finally:
+        cache._span = before
 
 
 def ticker(cache: CycleCache | None) -> Callable[[int, int], None]:

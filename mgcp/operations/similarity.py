@@ -38,7 +38,7 @@ from collections.abc import Hashable
 from itertools import chain
 
 from mgcp import text
-from mgcp.operations.shared import CycleCache, shared, terms, ticker
+from mgcp.operations.shared import CycleCache, shared, stage, terms, ticker
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -81,7 +81,11 @@ class LexicalBackend(SimilarityBackend):
     def counts(self, docs: dict[Doc, str]) -> dict[Doc, Counter]:
         """Each document's stemmed terms (`text.terms`, read once per text in a cycle), with the
         compounds the corpus also writes as one word joined (`text.join_compounds`)."""
-        words = {key: terms(self.cache, doc) for key, doc in docs.items()}
+        tick = ticker(self.cache)
+        words = {}
+        for i, (key, doc) in enumerate(docs.items()):
+            tick(i, len(docs))
+            words[key] = terms(self.cache, doc)
         vocabulary = set(chain.from_iterable(words.values()))
         return {key: Counter(text.stems(text.join_compounds(w, vocabulary))) for key, w in words.items()}
 
@@ -128,8 +132,10 @@ class LexicalBackend(SimilarityBackend):
     def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
         from mgcp.operations import sparse
 
-        m = self.matrix(docs)
-        a, b = sparse.neighbours(m, m.df <= DISTINCTIVE_DF, CANDIDATES_PER_NEIGHBOUR * k, ticker(self.cache))
+        with stage(self.cache, 0.0, 0.6):  # reading the words is most of the work
+            m = self.matrix(docs)
+        with stage(self.cache, 0.6, 1.0):
+            a, b = sparse.neighbours(m, m.df <= DISTINCTIVE_DF, CANDIDATES_PER_NEIGHBOUR * k, ticker(self.cache))
         s = m.dots(a, b)
         keep = s >= min_similarity - 1e-12
         a, b, s = a[keep], b[keep], s[keep]
