@@ -283,8 +283,9 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
     if cache is not None:  # each text's words, from its trigger's and action's already read
         for lesson in ordered:
             joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)])
+    edge_weight = float(settings["similarity_edge_weight"])
     for a, b, _ in backend.nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
-        inferred[tuple(sorted((a, b)))] += float(settings["similarity_edge_weight"])
+        inferred[(a, b) if a < b else (b, a)] += edge_weight
 
     by_tag: dict[str, list[str]] = defaultdict(list)
     for lesson in ordered:
