@@ -20,8 +20,8 @@ T = TypeVar("T")
 class CycleCache:
     """Computed values by key, for one cycle. Values must be treated as read-only.
 
-    `progress`, when set, hears how far the running operation has come (a fraction from 0 to 1,
-    never going back, about once per percent): its long loops call `tick(done, total)`, and an
+    `progress`, when set, hears how far the running operation has come: each percent from 0 to
+    0.99 once, in order, as it is reached. Its long loops call `tick(done, total)`, and an
     operation of several loops gives each its share of the way with `stage(cache, low, high)`.
     Setting `progress` (the engine does, per operation) starts again from 0."""
 
@@ -41,10 +41,10 @@ class CycleCache:
         if self._progress is None or not total:
             return
         low, high = self._span
-        fraction = low + (high - low) * min(done / total, 1.0)
-        if int(fraction * 100) > self._heard and fraction < 1.0:
-            self._heard = int(fraction * 100)
-            self._progress(fraction)
+        reached = min(int((low + (high - low) * done / total) * 100), 99)
+        while self._heard < reached:  # each percent once, even when a loop of blocks jumps
+            self._heard += 1
+            self._progress(self._heard / 100)
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         if key not in self._values:
