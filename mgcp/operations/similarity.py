@@ -4,7 +4,8 @@
 above a cosine similarity, `nearest(docs, min_similarity, k)` each document's k best of them,
 `similarity(a, b)` scores one pair, and `vectors(docs)` gives each document's sparse word vector
 (for what needs words, such as duplicate detection's containment). `LexicalBackend` is the default
-(numpy for the bulk searches); `mgcp.operations.semantic.SemanticBackend` adds static embeddings as an optional extra.
+(numpy for the bulk searches); `mgcp.operations.semantic.SemanticBackend` adds static embeddings as
+an optional extra.
 
 How `LexicalBackend` works:
 
@@ -26,6 +27,7 @@ How `LexicalBackend` works:
   word), never in set order, so results do not depend on the process's hash seed.
 
 numpy is imported only when a search runs, never by importing this module.
+
 What each choice bought on the benchmark is in benchmarks/README.md.
 """
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Hashable
 from itertools import chain
 
@@ -108,7 +110,7 @@ class LexicalBackend(SimilarityBackend):
         va, vb = (_normalise({f: 1.0 + math.log(tf) for f, tf in counts[k].items()}) for k in (0, 1))
         return dot(va, vb)
 
-    # -- all pairs ----------------------------------------------------------------------------
+    # -- all pairs -------------------------------------------------------------------------------
 
     def pairs(self, docs: dict[Doc, str], min_similarity: float) -> list[tuple[Doc, Doc, float]]:
         from mgcp.operations import sparse
@@ -135,7 +137,8 @@ class LexicalBackend(SimilarityBackend):
         with stage(self.cache, 0.0, 0.6):  # reading the words is most of the work
             m = self.matrix(docs)
         with stage(self.cache, 0.6, 1.0):
-            a, b = sparse.neighbours(m, m.df <= DISTINCTIVE_DF, CANDIDATES_PER_NEIGHBOUR * k, ticker(self.cache))
+            width = CANDIDATES_PER_NEIGHBOUR * k
+            a, b = sparse.neighbours(m, m.df <= DISTINCTIVE_DF, width, ticker(self.cache))
         s = m.dots(a, b)
         keep = s >= min_similarity - 1e-12
         a, b, s = a[keep], b[keep], s[keep]

@@ -63,7 +63,8 @@ class Matrix:
         self.start = np.zeros(len(vectors) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.start[1:])
         total = int(self.start[-1])
-        ranks = np.fromiter(map(rank_of.__getitem__, chain.from_iterable(vectors)), dtype=np.int64, count=total)
+        ranks = np.fromiter(map(rank_of.__getitem__, chain.from_iterable(vectors)), dtype=np.int64,
+                            count=total)
         weights = np.fromiter(chain.from_iterable(v.values() for v in vectors), dtype=np.float64, count=total)
         rows = np.repeat(np.arange(len(vectors), dtype=np.int64), lengths)
         order_in_row = np.argsort(rows * max(len(order), 1) + ranks)
@@ -92,7 +93,8 @@ class Matrix:
         """A 256-bit signature of each row's words (MASK_WORDS 64-bit words, a bit per word)."""
         bits = (self.rank * 2654435761) % (64 * MASK_WORDS)
         mask = np.zeros((self.n, MASK_WORDS), dtype=np.uint64)
-        np.bitwise_or.at(mask, (self.row, bits // 64), np.left_shift(np.uint64(1), (bits % 64).astype(np.uint64)))
+        bit = np.left_shift(np.uint64(1), (bits % 64).astype(np.uint64))
+        np.bitwise_or.at(mask, (self.row, bits // 64), bit)
         return mask
 
     @cached_property
