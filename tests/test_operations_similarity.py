@@ -156,3 +156,33 @@ def test_among_k_best_keeps_what_top_k_keeps():
         kept = sparse.among_k_best(a, b, k)
         assert [(x, y) for x, y, keep in zip(a.tolist(), b.tolist(), kept.tolist()) if keep] == \
             [(x, y) for x, y, _ in expected]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_contained_finds_every_pair_whose_longer_row_holds_the_shorter(seed):
+    rng = random.Random(seed)
+    docs = {}
+    for i in range(80):
+        words = rng.sample(WORDS, rng.randint(2, 8))
+        docs[f"d{i}"] = " ".join(words)
+        if rng.random() < 0.4:  # the same words and a few more
+            docs[f"d{i}q"] = " ".join(words + rng.sample(WORDS, rng.randint(1, 6)))
+    backend = LexicalBackend()
+    vecs = backend.vectors(docs)
+    keys = list(docs)
+    for max_df in (2, 5, 200):
+        df = {}
+        for v in vecs.values():
+            for f in v:
+                df[f] = df.get(f, 0) + 1
+        expected = set()
+        for a, va in vecs.items():
+            rarest = min(va, key=lambda f: (df[f], f), default=None)
+            if len(va) < 3 or df[rarest] > max_df:
+                continue
+            for b, vb in vecs.items():
+                if len(va) < len(vb) <= 2.0 * len(va) and all(f in vb for f in va):
+                    expected.add((a, b))
+        small, large = sparse.contained(backend.matrix(docs), 3, 2.0, max_df)
+        assert {(keys[i], keys[j]) for i, j in zip(small.tolist(), large.tolist())} == expected
+        assert max_df < 200 or expected
