@@ -247,3 +247,39 @@ def test_copies_are_duplicates_not_clusters_or_orphans():
     findings = duplicate_detection.run(lessons, SETTINGS)
     assert len(findings) == 3 and all(f.kind == "duplicate_merge" and f.data["copy"] for f in findings)
     assert all("copy-0" in (f.data["canonical"], f.data["other"]) for f in findings)  # each copy with the first
+
+
+DETERMINISM_SCRIPT = """
+import json
+from tests.test_operations_duplicate_detection import SETTINGS, lesson, synthetic
+from mgcp.operations import duplicate_detection
+
+lessons, _ = synthetic()
+# copies of one rule, and rules that add a qualifier to another, beside the light edits
+lessons += [lesson(f"c{i}", f"when copying {i}", "Retry webhook deliveries with exponential backoff.")
+            for i in range(3)]
+lessons.append(lesson("q0", "when retrying", "Retry webhook deliveries with exponential backoff and jitter."))
+settings = {**SETTINGS, "max_findings": 25}
+findings = duplicate_detection.run(lessons, settings)
+print(json.dumps([(f.kind, f.fingerprint, f.data.get("canonical"), f.data.get("other"),
+                   f.data.get("similarity")) for f in findings]))
+"""
+
+
+def test_findings_and_their_order_do_not_depend_on_the_hash_seed():
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    outputs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        out = subprocess.run([sys.executable, "-c", DETERMINISM_SCRIPT], env=env, capture_output=True,
+                             text=True, check=True, cwd=root).stdout
+        outputs.append(json.loads(out))
+    kinds = {kind for kind, *_ in outputs[0]}
+    assert {"duplicate_merge", "duplicate_review", "summary"} <= kinds
+    assert outputs[0] == outputs[1] == outputs[2]

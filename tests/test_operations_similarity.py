@@ -1,9 +1,10 @@
 import itertools
 import random
 
+import numpy as np
 import pytest
 
-from mgcp.operations import similarity
+from mgcp.operations import similarity, sparse
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend, top_k
 
 WORDS = ("cache retry webhook token schema index migration queue worker lock timeout branch "
@@ -32,10 +33,10 @@ def test_unrelated_texts_score_zero():
     assert LexicalBackend().similarity("rotate api keys", "paginate database queries") == 0.0
 
 
-@pytest.mark.parametrize("counting_cost", [0, 10, 10**9])  # prefix candidates only, mixed, counting only
+@pytest.mark.parametrize("block", [1, 50, 4_000_000])  # candidates generated a row at a time .. all at once
 @pytest.mark.parametrize("threshold", [0.3, 0.6, 0.8, 0.9])
-def test_pairs_equal_brute_force(threshold, counting_cost, monkeypatch):
-    monkeypatch.setattr(similarity, "COUNTING_COST", counting_cost)
+def test_pairs_equal_brute_force(threshold, block, monkeypatch):
+    monkeypatch.setattr(sparse, "BLOCK_ENTRIES", block)
     docs = random_docs(60)
     backend = LexicalBackend()
     vecs = backend.vectors(docs)
@@ -76,14 +77,112 @@ def test_top_k_keeps_a_pair_that_is_among_the_k_best_of_either_end():
     assert top_k(pairs, 2) == pairs
 
 
-def test_most_shared_picks_what_a_stable_heap_would():
-    import heapq
-    from collections import Counter
-    from operator import itemgetter
+def test_pairs_equal_brute_force_on_near_copies_with_colliding_signatures(monkeypatch):
+    # one signature word: every word sets the same bit, so the bound leans on the word counts alone
+    monkeypatch.setattr(sparse, "MASK_WORDS", 1)
+    rng = random.Random(7)
+    base = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) for _ in range(30)]
+    docs = {}
+    for i, doc in enumerate(base):
+        words = doc.split()
+        docs[f"b{i}"] = doc
+        for c in range(2):  # light edits: a word swapped or dropped
+            edited = list(words)
+            if rng.random() < 0.5:
+                edited[rng.randrange(len(edited))] = rng.choice(WORDS)
+            else:
+                del edited[rng.randrange(len(edited))]
+            docs[f"b{i}c{c}"] = " ".join(edited)
+    backend = LexicalBackend()
+    vecs = backend.vectors(docs)
+    for threshold in (0.7, 0.8, 0.9):
+        expected = {(a, b) for a, b in itertools.combinations(docs, 2)
+                    if sum(w * vecs[b].get(f, 0.0) for f, w in vecs[a].items()) >= threshold - 1e-12}
+        assert {(a, b) for a, b, _ in backend.pairs(docs, threshold)} == expected
 
-    rng = random.Random(3)
-    for _ in range(500):
-        counts = Counter(rng.choice(range(60)) for _ in range(rng.randint(0, 300)))
-        width = rng.randint(1, 30)
-        expected = {j for j, _ in heapq.nlargest(width, counts.items(), key=itemgetter(1))}
-        assert set(similarity._most_shared(counts, width)) == expected
+
+def test_scores_are_the_exact_cosines_either_way_round():
+    docs = random_docs(50, seed=4)
+    backend = LexicalBackend()
+    vecs = backend.vectors(docs)
+    m = backend.matrix(docs)
+    keys = list(docs)
+    a = np.array([i for i in range(50) for j in range(50)])
+    b = np.array([j for i in range(50) for j in range(50)])
+    forward, backward = m.dots(a, b), m.dots(b, a)
+    assert (forward == backward).all()
+    for i, j, s in zip(a.tolist(), b.tolist(), forward.tolist()):
+        assert s == pytest.approx(similarity.dot(vecs[keys[i]], vecs[keys[j]]), abs=1e-12)
+
+
+def test_neighbours_are_the_rows_sharing_most_distinctive_words_ties_to_the_rarer_word():
+    from collections import Counter
+
+    docs = random_docs(70, seed=5)
+    backend = LexicalBackend()
+    vecs = backend.vectors(docs)
+    m = backend.matrix(docs)
+    keys = list(docs)
+    eligible = m.df <= 20
+    rank = {w: r for r, w in enumerate(m.words)}
+    expected = set()
+    for i, key in enumerate(keys):
+        mine = sorted((rank[f] for f in vecs[key] if eligible[rank[f]]))
+        shared = Counter()
+        rarest = {}
+        for j, other in enumerate(keys):
+            common = [r for r in mine if m.words[r] in vecs[other]]
+            if j != i and common:
+                shared[j], rarest[j] = len(common), common[0]
+        for j in sorted(shared, key=lambda j: (-shared[j], rarest[j], j))[:6]:
+            expected.add((min(i, j), max(i, j)))
+    for block in (1, 30, 4_000_000):
+        sparse.BLOCK_ENTRIES, before = block, sparse.BLOCK_ENTRIES
+        try:
+            a, b = sparse.neighbours(m, eligible, 6)
+        finally:
+            sparse.BLOCK_ENTRIES = before
+        assert set(zip(a.tolist(), b.tolist())) == expected
+
+
+def test_among_k_best_keeps_what_top_k_keeps():
+    rng = random.Random(9)
+    for _ in range(200):
+        n = rng.randint(0, 40)
+        a = np.array([rng.randrange(8) for _ in range(n)], dtype=np.int64)
+        b = np.array([rng.randrange(8) for _ in range(n)], dtype=np.int64)
+        k = rng.randint(1, 4)
+        expected = top_k([(x, y, 1.0 - i / 100) for i, (x, y) in enumerate(zip(a.tolist(), b.tolist()))], k)
+        kept = sparse.among_k_best(a, b, k)
+        assert [(x, y) for x, y, keep in zip(a.tolist(), b.tolist(), kept.tolist()) if keep] == \
+            [(x, y) for x, y, _ in expected]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_contained_finds_every_pair_whose_longer_row_holds_the_shorter(seed):
+    rng = random.Random(seed)
+    docs = {}
+    for i in range(80):
+        words = rng.sample(WORDS, rng.randint(2, 8))
+        docs[f"d{i}"] = " ".join(words)
+        if rng.random() < 0.4:  # the same words and a few more
+            docs[f"d{i}q"] = " ".join(words + rng.sample(WORDS, rng.randint(1, 6)))
+    backend = LexicalBackend()
+    vecs = backend.vectors(docs)
+    keys = list(docs)
+    for max_df in (2, 5, 200):
+        df = {}
+        for v in vecs.values():
+            for f in v:
+                df[f] = df.get(f, 0) + 1
+        expected = set()
+        for a, va in vecs.items():
+            rarest = min(va, key=lambda f: (df[f], f), default=None)
+            if len(va) < 3 or df[rarest] > max_df:
+                continue
+            for b, vb in vecs.items():
+                if len(va) < len(vb) <= 2.0 * len(va) and all(f in vb for f in va):
+                    expected.add((a, b))
+        small, large = sparse.contained(backend.matrix(docs), 3, 2.0, max_df)
+        assert {(keys[i], keys[j]) for i, j in zip(small.tolist(), large.tolist())} == expected
+        assert max_df < 200 or expected

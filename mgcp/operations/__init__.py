@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
-from mgcp.operations.shared import CycleCache, shared
+from mgcp.operations.shared import CycleCache, shared, terms
 
 
 def fingerprint(operation: str, kind: str, identity: str) -> str:
@@ -56,7 +56,7 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
     def compute():
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for lesson in lessons:
-            key = tuple(text.stems(text.terms(lesson.action)))
+            key = tuple(text.stems(terms(cache, lesson.action or "")))
             if key:
                 groups[key].append(lesson.id)
         return {lesson_id: key for key, ids in groups.items() if len(ids) > 1 for lesson_id in ids}

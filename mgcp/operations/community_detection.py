@@ -36,6 +36,7 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from functools import lru_cache
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
-from mgcp.operations.shared import CycleCache
+from mgcp.operations.shared import CycleCache, joined_terms
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -79,7 +80,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     that such answers make room for the next findings."""
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
-    explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache))
+    explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache), cache)
 
     weights: dict[tuple[str, str], float] = defaultdict(float)
     for pair in explicit:
@@ -131,8 +132,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for lesson in ordered:
         if explicit_adj.get(lesson.id) or lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
-        neighbours = sorted(((w, n) for n, w in adjacency[lesson.id].items()), key=lambda x: (-x[0], x[1]))
-        suggested = [n for _, n in neighbours[:MAX_SUGGESTIONS]]
+        neighbours = heapq.nsmallest(MAX_SUGGESTIONS, ((-w, n) for n, w in adjacency[lesson.id].items()))
+        neighbours = [(-w, n) for w, n in neighbours]
+        suggested = [n for _, n in neighbours]
         strength = neighbours[0][0] if neighbours else 0.0
         orphan_findings.append((not suggested, -strength, lesson.id,
                                 _orphan_finding(lesson, [by_id[s] for s in suggested])))
@@ -268,7 +270,8 @@ def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]
     return math.fsum(inner[c] / m - (d / (2 * m)) ** 2 for c, d in degree.items())
 
 
-def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend):
+def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend,
+           cache: CycleCache | None = None):
     explicit: set[tuple[str, str]] = set()
     for lesson in ordered:
         for rel in lesson.relationships:
@@ -277,8 +280,12 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
 
     inferred: dict[tuple[str, str], float] = defaultdict(float)
     docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
+    if cache is not None:  # each text's words, from its trigger's and action's already read
+        for lesson in ordered:
+            joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)])
+    edge_weight = float(settings["similarity_edge_weight"])
     for a, b, _ in backend.nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
-        inferred[tuple(sorted((a, b)))] += float(settings["similarity_edge_weight"])
+        inferred[(a, b) if a < b else (b, a)] += edge_weight
 
     by_tag: dict[str, list[str]] = defaultdict(list)
     for lesson in ordered:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import CycleCache
+from mgcp.operations.shared import CycleCache, stage
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
 from mgcp.text import shorten
 
@@ -94,15 +94,18 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     floor = (review_at - trigger_support) / (1.0 - trigger_support) if trigger_support < 1 else 0.0
     actions = {lesson.id: lesson.action or "" for lesson in lessons}
     triggers = {lesson.id: lesson.trigger or "" for lesson in lessons}
-    action_vecs = backend.vectors(actions)
-    trigger_vecs = backend.vectors(triggers)
+    with stage(cache, 0.0, 0.45):  # reading the words is most of the work
+        action_vecs = backend.vectors(actions)
+    with stage(cache, 0.45, 0.8):
+        trigger_vecs = backend.vectors(triggers)
     copy_of = copies(lessons, cache)
     first: dict[tuple[str, ...], str] = {}
     for lesson_id in sorted(copy_of):
         first.setdefault(copy_of[lesson_id], lesson_id)
-    candidates = {(a, b) if a < b else (b, a): s for a, b, s in backend.pairs(actions, floor)
-                  if _asked(a, b, copy_of, first)}
-    for a, b in _containing(action_vecs):
+    with stage(cache, 0.8, 1.0):
+        found = backend.pairs(actions, floor)
+    candidates = {(a, b) if a < b else (b, a): s for a, b, s in found if _asked(a, b, copy_of, first)}
+    for a, b in _containing(actions, action_vecs, backend):
         if _asked(a, b, copy_of, first):
             candidates.setdefault((a, b) if a < b else (b, a), dot(action_vecs[a], action_vecs[b]))
     for lesson_id, key in copy_of.items():  # each copy with its group's first
@@ -131,29 +134,22 @@ def _asked(a: str, b: str, copy_of: dict, first: dict) -> bool:
     return a_first and b_first
 
 
-def _containing(vecs: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+def _containing(actions: dict[str, str], vecs: dict[str, dict[str, float]],
+                backend: SimilarityBackend) -> list[tuple[str, str]]:
     """Pairs whose longer action holds every term of the shorter and adds little (see
     `_containment`), whatever their cosine: each action of CONTAINED_MIN_TERMS or more terms is
-    looked up through its two rarest terms, and only when the rarest is distinctive (in at most
-    DISTINCTIVE_DF actions), so the search stays linear."""
-    postings: dict[str, list[str]] = {}
-    for key, vec in vecs.items():
-        for term in vec:
-            postings.setdefault(term, []).append(key)
-    found = []
-    for key, vec in vecs.items():
-        if len(vec) < CONTAINED_MIN_TERMS:
-            continue
-        rarest = sorted(vec, key=lambda term: (len(postings[term]), term))[:2]
-        if len(postings[rarest[0]]) > DISTINCTIVE_DF:
-            continue
-        holders = set(postings[rarest[0]]).intersection(postings[rarest[1]])
-        for other in holders:
-            larger = vecs[other]
-            if other != key and len(vec) < len(larger) <= CONTAINED_MAX_GROWTH * len(vec) \
-                    and all(term in larger for term in vec):
-                found.append((key, other))
-    return found
+    looked up through its rarest term, and only when that term is distinctive (in at most
+    DISTINCTIVE_DF actions), so the search stays linear (`mgcp.operations.sparse.contained`)."""
+    from mgcp.operations import sparse
+
+    ids = list(actions)
+    lexical = getattr(backend, "lexical", backend)  # the semantic backend keeps its words there
+    if isinstance(lexical, LexicalBackend):
+        matrix = lexical.matrix(actions)
+    else:
+        matrix = sparse.Matrix([vecs[i] for i in ids])
+    small, large = sparse.contained(matrix, CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF)
+    return [(ids[i], ids[j]) for i, j in zip(small.tolist(), large.tolist())]
 
 
 def _containment(a: dict[str, float], b: dict[str, float]) -> float:

@@ -6,8 +6,13 @@ outlives a cycle. No module-level state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import sys
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from itertools import chain
 from typing import TypeVar
+
+from mgcp import text
 
 T = TypeVar("T")
 
@@ -15,16 +20,31 @@ T = TypeVar("T")
 class CycleCache:
     """Computed values by key, for one cycle. Values must be treated as read-only.
 
-    `progress`, when set, hears how far the long loop of the running operation has come (a
-    fraction from 0 to 1): `tick(done, total)` passes it on about once per percent."""
+    `progress`, when set, hears how far the running operation has come: each percent from 0 to
+    0.99 once, in order, as it is reached. Its long loops call `tick(done, total)`, and an
+    operation of several loops gives each its share of the way with `stage(cache, low, high)`.
+    Setting `progress` (the engine does, per operation) starts again from 0."""
 
     def __init__(self, progress: Callable[[float], None] | None = None) -> None:
         self._values: dict = {}
         self.progress = progress
 
+    @property
+    def progress(self) -> Callable[[float], None] | None:
+        return self._progress
+
+    @progress.setter
+    def progress(self, progress: Callable[[float], None] | None) -> None:
+        self._progress, self._span, self._heard = progress, (0.0, 1.0), -1
+
     def tick(self, done: int, total: int) -> None:
-        if self.progress is not None and total and done % max(1, total // 100) == 0:
-            self.progress(done / total)
+        if self._progress is None or not total:
+            return
+        low, high = self._span
+        reached = min(int((low + (high - low) * done / total) * 100), 99)
+        while self._heard < reached:  # each percent once, even when a loop of blocks jumps
+            self._heard += 1
+            self._progress(self._heard / 100)
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         if key not in self._values:
@@ -37,6 +57,45 @@ def shared(cache: CycleCache | None, key: Hashable, compute: Callable[[], T]) ->
     return compute() if cache is None else cache.get(key, compute)
 
 
+@contextmanager
+def stage(cache: CycleCache | None, low: float, high: float) -> Iterator[None]:
+    """Inside, the running operation's ticks cover the share from `low` to `high` of its way."""
+    if cache is None:
+        yield
+        return
+    before, cache._span = cache._span, (low, high)
+    try:
+        yield
+    finally:
+        cache._span = before
+
+
 def ticker(cache: CycleCache | None) -> Callable[[int, int], None]:
     """`cache.tick`, or a no-op without a cache."""
     return cache.tick if cache is not None else (lambda done, total: None)
+
+
+# the words a set phrase starts with, as `text.terms` writes them when they stand alone
+_PHRASE_STARTS = frozenset(w for first, *_ in text.PHRASES for w in (first, text.SYNONYMS.get(first, first)))
+
+
+def terms(cache: CycleCache | None, doc: str) -> tuple[str, ...]:
+    """`text.terms(doc)`, read once per text in a cycle (duplicates, copies and communities read the
+    same actions); kept as a tuple of interned words, so that 100k texts' words cost little memory."""
+    return shared(cache, ("terms", doc), lambda: tuple(map(sys.intern, text.terms(doc))))
+
+
+def joined_terms(cache: CycleCache | None, parts: list[str]) -> tuple[str, ...]:
+    """`text.terms(" ".join(parts))`, from each part's terms: no word spans the space between two
+    parts, so the words are the same, unless a set phrase (`text.PHRASES`, at most three words)
+    could start in the last two words of one part and go on in the next; then the whole text is
+    read. Kept in the cycle under the joined text, so `terms` finds it."""
+    whole = " ".join(parts)
+
+    def compute() -> tuple[str, ...]:
+        pieces = [terms(cache, part) for part in parts]
+        if any(word in _PHRASE_STARTS for piece in pieces[:-1] for word in piece[-2:]):
+            return tuple(map(sys.intern, text.terms(whole)))
+        return tuple(chain.from_iterable(pieces))
+
+    return shared(cache, ("terms", whole), compute)
