@@ -99,6 +99,7 @@ _VARIANTS: dict[str, tuple[str, ...]] = {}  # a word -> every single word the ta
 for _word, _same in SYNONYMS.items():
     _VARIANTS[_same] = (*_VARIANTS.get(_same, (_same,)), _word)
 _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_IDENTIFIER_SPLIT = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # where _IDENTIFIER splits
 _NOT = re.compile(r"\b(?:(can)['’]t|(wo)n['’]t|(cannot))\b|(?<=\w)n['’]t\b", re.IGNORECASE)
 _FOLDED_WORD = re.compile(r"[a-z0-9]+")
 
@@ -109,8 +110,14 @@ def fold(text: str | None) -> str:
     text = text or ""
     if not text.isascii():
         text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    text = _NOT.sub(_not, text)
-    return _IDENTIFIER.sub(" ", text).lower()
+    # Each substitution runs only where it can change something (most text has neither): every
+    # negation _NOT reads holds an apostrophe or "cannot", and _IDENTIFIER_SPLIT finds where
+    # _IDENTIFIER would split faster than the split itself scans.
+    if "'" in text or "’" in text or "nnot" in text.lower():
+        text = _NOT.sub(_not, text)
+    if _IDENTIFIER_SPLIT.search(text):
+        text = _IDENTIFIER.sub(" ", text)
+    return text.lower()
 
 
 def _not(match: re.Match) -> str:

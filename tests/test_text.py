@@ -1,3 +1,5 @@
+import pytest
+
 from mgcp import text
 
 
@@ -59,3 +61,15 @@ def test_terms_read_synonyms_and_negations_alike():
 def test_compounds_meet_only_where_the_corpus_writes_both():
     assert text.join_compounds(["next", "js", "app"], {"nextjs"}) == ["nextjs", "app"]
     assert text.join_compounds(["next", "js", "app"], set()) == ["next", "js", "app"]
+
+
+@pytest.mark.parametrize("raw", ["HTTPServer", "getHTTPResponse", "camelCase", "ABCd", "aB", "XMLHttpRequest",
+                                 "iOS and U2F keys", "HTTP2Server", "Don't", "CANNOT wait", "won’t", "can't stop",
+                                 "plain text only", "Use WAL mode", "naïve Café"])
+def test_fold_is_the_two_substitutions_whatever_it_skips(raw):
+    """fold skips a substitution only where it would change nothing."""
+    import unicodedata
+
+    plain = "".join(c for c in unicodedata.normalize("NFKD", raw) if not unicodedata.combining(c))
+    expected = text._IDENTIFIER.sub(" ", text._NOT.sub(text._not, plain)).lower()
+    assert text.fold(raw) == expected
