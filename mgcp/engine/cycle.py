@@ -168,8 +168,11 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         inputs.cache.progress = (lambda fraction, label=f"[{index}/{len(plan)}] {op}": progress(label, fraction))
         try:
             digest = await _input_digest(store, project, op, settings[op], config.similarity, inputs)
-            if digest and digest == _last_result(state.get(op)).get("input_digest"):
+            last = _last_result(state.get(op))
+            if digest and digest == last.get("input_digest") and _steady(last, _now()):
                 findings, summary, output = [], {"skipped": True, "unchanged": True, "input_digest": digest}, None
+                if "steady" in last:
+                    summary["steady"] = last["steady"]
             else:
                 findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
@@ -190,8 +193,12 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
 # last run in the project, a run would find exactly what is already stored, so it is skipped
 # ("unchanged"). Any undo counts as a changed answer; another mgcp version, or another Louvain
 # implementation for community detection, counts as changed settings.
+# The staleness scan ("use") reads the lessons' use and the query log too, and the clock: its run
+# records the span of time over which the same inputs give the same findings (summary["steady"]:
+# from its clock to the first moment a finding could appear or the shown ones change), and it is
+# skipped only within that span.
 DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradiction_scan": None,
-            "knowledge_extraction": "project", "pattern_reinforcement": "all"}
+            "knowledge_extraction": "project", "pattern_reinforcement": "all", "staleness_scan": "use"}
 
 
 async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
@@ -199,7 +206,7 @@ async def _input_digest(store: Store, project: ProjectContext, op: str, settings
     if op not in DIGESTED:
         return None
     answered = await store.rem.answers(op)
-    lessons = await inputs.lessons_digest()
+    lessons = await inputs.lessons_digest("lesson_use" if DIGESTED[op] == "use" else "lesson_content")
     history = None
     if DIGESTED[op] == "project":
         history = await store.context.history_mark(project.project_id)
@@ -213,6 +220,17 @@ async def _input_digest(store: Store, project: ProjectContext, op: str, settings
     described = json.dumps([op, algorithm, settings, similarity, answered, lessons, history], sort_keys=True,
                            default=str)
     return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _steady(last: dict, now: datetime) -> bool:
+    """Whether `now` falls in the span over which the last run's findings hold (no span: always)."""
+    if "steady" not in last:
+        return True
+    try:
+        start, end = (datetime.fromisoformat(t) if t else None for t in last["steady"])
+    except (TypeError, ValueError):
+        return False
+    return start is not None and start <= now and (end is None or now < end)
 
 
 def _last_result(row: dict | None) -> dict:
@@ -336,16 +354,17 @@ class _Inputs:
 
             self.similarity = SemanticBackend(model, self.cache)
         self.active: list | None = None
-        self.digest: str | None = None
+        self.digests: dict[str, str] = {}
         self.after: int | None = None
         self.snapshots: list = []
 
-    async def lessons_digest(self) -> str:
-        """The active lessons' `content_digest`, taken once per cycle and before `lessons()` reads
-        them: a change in between makes the next run compare unequal (and run), never the reverse."""
-        if self.digest is None:
-            self.digest = await self.store.lessons.content_digest()
-        return self.digest
+    async def lessons_digest(self, mark: str = "lesson_content") -> str:
+        """The lessons' `content_digest` (or another mark), taken once per cycle and before
+        `lessons()` reads them: a change in between makes the next run compare unequal (and run),
+        never the reverse."""
+        if mark not in self.digests:
+            self.digests[mark] = await self.store.lessons.content_digest(mark)
+        return self.digests[mark]
 
     async def lessons(self) -> list:
         if self.active is None:
@@ -371,9 +390,12 @@ async def _staleness(store, project, settings, inputs):
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.lessons.recent_queries(since)
-    findings = await asyncio.to_thread(staleness_scan.run, await store.lessons.uses(), queries, now, settings,
-                                       await store.rem.settled(staleness_scan.OPERATION))
-    return findings, {"queries_in_window": len(queries)}, None
+    first_query = await store.lessons.first_query_since(since)
+    findings, until = await asyncio.to_thread(staleness_scan.scan, await store.lessons.uses(), queries, now,
+                                              settings, await store.rem.settled(staleness_scan.OPERATION),
+                                              first_query)
+    return findings, {"queries_in_window": len(queries),
+                      "steady": [now.isoformat(), until.isoformat() if until else None]}, None
 
 
 async def _duplicates(store, project, settings, inputs):
