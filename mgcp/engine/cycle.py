@@ -374,7 +374,7 @@ class _Inputs:
     async def history(self, after_session: int) -> list:
         """Snapshots of sessions after `after_session`, oldest first."""
         if self.after is None or after_session < self.after:
-            self.snapshots = await self.store.context.history_since(self.project_id, after_session)
+            self.snapshots = await self.store.rem_inputs.history_since(self.project_id, after_session)
             self.after = after_session
         return [s for s in self.snapshots if s.session_number > after_session]
 

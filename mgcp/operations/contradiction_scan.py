@@ -322,10 +322,15 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     that can refuse (REFUSING), then, of the others (whose claims are all said), only those that
     hold enough of a refused claim's words for the claim threshold (`_meeting`). Among claim pairs
     of one lesson pair equally strong, the earliest claims in their actions win."""
-    screens = [_screen(lesson.action) for lesson in lessons]
-    said_by = {lesson.id: _compared(lesson.action) for lesson, words in zip(lessons, screens) if words & REFUSING}
+    said_by: dict[str, list[Claim]] = {}
+    rest: list[tuple[Lesson, tuple[str, ...]]] = []  # the other lessons, with the stems they could claim
+    for lesson in lessons:
+        words = _screen(lesson.action)
+        if words & REFUSING:
+            said_by[lesson.id] = _compared(lesson.action)
+        else:
+            rest.append((lesson, tuple({text.stem(w) for w in words})))
     refused = [claim.about for said in said_by.values() for claim in said if not claim.positive]
-    rest = [(lesson, words) for lesson, words in zip(lessons, screens) if lesson.id not in said_by]
     for lesson in _meeting(refused, rest, claim_at):
         said_by[lesson.id] = _compared(lesson.action)
     owners: list[str] = []
@@ -389,8 +394,9 @@ def _screen(action: str | None) -> set[str]:
     return words
 
 
-def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, set[str]]], claim_at: float) -> list[Lesson]:
-    """The lessons of `rest` (with their `_screen` words) that could hold a claim at least
+def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, tuple[str, ...]]],
+             claim_at: float) -> list[Lesson]:
+    """The lessons of `rest` (with the stems of their `_screen` words) that could hold a claim at least
     `claim_at` alike (Jaccard) to a refused one: such a claim shares at least ceil(claim_at x n) of
     the refused claim's n words, so the lesson's stems hold that many, one of them among the
     refused claim's n - that + 1 rarest (prefix filtering, as in the scan)."""
@@ -399,16 +405,15 @@ def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, set[str]]],
         return []
     if min(need) <= 0:
         return [lesson for lesson, _ in rest]
-    stems = [{text.stem(w) for w in words} for _, words in rest]
-    df = Counter(w for held in stems for w in held)
+    df = Counter(w for _, held in rest for w in held)
     postings: dict[str, list[int]] = defaultdict(list)
     for k, about in enumerate(refused):
         for w in sorted(about, key=lambda w: (df[w], w))[:len(about) - need[k] + 1]:
             postings[w].append(k)
     out = []
-    for (lesson, _), held in zip(rest, stems):
+    for lesson, held in rest:
         near = {k for w in held if w in postings for k in postings[w]}
-        if any(len(refused[k] & held) >= need[k] for k in near):
+        if near and any(len(refused[k].intersection(held)) >= need[k] for k in near):
             out.append(lesson)
     return out
 
