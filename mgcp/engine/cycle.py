@@ -165,6 +165,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     for index, plan_item in enumerate(plan, 1):
         op, t0 = plan_item.operation, time.perf_counter()
         progress(f"[{index}/{len(plan)}] {op} ...")
+        inputs.begin(op)
         inputs.cache.progress = (lambda fraction, label=f"[{index}/{len(plan)}] {op}": progress(label, fraction))
         try:
             digest = await _input_digest(store, project, op, settings[op], config.similarity, inputs)
@@ -184,6 +185,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         progress(f"[{index}/{len(plan)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         inputs.cache.progress = None
+        inputs.end([p.operation for p in plan[index:]])
         yield analysis
 
 
@@ -338,25 +340,55 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# Operations that read the same computed values (TF-IDF vectors, embeddings, mined notes) share one
+# cache per group; a group's cache is dropped once none of its operations is left to run, so its
+# memory serves the operations after. contradiction_scan reads the lessons' trigger vectors that
+# duplicate detection computes: it borrows that group's cache while it is held, else computes its own.
+SHARING = {"duplicate_detection": "similarity", "community_detection": "similarity",
+           "knowledge_extraction": "history", "context_summary": "history"}
+BORROWING = {"contradiction_scan": "similarity"}
+LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extraction", "pattern_reinforcement",
+                  "contradiction_scan"}
+HISTORY_READERS = {"knowledge_extraction", "context_summary"}
+
+
 class _Inputs:
     """What the operations read, loaded once per cycle: the active lessons, and the project's
     history from the earliest session any operation asked for. No operation changes either (findings
-    are applied later, by review or --auto), so every operation of the cycle sees the same data.
+    are applied later, by review or --auto), so every operation of the cycle sees the same data;
+    each is let go once no operation left in the cycle reads it.
     `similarity`: the backend the `similarity` setting chose, or None for the operations' default
     (lexical)."""
 
     def __init__(self, store: Store, project_id: str, model=None):
-        self.store, self.project_id = store, project_id
-        self.cache = CycleCache()  # what the operations compute alike (vectors, mined notes)
+        self.store, self.project_id, self.model = store, project_id, model
+        self.caches: dict[str, CycleCache] = {}  # by SHARING group
+        self.cache = CycleCache()  # the running operation's: what it computes alike with others
         self.similarity = None
-        if model is not None:
-            from mgcp.operations.semantic import SemanticBackend
-
-            self.similarity = SemanticBackend(model, self.cache)
         self.active: list | None = None
         self.digests: dict[str, str] = {}
         self.after: int | None = None
         self.snapshots: list = []
+
+    def begin(self, op: str) -> None:
+        """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
+        group = SHARING.get(op) or (BORROWING[op] if BORROWING.get(op) in self.caches else None)
+        self.cache = self.caches.setdefault(group, CycleCache()) if group else CycleCache()
+        self.similarity = None
+        if self.model is not None:
+            from mgcp.operations.semantic import SemanticBackend
+
+            self.similarity = SemanticBackend(self.model, self.cache)
+
+    def end(self, later: list[str]) -> None:
+        """Let go of what none of the operations `later` in the cycle reads."""
+        for group in [g for g in self.caches if not any(SHARING.get(op) == g for op in later)]:
+            del self.caches[group]
+        self.cache, self.similarity = CycleCache(), None
+        if not LESSON_READERS.intersection(later):
+            self.active = None
+        if not HISTORY_READERS.intersection(later):
+            self.snapshots, self.after = [], None
 
     async def lessons_digest(self, mark: str = "lesson_content") -> str:
         """The lessons' `content_digest` (or another mark), taken once per cycle and before
