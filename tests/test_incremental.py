@@ -125,6 +125,25 @@ def test_knowledge_extraction_is_skipped_until_the_project_saves_again(db, run):
     assert run(db, scenario) == [False, True, False]
 
 
+def test_the_context_summary_is_skipped_until_the_project_saves_again(db, run):
+    async def scenario(store):
+        for n in range(1, 4):
+            await store.context.register_session(P, f"s{n}")
+            await store.context.save(P, notes=f"Session {n}: tuned the retry loop")
+        seen = []
+        for _ in range(2):
+            report = await engine.run_cycle(store, CONFIG, P, ["context_summary"])
+            seen.append((_unchanged(report)["context_summary"], report.operations[0].summary.get("snapshots")))
+        await store.context.register_session(P, "s4")
+        await store.context.save(P, notes="Session 4: and the cache")
+        report = await engine.run_cycle(store, CONFIG, P, ["context_summary"])
+        seen.append((_unchanged(report)["context_summary"], report.operations[0].summary.get("snapshots")))
+        return seen, len(await store.db.fetchall("SELECT 1 FROM context_summaries"))
+
+    seen, summaries = run(db, scenario)
+    assert seen == [(False, 3), (True, None), (False, 1)] and summaries == 2
+
+
 def test_the_lessons_digest_sees_superseded_copies_leave(db, run):
     """Pattern reinforcement counts superseded copies: archiving one must make its next run real."""
     from mgcp.models import LessonStatus

@@ -200,7 +200,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
 # from its clock to the first moment a finding could appear or the shown ones change), and it is
 # skipped only within that span.
 DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradiction_scan": None,
-            "knowledge_extraction": "project", "pattern_reinforcement": "all", "staleness_scan": "use"}
+            "knowledge_extraction": "project", "pattern_reinforcement": "all", "staleness_scan": "use",
+            "context_summary": "project"}
 
 
 async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
