@@ -398,24 +398,33 @@ def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, tuple[str, 
              claim_at: float) -> list[Lesson]:
     """The lessons of `rest` (with the stems of their `_screen` words) that could hold a claim at least
     `claim_at` alike (Jaccard) to a refused one: such a claim shares at least ceil(claim_at x n) of
-    the refused claim's n words, so the lesson's stems hold that many, one of them among the
-    refused claim's n - that + 1 rarest (prefix filtering, as in the scan)."""
-    need = [math.ceil(claim_at * len(about) - 1e-6) for about in refused]
-    if not refused:
+    the refused claim's n words, so the lesson's stems hold that many. Counted for each refused
+    claim over all lessons at once (numpy), from the lessons holding each of its words."""
+    import numpy as np
+
+    distinct = {about: math.ceil(claim_at * len(about) - 1e-6) for about in refused}
+    if not distinct:
         return []
-    if min(need) <= 0:
+    if min(distinct.values()) <= 0:
         return [lesson for lesson, _ in rest]
-    df = Counter(w for _, held in rest for w in held)
-    postings: dict[str, list[int]] = defaultdict(list)
-    for k, about in enumerate(refused):
-        for w in sorted(about, key=lambda w: (df[w], w))[:len(about) - need[k] + 1]:
-            postings[w].append(k)
-    out = []
-    for lesson, held in rest:
-        near = {k for w in held if w in postings for k in postings[w]}
-        if near and any(len(refused[k].intersection(held)) >= need[k] for k in near):
-            out.append(lesson)
-    return out
+    wanted = frozenset().union(*distinct)
+    holding: dict[str, list[int]] = defaultdict(list)
+    for i, (_, held) in enumerate(rest):
+        for w in wanted.intersection(held):
+            holding[w].append(i)
+    numbers = {w: np.array(found, dtype=np.int64) for w, found in holding.items()}
+    met = np.zeros(len(rest), dtype=bool)
+    counts = np.zeros(len(rest), dtype=np.int16)
+    for about, need in distinct.items():
+        arrays = [numbers[w] for w in about if w in numbers]
+        if len(arrays) < need:
+            continue
+        for found in arrays:
+            counts[found] += 1
+        met |= counts >= need
+        for found in arrays:
+            counts[found] -= 1
+    return [rest[i][0] for i in np.flatnonzero(met)]
 
 
 def _compared(action: str | None) -> list[Claim]:
