@@ -262,7 +262,8 @@ class Observations:
     def sources(self, key: str) -> list[str]:
         """The key's members' sources ("session:<project id>:<session number>"), by when they were
         first observed, then by source: the order of `members`."""
-        return [ref for _, ref in sorted((self._first_at[n], self._ref(n)) for n in dict.fromkeys(self.sessions[key]))]
+        numbers = dict.fromkeys(self.sessions[key])
+        return [ref for _, ref in sorted((self._first_at[n], self._ref(n)) for n in numbers)]
 
     def _ref(self, number: int) -> str:
         while len(self._refs) <= number:
