@@ -185,7 +185,7 @@ class Observations:
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
         self._first_at: list[str] = []
-        self._refs: list[str] = []  # each pair's source, made when first asked for
+        self._refs: list[str] = []  # each pair's source, made when the sources are first asked for
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -262,14 +262,18 @@ class Observations:
     def sources(self, key: str) -> list[str]:
         """The key's members' sources ("session:<project id>:<session number>"), by when they were
         first observed, then by source: the order of `members`."""
-        numbers = dict.fromkeys(self.sessions[key])
-        return [ref for _, ref in sorted((self._first_at[n], self._ref(n)) for n in numbers)]
+        numbers = sorted(dict.fromkeys(self.sessions[key]), key=self._first_at.__getitem__)
+        at = list(map(self._first_at.__getitem__, numbers))
+        if len(set(at)) < len(at):  # observed at the same moment: by source too
+            numbers.sort(key=lambda n: (self._first_at[n], self._ref(n)))
+        if len(self._refs) < len(self._pairs):
+            self._refs += [f"session:{project_id}:{session}"
+                           for project_id, session in self._pairs[len(self._refs):]]
+        return list(map(self._refs.__getitem__, numbers))
 
     def _ref(self, number: int) -> str:
-        while len(self._refs) <= number:
-            project_id, session = self._pairs[len(self._refs)]
-            self._refs.append(f"session:{project_id}:{session}")
-        return self._refs[number]
+        project_id, session = self._pairs[number]
+        return f"session:{project_id}:{session}"
 
     def members(self, key: str) -> list["_Member"]:
         surface = self.surface(key)
