@@ -185,7 +185,6 @@ class Observations:
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
         self._first_at: list[str] = []
-        self._refs: list[str] = []  # each pair's source, made when the sources are first asked for
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -265,15 +264,8 @@ class Observations:
         numbers = sorted(dict.fromkeys(self.sessions[key]), key=self._first_at.__getitem__)
         at = list(map(self._first_at.__getitem__, numbers))
         if len(set(at)) < len(at):  # observed at the same moment: by source too
-            numbers.sort(key=lambda n: (self._first_at[n], self._ref(n)))
-        if len(self._refs) < len(self._pairs):
-            self._refs += [f"session:{project_id}:{session}"
-                           for project_id, session in self._pairs[len(self._refs):]]
-        return list(map(self._refs.__getitem__, numbers))
-
-    def _ref(self, number: int) -> str:
-        project_id, session = self._pairs[number]
-        return f"session:{project_id}:{session}"
+            numbers.sort(key=lambda n: (self._first_at[n], _source(*self._pairs[n])))
+        return [_source(*pair) for pair in map(self._pairs.__getitem__, numbers)]
 
     def members(self, key: str) -> list["_Member"]:
         surface = self.surface(key)
@@ -283,6 +275,10 @@ class Observations:
             out.append(_Member(f"session:{project_id}:{session}", self._first_at[number], surface,
                                project_id=project_id, session=session))
         return out
+
+
+def _source(project_id: str, session: int) -> str:
+    return f"session:{project_id}:{session}"
 
 
 class _Holders:
