@@ -190,6 +190,9 @@ class Observations:
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
         self._note_key = text.Memo(lambda sentence: cluster_key("note", sentence)
                                    if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
+        # Sessions write the same notes again: each recent distinct note's (key, sentence) pairs, kept
+        # for up to 10,000 notes at a time.
+        self._note_keys: dict[str, list[tuple[str, str]]] = {}
 
     @classmethod
     def of(cls, history: list[tuple], decisions: list[dict], categories=("decision", "note")) -> "Observations":
@@ -241,10 +244,15 @@ class Observations:
                         number = self._pair(project_id, session, at) if number is None else number
                         self._add(key, number, at, decision)
             if self.notes and notes and not (same_project and notes == notes_before):
-                for sentence in text.sentences(notes):
-                    key = self._note_key[sentence]
-                    if key is not None:
-                        number = self._pair(project_id, session, at) if number is None else number
+                keyed = self._note_keys.get(notes)
+                if keyed is None:
+                    if len(self._note_keys) > 10_000:
+                        self._note_keys.clear()
+                    keyed = self._note_keys[notes] = [(key, sentence) for sentence in text.sentences(notes)
+                                                      if (key := self._note_key[sentence]) is not None]
+                if keyed:
+                    number = self._pair(project_id, session, at) if number is None else number
+                    for key, sentence in keyed:
                         self._add(key, number, at, sentence)
             project, notes_before, held_before = project_id, notes, held
         self._previous = (project, notes_before, held_before)
