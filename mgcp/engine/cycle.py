@@ -343,11 +343,11 @@ def _now() -> datetime:
 
 # Operations that read the same computed values (TF-IDF vectors, embeddings, mined notes) share one
 # cache per group; a group's cache is dropped once none of its operations is left to run, so its
-# memory serves the operations after. contradiction_scan reads the lessons' trigger vectors that
-# duplicate detection computes: it borrows that group's cache while it is held, else computes its own.
+# memory serves the operations after. contradiction_scan, which runs after the history operations,
+# computes the trigger vectors it needs again rather than keep duplicate detection's (and all the
+# group's values) through them.
 SHARING = {"duplicate_detection": "similarity", "community_detection": "similarity",
            "knowledge_extraction": "history", "context_summary": "history"}
-BORROWING = {"contradiction_scan": "similarity"}
 LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extraction", "pattern_reinforcement",
                   "contradiction_scan"}
 HISTORY_READERS = {"knowledge_extraction", "context_summary"}
@@ -373,7 +373,7 @@ class _Inputs:
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
-        group = SHARING.get(op) or (BORROWING[op] if BORROWING.get(op) in self.caches else None)
+        group = SHARING.get(op)
         self.cache = self.caches.setdefault(group, CycleCache()) if group else CycleCache()
         self.similarity = None
         if self.model is not None:
