@@ -90,6 +90,21 @@ class LessonUse(NamedTuple):
     helped: int = 0
 
 
+class HistoryRow(NamedTuple):
+    """What the REM operations read of a context snapshot (`ContextSnapshot` without its catalogue):
+    a read of a project's whole history far cheaper than building a model per row."""
+
+    id: int
+    project_id: str
+    session_number: int
+    session_id: str | None
+    timestamp: str
+    notes: str | None
+    active_files: list[str]
+    todos: list["Todo"]
+    recent_decisions: list[str]
+
+
 class LessonVersion(BaseModel):
     lesson_id: str
     version: int

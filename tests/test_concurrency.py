@@ -68,14 +68,14 @@ def test_the_hook_and_a_save_go_through_while_a_rem_run_is_analysing(db, run, mo
 
     run(db, lambda s: s.lessons.add("held", "when REM analyses", "Nothing waits for it."))
     analysing, release = threading.Event(), threading.Event()
-    real = staleness_scan.run
+    real = staleness_scan.scan
 
     def held(*args, **kwargs):
         analysing.set()
         assert release.wait(60), "the test never released the analysis"
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(staleness_scan, "run", held)
+    monkeypatch.setattr(staleness_scan, "scan", held)
     env = {**os.environ, "MGCP_DB": str(db), "MGCP_DATA_DIR": str(tmp_path / "data")}
     results = {}
 

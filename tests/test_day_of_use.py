@@ -263,6 +263,12 @@ def day(db, tmp_path, agent, s0, saves):
     reinforce(db, tmp_path, agent)
     save("mcp", "A", "a4: evening, back in A once more", s0 + 4)
     assert hook(db, "E", "startup", P) == s0 + 5  # a session with no save
+    # the night's cycle over every default operation, then again with nothing changed: all skipped
+    ops = [arg for op in ("staleness_scan", "duplicate_detection", "community_detection", "knowledge_extraction",
+                          "context_summary", "contradiction_scan") for arg in ("--op", op)]
+    cli(db, "rem", "run", "--project", P, *ops)
+    again = json.loads(cli(db, "rem", "run", "--project", P, *ops, "--json"))["report"]
+    assert [o["summary"].get("unchanged") for o in again["operations"]] == [True] * 6 and again["findings"] == []
 
     check_promises(db, tmp_path, saves, current=s0 + 5)
 

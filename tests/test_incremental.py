@@ -1,6 +1,8 @@
 """A repeat REM cycle over knowledge that did not change skips the operations that compare lessons,
 and finds again as soon as what they read changes: a lesson, a setting, an answer or an undo."""
 
+import pytest
+
 from mgcp import engine
 from mgcp.config import parse_config
 
@@ -123,6 +125,25 @@ def test_knowledge_extraction_is_skipped_until_the_project_saves_again(db, run):
     assert run(db, scenario) == [False, True, False]
 
 
+def test_the_context_summary_is_skipped_until_the_project_saves_again(db, run):
+    async def scenario(store):
+        for n in range(1, 4):
+            await store.context.register_session(P, f"s{n}")
+            await store.context.save(P, notes=f"Session {n}: tuned the retry loop")
+        seen = []
+        for _ in range(2):
+            report = await engine.run_cycle(store, CONFIG, P, ["context_summary"])
+            seen.append((_unchanged(report)["context_summary"], report.operations[0].summary.get("snapshots")))
+        await store.context.register_session(P, "s4")
+        await store.context.save(P, notes="Session 4: and the cache")
+        report = await engine.run_cycle(store, CONFIG, P, ["context_summary"])
+        seen.append((_unchanged(report)["context_summary"], report.operations[0].summary.get("snapshots")))
+        return seen, len(await store.db.fetchall("SELECT 1 FROM context_summaries"))
+
+    seen, summaries = run(db, scenario)
+    assert seen == [(False, 3), (True, None), (False, 1)] and summaries == 2
+
+
 def test_the_lessons_digest_sees_superseded_copies_leave(db, run):
     """Pattern reinforcement counts superseded copies: archiving one must make its next run real."""
     from mgcp.models import LessonStatus
@@ -136,3 +157,93 @@ def test_the_lessons_digest_sees_superseded_copies_leave(db, run):
 
     before, after = run(db, scenario)
     assert before != after
+
+
+async def _marks(store):
+    return await store.lessons.content_digest(), await store.lessons.content_digest("lesson_use")
+
+
+async def _refine(store):
+    await store.lessons.refine("rule-0-a", action="Name cache keys after the owner.", reason="shorter")
+
+
+async def _link(store):
+    await store.lessons.link("rule-0-a", "rule-1-a")
+
+
+async def _archive(store):
+    from mgcp.models import LessonStatus
+
+    await store.lessons.set_lifecycle("rule-1-b", LessonStatus.archived)
+
+
+async def _add(store):
+    await store.lessons.add("rule-new", "when naming queues", "Name queues after their consumer.")
+
+
+async def _query(store):
+    await store.query("cache keys")
+
+
+async def _outcome(store):
+    await store.outcomes.record("rule-0-a", True)
+
+
+async def _rolled_back(store):
+    async with store.preview():
+        await _refine(store)
+
+
+@pytest.mark.parametrize("write, content, use", [
+    (_refine, True, True), (_link, True, True), (_archive, True, True), (_add, True, True),
+    (_query, False, True), (_outcome, False, True), (_rolled_back, False, False),
+])
+def test_the_change_marks_move_with_every_write_they_watch(db, run, write, content, use):
+    async def scenario(store):
+        await _seed(store)
+        before = await _marks(store)
+        await write(store)
+        return before, await _marks(store)
+
+    before, after = run(db, scenario)
+    assert (before[0] != after[0], before[1] != after[1]) == (content, use)
+
+
+STALE = ["staleness_scan"]
+
+
+def test_the_staleness_scan_is_skipped_while_its_findings_hold_and_runs_again_after(db, run, monkeypatch):
+    """Unchanged use and queries skip it until the moment its findings could change (here: a young
+    unused lesson turning old enough to count as unused); a query logged reruns it at once."""
+    from datetime import datetime, timedelta, timezone
+
+    from mgcp.engine import cycle
+
+    now = datetime.now(timezone.utc)
+
+    async def scenario(store):
+        await _seed(store)
+        await store.db.conn.execute("UPDATE lessons SET created_at = ?, last_refined = ? WHERE id != 'rule-2-b'",
+                                    [(now - timedelta(days=90)).isoformat()] * 2)
+        await store.db.conn.execute("UPDATE lessons SET created_at = ?, last_refined = ? WHERE id = 'rule-2-b'",
+                                    [(now - timedelta(days=20)).isoformat()] * 2)
+        await store.db.conn.commit()
+        seen = []
+        for _ in range(2):
+            report = await engine.run_cycle(store, CONFIG, P, STALE)
+            seen.append((_unchanged(report)["staleness_scan"], len(report.findings)))
+        steady = report.operations[0].summary["steady"]
+        await store.lessons.log_query("cache keys", None, now.isoformat())
+        report = await engine.run_cycle(store, CONFIG, P, STALE)
+        seen.append((_unchanged(report)["staleness_scan"], len(report.findings)))
+        report = await engine.run_cycle(store, CONFIG, P, STALE)
+        seen.append((_unchanged(report)["staleness_scan"], len(report.findings)))
+        end = datetime.fromisoformat(report.operations[0].summary["steady"][1])
+        monkeypatch.setattr(cycle, "_now", lambda: end)
+        report = await engine.run_cycle(store, CONFIG, P, STALE)
+        seen.append((_unchanged(report)["staleness_scan"], len(report.findings)))
+        return seen, steady, end
+
+    seen, steady, end = run(db, scenario)
+    assert seen == [(False, 5), (True, 0), (False, 0), (True, 0), (False, 1)]
+    assert abs(end - (now + timedelta(days=10))) < timedelta(seconds=5)  # rule-2-b turns 30 days unused

@@ -427,8 +427,8 @@ def test_stdout_carries_only_protocol_messages(client, kb):
 
 # -- a long cycle does not make the server deaf ------------------------------------------------------
 
-SLOW_SERVE = ["-c", "import time; from mgcp.operations import staleness_scan as op; run = op.run; "
-                    "op.run = lambda *a, **k: (time.sleep(3), run(*a, **k))[1]; "
+SLOW_SERVE = ["-c", "import time; from mgcp.operations import staleness_scan as op; scan = op.scan; "
+                    "op.scan = lambda *a, **k: (time.sleep(3), scan(*a, **k))[1]; "
                     "from mgcp.surfaces.cli import main; main()", "serve"]
 
 

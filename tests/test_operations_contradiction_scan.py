@@ -205,3 +205,19 @@ def test_a_finding_recommends_keeping_the_newer_and_names_both():
     assert (finding.data["older"], finding.data["newer"]) == ("old", "new")
     assert [o.action for o in finding.options] == ["archive_older", "archive_newer", "refine_one", "keep_both", "skip"]
     assert finding.recommended == 1 and finding.subject == {"old": 1, "new": 1}
+
+
+@pytest.mark.parametrize("claim_at", [0.6, 0.4, 0.2])
+def test_reading_only_the_actions_that_can_meet_a_refused_claim_finds_what_reading_all_finds(monkeypatch, claim_at):
+    """The scan skips reading actions that cannot hold a claim opposing another's: with every action
+    read (each screened as able to refuse), the same pairs, overlaps and claims come out."""
+    from mgcp.operations.contradiction_scan import contradicting_pairs
+
+    lessons, _ = planted()
+    lessons = sorted(lessons + [lesson(f"n{i}", "when naming things", f"Name the helper_{i} after its owner.", 3)
+                                for i in range(5)], key=lambda x: x.id)
+    screened = contradicting_pairs(lessons, 0.0, claim_at)
+    every = contradiction_scan._screen
+    monkeypatch.setattr(contradiction_scan, "_screen", lambda action: every(action) | {"not"})
+    assert contradicting_pairs(lessons, 0.0, claim_at) == screened
+    assert len(screened) > len(planted()[1])

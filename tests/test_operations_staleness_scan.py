@@ -90,3 +90,53 @@ def test_a_kept_finding_makes_room_for_the_next_one_beyond_the_limit():
     [first] = staleness_scan.run(lessons, [], NOW, settings)
     [second] = staleness_scan.run(lessons, [], NOW, settings, frozenset({first.fingerprint}))
     assert first.data["lesson"] == "old-2" and second.data["lesson"] == "old-1"
+
+
+def _world(seed):
+    """Random lessons (ages, refines, uses, confidences) and timed queries around NOW."""
+    import random
+
+    from mgcp.models import LessonUse
+
+    rng = random.Random(seed)
+    words = ["keys", "pools", "cache", "retry", "logs", "schema", "tokens", "queues"]
+    at = lambda days: (NOW - timedelta(days=days)).isoformat()  # noqa: E731
+    lessons = []
+    for i in range(60):
+        age = rng.uniform(0, 120)
+        refined = rng.uniform(0, age) if rng.random() < 0.5 else age
+        used = rng.uniform(0, refined) if rng.random() < 0.6 else None
+        lessons.append(LessonUse(f"l{i:02d}", f"When handling {rng.choice(words)}", "Do it.", 1,
+                                 rng.choice([0, 0, 1, 5, 25]), at(age), at(refined), used and at(used),
+                                 rng.choice([0.3, 0.8]), rng.choice([0, 0, 1])))
+    queries = [(f"{rng.choice(words)} setup", NOW - timedelta(days=rng.uniform(0, 40))) for _ in range(4)]
+    return lessons, queries
+
+
+def _scan_at(lessons, queries, when, settings):
+    window = [(q, t) for q, t in queries if t >= when - timedelta(days=settings["query_window_days"])]
+    first = min((t for _, t in window), default=None)
+    return staleness_scan.scan(lessons, [q for q, _ in window], when, settings, frozenset(),
+                               first.isoformat() if first else None)
+
+
+def test_the_findings_hold_until_the_moment_the_scan_names_and_no_longer():
+    """Within the span the scan reports, the same inputs give the same findings (the engine skips the
+    scan there); a day past its end they often differ, so the spans are not merely short."""
+    import random
+
+    settings = {**SETTINGS, "max_findings": 6}
+    changed_after = 0
+    for seed in range(40):
+        lessons, queries = _world(seed)
+        findings, until = _scan_at(lessons, queries, NOW, settings)
+        assert until is not None and until > NOW
+        shown = {f.fingerprint for f in findings}
+        rng = random.Random(seed)
+        span = (until - NOW).total_seconds()
+        for when in [until - timedelta(microseconds=1)] + [NOW + timedelta(seconds=rng.uniform(0, span))
+                                                           for _ in range(30)]:
+            assert {f.fingerprint for f in _scan_at(lessons, queries, when, settings)[0]} == shown, (seed, when)
+        later = {f.fingerprint for f in _scan_at(lessons, queries, until + timedelta(days=1), settings)[0]}
+        changed_after += later != shown
+    assert changed_after >= 8

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -323,10 +324,20 @@ def test_python_m_cli_runs_rem_status(db):
     assert result.returncode == 0 and "staleness_scan" in result.stdout
 
 
+def asked(path):
+    """A query logged since the planted cycle: the staleness scan has something new to read, so it
+    analyses rather than being skipped as unchanged."""
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO query_log (query, project_id, result_ids, created_at) VALUES (?, NULL, '[]', ?)",
+                 ["webhook retries", datetime.now(timezone.utc).isoformat()])
+    conn.commit()
+    conn.close()
+
+
 def test_a_dry_run_leaves_the_write_lock_free_while_it_analyses(planted, monkeypatch):
     from mgcp.operations import staleness_scan
 
-    real, free = staleness_scan.run, []
+    real, free = staleness_scan.scan, []
 
     def watching(*args, **kwargs):
         conn = sqlite3.connect(planted, timeout=0)
@@ -338,7 +349,8 @@ def test_a_dry_run_leaves_the_write_lock_free_while_it_analyses(planted, monkeyp
             conn.close()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(staleness_scan, "run", watching)
+    monkeypatch.setattr(staleness_scan, "scan", watching)
+    asked(planted)
     before = dump(planted)
     code, _, err = mgcp("rem", "run", "--auto", "--dry-run", "--op", "staleness_scan", "--project", PROJECT,
                         "--db", planted)
@@ -349,13 +361,14 @@ def test_a_dry_run_leaves_the_write_lock_free_while_it_analyses(planted, monkeyp
 def test_the_event_loop_answers_while_an_operation_runs(planted, monkeypatch):
     from mgcp.operations import staleness_scan
 
-    real = staleness_scan.run
+    real = staleness_scan.scan
 
     def slow(*args, **kwargs):
         time.sleep(1.5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(staleness_scan, "run", slow)
+    monkeypatch.setattr(staleness_scan, "scan", slow)
+    asked(planted)
 
     async def both():
         async with Store.open(planted) as one, Store.open(planted) as two:

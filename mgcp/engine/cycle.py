@@ -165,11 +165,15 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     for index, plan_item in enumerate(plan, 1):
         op, t0 = plan_item.operation, time.perf_counter()
         progress(f"[{index}/{len(plan)}] {op} ...")
+        inputs.begin(op)
         inputs.cache.progress = (lambda fraction, label=f"[{index}/{len(plan)}] {op}": progress(label, fraction))
         try:
             digest = await _input_digest(store, project, op, settings[op], config.similarity, inputs)
-            if digest and digest == _last_result(state.get(op)).get("input_digest"):
+            last = _last_result(state.get(op))
+            if digest and digest == last.get("input_digest") and _steady(last, _now()):
                 findings, summary, output = [], {"skipped": True, "unchanged": True, "input_digest": digest}, None
+                if "steady" in last:
+                    summary["steady"] = last["steady"]
             else:
                 findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
@@ -181,6 +185,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         progress(f"[{index}/{len(plan)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         inputs.cache.progress = None
+        inputs.end([p.operation for p in plan[index:]])
         yield analysis
 
 
@@ -190,8 +195,13 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
 # last run in the project, a run would find exactly what is already stored, so it is skipped
 # ("unchanged"). Any undo counts as a changed answer; another mgcp version, or another Louvain
 # implementation for community detection, counts as changed settings.
+# The staleness scan ("use") reads the lessons' use and the query log too, and the clock: its run
+# records the span of time over which the same inputs give the same findings (summary["steady"]:
+# from its clock to the first moment a finding could appear or the shown ones change), and it is
+# skipped only within that span.
 DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradiction_scan": None,
-            "knowledge_extraction": "project", "pattern_reinforcement": "all"}
+            "knowledge_extraction": "project", "pattern_reinforcement": "all", "staleness_scan": "use",
+            "context_summary": "project"}
 
 
 async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
@@ -199,7 +209,7 @@ async def _input_digest(store: Store, project: ProjectContext, op: str, settings
     if op not in DIGESTED:
         return None
     answered = await store.rem.answers(op)
-    lessons = await inputs.lessons_digest()
+    lessons = await inputs.lessons_digest("lesson_use" if DIGESTED[op] == "use" else "lesson_content")
     history = None
     if DIGESTED[op] == "project":
         history = await store.context.history_mark(project.project_id)
@@ -213,6 +223,17 @@ async def _input_digest(store: Store, project: ProjectContext, op: str, settings
     described = json.dumps([op, algorithm, settings, similarity, answered, lessons, history], sort_keys=True,
                            default=str)
     return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _steady(last: dict, now: datetime) -> bool:
+    """Whether `now` falls in the span over which the last run's findings hold (no span: always)."""
+    if "steady" not in last:
+        return True
+    try:
+        start, end = (datetime.fromisoformat(t) if t else None for t in last["steady"])
+    except (TypeError, ValueError):
+        return False
+    return start is not None and start <= now and (end is None or now < end)
 
 
 def _last_result(row: dict | None) -> dict:
@@ -320,32 +341,63 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# Operations that read the same computed values (TF-IDF vectors, embeddings, mined notes) share one
+# cache per group; a group's cache is dropped once none of its operations is left to run, so its
+# memory serves the operations after. contradiction_scan, which runs after the history operations,
+# computes the trigger vectors it needs again rather than keep duplicate detection's (and all the
+# group's values) through them.
+SHARING = {"duplicate_detection": "similarity", "community_detection": "similarity",
+           "knowledge_extraction": "history", "context_summary": "history"}
+LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extraction", "pattern_reinforcement",
+                  "contradiction_scan"}
+HISTORY_READERS = {"knowledge_extraction", "context_summary"}
+
+
 class _Inputs:
     """What the operations read, loaded once per cycle: the active lessons, and the project's
     history from the earliest session any operation asked for. No operation changes either (findings
-    are applied later, by review or --auto), so every operation of the cycle sees the same data.
+    are applied later, by review or --auto), so every operation of the cycle sees the same data;
+    each is let go once no operation left in the cycle reads it.
     `similarity`: the backend the `similarity` setting chose, or None for the operations' default
     (lexical)."""
 
     def __init__(self, store: Store, project_id: str, model=None):
-        self.store, self.project_id = store, project_id
-        self.cache = CycleCache()  # what the operations compute alike (vectors, mined notes)
+        self.store, self.project_id, self.model = store, project_id, model
+        self.caches: dict[str, CycleCache] = {}  # by SHARING group
+        self.cache = CycleCache()  # the running operation's: what it computes alike with others
         self.similarity = None
-        if model is not None:
-            from mgcp.operations.semantic import SemanticBackend
-
-            self.similarity = SemanticBackend(model, self.cache)
         self.active: list | None = None
-        self.digest: str | None = None
+        self.digests: dict[str, str] = {}
         self.after: int | None = None
         self.snapshots: list = []
 
-    async def lessons_digest(self) -> str:
-        """The active lessons' `content_digest`, taken once per cycle and before `lessons()` reads
-        them: a change in between makes the next run compare unequal (and run), never the reverse."""
-        if self.digest is None:
-            self.digest = await self.store.lessons.content_digest()
-        return self.digest
+    def begin(self, op: str) -> None:
+        """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
+        group = SHARING.get(op)
+        self.cache = self.caches.setdefault(group, CycleCache()) if group else CycleCache()
+        self.similarity = None
+        if self.model is not None:
+            from mgcp.operations.semantic import SemanticBackend
+
+            self.similarity = SemanticBackend(self.model, self.cache)
+
+    def end(self, later: list[str]) -> None:
+        """Let go of what none of the operations `later` in the cycle reads."""
+        for group in [g for g in self.caches if not any(SHARING.get(op) == g for op in later)]:
+            del self.caches[group]
+        self.cache, self.similarity = CycleCache(), None
+        if not LESSON_READERS.intersection(later):
+            self.active = None
+        if not HISTORY_READERS.intersection(later):
+            self.snapshots, self.after = [], None
+
+    async def lessons_digest(self, mark: str = "lesson_content") -> str:
+        """The lessons' `content_digest` (or another mark), taken once per cycle and before
+        `lessons()` reads them: a change in between makes the next run compare unequal (and run),
+        never the reverse."""
+        if mark not in self.digests:
+            self.digests[mark] = await self.store.lessons.content_digest(mark)
+        return self.digests[mark]
 
     async def lessons(self) -> list:
         if self.active is None:
@@ -355,7 +407,7 @@ class _Inputs:
     async def history(self, after_session: int) -> list:
         """Snapshots of sessions after `after_session`, oldest first."""
         if self.after is None or after_session < self.after:
-            self.snapshots = await self.store.context.history_since(self.project_id, after_session)
+            self.snapshots = await self.store.rem_inputs.history_since(self.project_id, after_session)
             self.after = after_session
         return [s for s in self.snapshots if s.session_number > after_session]
 
@@ -371,9 +423,12 @@ async def _staleness(store, project, settings, inputs):
     now = _now()
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.lessons.recent_queries(since)
-    findings = await asyncio.to_thread(staleness_scan.run, await store.lessons.uses(), queries, now, settings,
-                                       await store.rem.settled(staleness_scan.OPERATION))
-    return findings, {"queries_in_window": len(queries)}, None
+    first_query = await store.lessons.first_query_since(since)
+    findings, until = await asyncio.to_thread(staleness_scan.scan, await store.lessons.uses(), queries, now,
+                                              settings, await store.rem.settled(staleness_scan.OPERATION),
+                                              first_query)
+    return findings, {"queries_in_window": len(queries),
+                      "steady": [now.isoformat(), until.isoformat() if until else None]}, None
 
 
 async def _duplicates(store, project, settings, inputs):

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from mgcp import text
-from mgcp.models import ContextSnapshot
+from mgcp.models import ContextSnapshot, HistoryRow
 from mgcp.operations.knowledge_extraction import CLOSED, recurring_phrases
 from mgcp.operations.shared import CycleCache
 
@@ -30,7 +30,8 @@ class SummaryResult:
     to_session: int
 
 
-def run(history: list[ContextSnapshot], settings: dict, cache: CycleCache | None = None) -> SummaryResult | None:
+def run(history: list[ContextSnapshot | HistoryRow], settings: dict,
+        cache: CycleCache | None = None) -> SummaryResult | None:
     history = sorted(history, key=lambda s: s.id)
     if not history:
         return None

@@ -316,16 +316,29 @@ def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None,
 def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: float,
                         cache: CycleCache | None = None):
     """[((id a, id b), (claim overlap, trigger similarity, claim of a, claim of b))], strongest first;
-    `lessons` sorted by id (the order duplicate detection vectorises them in, so a cycle shares it)."""
+    `lessons` sorted by id (the order duplicate detection vectorises them in, so a cycle shares it).
+
+    A pair needs a refused claim, so the actions are read in two rounds: first those with a word
+    that can refuse (REFUSING), then, of the others (whose claims are all said), only those that
+    hold enough of a refused claim's words for the claim threshold (`_meeting`). Among claim pairs
+    of one lesson pair equally strong, the earliest claims in their actions win."""
+    said_by: dict[str, list[Claim]] = {}
+    rest: list[tuple[Lesson, tuple[str, ...]]] = []  # the other lessons, with the stems they could claim
+    for lesson in lessons:
+        words = _screen(lesson.action)
+        if words & REFUSING:
+            said_by[lesson.id] = _compared(lesson.action)
+        else:
+            rest.append((lesson, tuple({text.stem(w) for w in words})))
+    refused = [claim.about for said in said_by.values() for claim in said if not claim.positive]
+    for lesson in _meeting(refused, rest, claim_at):
+        said_by[lesson.id] = _compared(lesson.action)
     owners: list[str] = []
     all_claims: list[Claim] = []
-    for lesson in lessons:
-        said = dict.fromkeys(claims(lesson.action))
-        words = len(frozenset().union(*(claim.about for claim in said)))
-        for claim in said:  # an aside of a longer rule is not what it says
-            if claim.compared and len(claim.about) >= MIN_SHARE * words:
-                owners.append(lesson.id)
-                all_claims.append(claim)
+    for lesson in lessons:  # in id order, each action's claims in their order
+        for claim in said_by.get(lesson.id, ()):
+            owners.append(lesson.id)
+            all_claims.append(claim)
     df = Counter(w for claim in all_claims for w in claim.about)
     # Postings by polarity: a claim meets only claims of the other polarity.
     prefixed: tuple[dict, dict] = (defaultdict(list), defaultdict(list))
@@ -341,7 +354,7 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
             prefixed[claim.positive][w].append(i)
     vectors = LexicalBackend(cache).vectors({lesson.id: lesson.trigger or "" for lesson in lessons})
     best: dict[tuple[str, str], tuple] = {}
-    for j, i in candidates:
+    for j, i in sorted(candidates):
         overlap = _contradiction(all_claims[i], all_claims[j], claim_at)
         if overlap is None:
             continue
@@ -354,6 +367,72 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
         if (a, b) not in best or entry[:2] > best[(a, b)][:2]:
             best[(a, b)] = entry
     return sorted(best.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+
+
+# Words that can make a claim refused: a negator, or a preference's connector ("A over B", "A
+# instead of B", "A rather than B", "prefer A to B", "replace A with B").
+REFUSING = NEGATORS | INATTENTION | frozenset({"over", "instead", "rather", "prefer", "replace"})
+_FOLDED = re.compile(r"[a-z0-9]+")  # the words of folded text, as `text.terms` splits them
+# What `text.fold` or `_names` could change (with "cannot" and "no-", "non-", "not-" in lowercase):
+# an inner capital, an apostrophe, a dotted or snake_case name.
+_SPECIAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|['’_]|\w\.\w")
+
+
+def _screen(action: str | None) -> set[str]:
+    """Every word `claims` could read in the action, and more: its folded words, code names joined
+    as `_names` joins them, and what the synonym and phrase tables make of them."""
+    action = action or ""
+    lower = action.lower()
+    if action.isascii() and not (_SPECIAL.search(action) or "cannot" in lower or "no-" in lower
+                                 or "non-" in lower or "not-" in lower):
+        words = set(_FOLDED.findall(lower))  # what folding and joining names leave as it is
+    else:
+        words = set(_FOLDED.findall(text.fold(action)))
+        words.update(_FOLDED.findall(text.fold(_names(action))))
+    words.update([text.SYNONYMS[w] for w in words if w in text.SYNONYMS])
+    words.update(value for key, value in text.PHRASES.items() if value and words.issuperset(key))
+    return words
+
+
+def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, tuple[str, ...]]],
+             claim_at: float) -> list[Lesson]:
+    """The lessons of `rest` (with the stems of their `_screen` words) that could hold a claim at least
+    `claim_at` alike (Jaccard) to a refused one: such a claim shares at least ceil(claim_at x n) of
+    the refused claim's n words, so the lesson's stems hold that many. Counted for each refused
+    claim over all lessons at once (numpy), from the lessons holding each of its words."""
+    import numpy as np
+
+    distinct = {about: math.ceil(claim_at * len(about) - 1e-6) for about in refused}
+    if not distinct:
+        return []
+    if min(distinct.values()) <= 0:
+        return [lesson for lesson, _ in rest]
+    wanted = frozenset().union(*distinct)
+    holding: dict[str, list[int]] = defaultdict(list)
+    for i, (_, held) in enumerate(rest):
+        for w in wanted.intersection(held):
+            holding[w].append(i)
+    numbers = {w: np.array(found, dtype=np.int64) for w, found in holding.items()}
+    met = np.zeros(len(rest), dtype=bool)
+    counts = np.zeros(len(rest), dtype=np.int16)
+    for about, need in distinct.items():
+        arrays = [numbers[w] for w in about if w in numbers]
+        if len(arrays) < need:
+            continue
+        for found in arrays:
+            counts[found] += 1
+        met |= counts >= need
+        for found in arrays:
+            counts[found] -= 1
+    return [rest[i][0] for i in np.flatnonzero(met)]
+
+
+def _compared(action: str | None) -> list[Claim]:
+    """The claims of an action that are compared: not an aside of a longer rule (each holds at least
+    MIN_SHARE of the action's words), each once."""
+    said = dict.fromkeys(claims(action))
+    words = len(frozenset().union(*(claim.about for claim in said)))
+    return [claim for claim in said if claim.compared and len(claim.about) >= MIN_SHARE * words]
 
 
 def opposed(action_a: str, action_b: str, claim_at: float) -> bool:

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from itertools import chain, islice
 
 from mgcp import text
-from mgcp.models import ContextSnapshot, FindingOption, Lesson, RemFinding
+from mgcp.models import ContextSnapshot, FindingOption, HistoryRow, Lesson, RemFinding
 from mgcp.operations.shared import CycleCache, shared
 from mgcp.operations import draft_options, fingerprint
 
@@ -35,7 +35,7 @@ MAX_EXCERPTS = 3
 CLOSED = {"completed", "done", "closed", "cancelled", "canceled"}
 
 
-def run(history: list[ContextSnapshot], lessons: list[Lesson], settings: dict,
+def run(history: list[ContextSnapshot | HistoryRow], lessons: list[Lesson], settings: dict,
         cache: CycleCache | None = None) -> list[RemFinding]:
     history = sorted(history, key=lambda s: s.id)
     if not history:
@@ -106,7 +106,7 @@ _EMPTY: frozenset = frozenset()
 
 # -- themes --------------------------------------------------------------------------------------
 
-def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
+def recurring_phrases(history: list[ContextSnapshot | HistoryRow], min_sessions: int,
                       with_excerpts: bool = True, cache: CycleCache | None = None) -> list[dict]:
     """Phrases in the notes of >= min_sessions distinct sessions, sub-phrases folded into longer
     ones; sorted by session count (desc), length (desc), phrase. Also used by context_summary
@@ -169,7 +169,7 @@ def recurring_phrases(history: list[ContextSnapshot], min_sessions: int,
              "excerpts": excerpts[k]} for k in ordered]
 
 
-def _mine(history: list[ContextSnapshot]):
+def _mine(history: list[ContextSnapshot | HistoryRow]):
     """Every phrase of the notes, numbered, with the sessions whose notes hold it, and each distinct
     sentence's phrase numbers."""
     note_sessions: dict[str, set[int]] = {}  # distinct notes, in order of first appearance

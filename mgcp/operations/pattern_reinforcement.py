@@ -94,24 +94,27 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
     paths = project_paths or {}
     drafts: list[ReinforcedPattern] = []
     for key in sorted(clusters):
-        members = clusters[key] if clusters[key] is not None else observed.members(key)
-        if len(members) < needed:
-            continue
         category = key.split("::", 1)[0]
-        members.sort(key=lambda m: (m.at, m.ref))
         if category == "lesson":
+            members = clusters[key]
+            if len(members) < needed:
+                continue
+            members.sort(key=lambda m: (m.at, m.ref))
             live = [m for m in members if m.lesson.status == LessonStatus.active]
             if not live:
                 continue  # every copy superseded: the lesson they were merged into carries it
             canonical = max(live, key=lambda m: (m.lesson.created_at, m.lesson.id))
+            surface, sources = canonical.text, [m.ref for m in members]
             lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
         else:
-            canonical = members[-1]  # its text: the latest wording of the cluster
-            holder = holders.holding(canonical.text)
-            lesson_id, canonical_ref = (holder.id if holder else None), canonical.ref
+            sources = observed.sources(key)  # oldest first: the last one is the canonical
+            if len(sources) < needed:
+                continue
+            surface = observed.surface(key)  # the latest wording of the cluster
+            holder = holders.holding(surface)
+            lesson_id, canonical_ref = (holder.id if holder else None), sources[-1]
         result.clusters += 1
-        pattern = _stamp(existing.get(key), key, category, canonical.text, lesson_id, canonical_ref,
-                         [m.ref for m in members], now)
+        pattern = _stamp(existing.get(key), key, category, surface, lesson_id, canonical_ref, sources, now)
         if pattern is None:
             result.unchanged += 1
             pattern = existing[key]
@@ -187,6 +190,9 @@ class Observations:
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
         self._note_key = text.Memo(lambda sentence: cluster_key("note", sentence)
                                    if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
+        # Sessions write the same notes again: each recent distinct note's (key, sentence) pairs, kept
+        # for up to 10,000 notes at a time.
+        self._note_keys: dict[str, list[tuple[str, str]]] = {}
 
     @classmethod
     def of(cls, history: list[tuple], decisions: list[dict], categories=("decision", "note")) -> "Observations":
@@ -238,10 +244,15 @@ class Observations:
                         number = self._pair(project_id, session, at) if number is None else number
                         self._add(key, number, at, decision)
             if self.notes and notes and not (same_project and notes == notes_before):
-                for sentence in text.sentences(notes):
-                    key = self._note_key[sentence]
-                    if key is not None:
-                        number = self._pair(project_id, session, at) if number is None else number
+                keyed = self._note_keys.get(notes)
+                if keyed is None:
+                    if len(self._note_keys) > 10_000:
+                        self._note_keys.clear()
+                    keyed = self._note_keys[notes] = [(key, sentence) for sentence in text.sentences(notes)
+                                                      if (key := self._note_key[sentence]) is not None]
+                if keyed:
+                    number = self._pair(project_id, session, at) if number is None else number
+                    for key, sentence in keyed:
                         self._add(key, number, at, sentence)
             project, notes_before, held_before = project_id, notes, held
         self._previous = (project, notes_before, held_before)
@@ -251,14 +262,31 @@ class Observations:
         return [key for key, found in self.sessions.items()
                 if len(found) >= needed and key.split("::", 1)[0] in categories and len(set(found)) >= needed]
 
+    def surface(self, key: str) -> str:
+        """The latest wording of the key."""
+        return self.wording[key][1].strip()
+
+    def sources(self, key: str) -> list[str]:
+        """The key's members' sources ("session:<project id>:<session number>"), by when they were
+        first observed, then by source: the order of `members`."""
+        numbers = sorted(dict.fromkeys(self.sessions[key]), key=self._first_at.__getitem__)
+        at = list(map(self._first_at.__getitem__, numbers))
+        if len(set(at)) < len(at):  # observed at the same moment: by source too
+            numbers.sort(key=lambda n: (self._first_at[n], _source(*self._pairs[n])))
+        return [_source(*pair) for pair in map(self._pairs.__getitem__, numbers)]
+
     def members(self, key: str) -> list["_Member"]:
-        surface = self.wording[key][1].strip()
+        surface = self.surface(key)
         out = []
         for number in dict.fromkeys(self.sessions[key]):
             project_id, session = self._pairs[number]
             out.append(_Member(f"session:{project_id}:{session}", self._first_at[number], surface,
                                project_id=project_id, session=session))
         return out
+
+
+def _source(project_id: str, session: int) -> str:
+    return f"session:{project_id}:{session}"
 
 
 class _Holders:
@@ -276,24 +304,35 @@ class _Holders:
             for word in chain(text.content_tokens(lesson.trigger + " " + lesson.action), tokens[" ".join(lesson.tags)]):
                 postings[word].add(number)
         self.postings = dict(postings)
+        self.arrays: dict = {}  # word -> its postings as a numpy array, made when first asked for
 
     def holding(self, surface: str) -> Lesson | None:
         if _full(surface) in self.equal:
             return self.equal[_full(surface)]
-        sets = sorted((self.postings.get(w, _NONE) for w in set(text.keywords(surface))), key=len)
-        if not sets:
+        words = list(dict.fromkeys(text.keywords(surface)))
+        if not words:
             return None
-        need = math.ceil(HELD * len(sets) - 1e-9)
-        # A lesson holding `need` of the words holds one of the len - need + 1 rarest; the counting
-        # is set intersections and a Counter (C loops), never a Python loop over a common word.
-        candidates = set().union(*sets[:len(sets) - need + 1])
-        if not candidates:
-            return None
-        counts = Counter(chain.from_iterable(candidates & s for s in sets))
-        best = max(counts.values())
+        need = math.ceil(HELD * len(words) - 1e-9)
+        # How many of the words each lesson holds, counted in one array: a lesson's number is its
+        # rank by recency, so the first of the highest counts is the most recent among equals.
+        import numpy as np
+
+        counts = np.zeros(len(self.lessons), dtype=np.int16)
+        for w in words:
+            counts[self._numbers(w)] += 1
+        best = int(counts.max()) if len(counts) else 0
         if best < need:
             return None
-        return self.lessons[min(n for n, c in counts.items() if c == best)]  # the most recent
+        return self.lessons[int(np.argmax(counts))]
+
+    def _numbers(self, word: str):
+        """The numbers of the lessons holding `word`, as an array (made once per word)."""
+        found = self.arrays.get(word)
+        if found is None:
+            import numpy as np
+
+            found = self.arrays[word] = np.fromiter(self.postings.get(word, ()), dtype=np.int64)
+        return found
 
 
 _NONE: frozenset = frozenset()

@@ -20,7 +20,7 @@ already answered "keep" (`settled` fingerprints), so such answers make room for 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from mgcp import text
 from mgcp.models import FindingOption, LessonUse, RemFinding
@@ -31,40 +31,110 @@ OPERATION = "staleness_scan"
 
 def run(lessons: list[LessonUse], recent_queries: list[str], now: datetime,
         settings: dict, settled: frozenset[str] = frozenset()) -> list[RemFinding]:
+    return scan(lessons, recent_queries, now, settings, settled)[0]
+
+
+RULES = ("speculative_unconfirmed", "stale_unused", "popular_unrefined", "unmatched_trigger")
+
+
+def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, settings: dict,
+         settled: frozenset[str] = frozenset(), first_query: str | None = None
+         ) -> tuple[list[RemFinding], datetime | None]:
+    """The findings at `now`, and until when the same inputs (lessons, their use, the queries, the
+    answers) keep giving the same findings' subjects and kinds (None: for ever). That span ends at
+    the first of: the oldest query of the window (logged at `first_query`) leaving it; a lesson
+    beyond the cut reaching the age that gives it as many reasons as the last one shown; a lesson
+    shown reaching the age of a rule that comes before its kind; a lesson beyond the cut
+    overtaking one shown (`_reorderings`)."""
     query_words: set[str] = set()
     for query in recent_queries:
         query_words.update(text.keywords(query))
     window = int(settings["query_window_days"])
+    speculative = settings.get("speculative_confidence", 0.5), settings.get("speculative_max_age_days", 30)
+    unused_age, popular = settings["unused_min_age_days"], settings["popular_min_retrievals"]
+    popular_age = settings["popular_unrefined_days"]
+    changes: list[datetime] = []  # the moments a finding could change, in the future
+    oldest = parse_time(first_query)
+    if recent_queries:  # a second early, as the window compares stored text (unknown: at once)
+        changes.append(oldest + timedelta(days=window, seconds=-1) if oldest else now)
     scored = []
+    ageing = []  # (lesson id, reasons now, [(when, rule) reached later]) of lessons a rule awaits
+
     for lesson in lessons:
-        created = parse_time(lesson.created_at) or now
-        refined = parse_time(lesson.last_refined) or created
+        # a time that does not parse reads as `now` at every run: a constant age of 0, no change
+        created_at = parse_time(lesson.created_at)
+        created = created_at or now
+        refined_at = parse_time(lesson.last_refined) or created_at
+        refined = refined_at or now
         last_used = parse_time(lesson.last_used)
         age = (now - created).days
-        reasons = []
-        if (lesson.confidence < settings.get("speculative_confidence", 0.5) and lesson.usage_count == 0
-                and lesson.helped == 0 and age >= settings.get("speculative_max_age_days", 30)):
-            reasons.append("speculative_unconfirmed")
-        if lesson.usage_count == 0 and age >= settings["unused_min_age_days"]:
-            reasons.append("stale_unused")
-        if (lesson.usage_count >= settings["popular_min_retrievals"]
-                and (now - refined).days >= settings["popular_unrefined_days"]):
-            reasons.append("popular_unrefined")
-        trigger_words = text.keywords(lesson.trigger)
-        if query_words and trigger_words and age >= window and not query_words.intersection(trigger_words):
-            reasons.append("unmatched_trigger")
-        if not reasons or fingerprint(OPERATION, reasons[0], subject_identity(subject_of(lesson))) in settled:
+        reasons, later = [], []
+
+        def rule(name: str, holds: bool, since: datetime | None, days) -> None:
+            if holds:
+                reasons.append(name)
+            elif since is not None and since + timedelta(days=days) > now:
+                later.append((since + timedelta(days=days), name))
+
+        if lesson.confidence < speculative[0] and lesson.usage_count == 0 and lesson.helped == 0:
+            rule("speculative_unconfirmed", age >= speculative[1], created_at, speculative[1])
+        if lesson.usage_count == 0:
+            rule("stale_unused", age >= unused_age, created_at, unused_age)
+        if lesson.usage_count >= popular:
+            rule("popular_unrefined", (now - refined).days >= popular_age, refined_at, popular_age)
+        if query_words:
+            trigger_words = text.keywords(lesson.trigger)
+            if trigger_words and not query_words.intersection(trigger_words):
+                rule("unmatched_trigger", age >= window, created_at, window)
+        if later:
+            ageing.append((lesson.id, reasons, sorted(later)))
+        if not reasons or (settled and fingerprint(OPERATION, reasons[0],
+                                                   subject_identity(subject_of(lesson))) in settled):
             continue
-        idle = (now - (last_used or created)).days
+        idle_since, idle_from = (last_used, last_used) if last_used else (created, created_at)
         if reasons[0] == "popular_unrefined":
-            idle = (now - refined).days
+            idle_since, idle_from = refined, refined_at
+        idle = (now - idle_since).days
         scored.append(((-len(reasons), -idle, lesson.id), lesson, reasons, {
-            "age_days": age, "idle_days": idle, "unrefined_days": (now - refined).days,
-            "trigger_keywords": trigger_words}))
+            "age_days": age, "idle_days": idle, "unrefined_days": (now - refined).days}, idle_from))
     scored.sort(key=lambda item: item[0])
     limit = int(settings.get("max_findings", 50))
-    return [_finding(lesson, reasons, facts, len(recent_queries), window)
-            for _, lesson, reasons, facts in scored[:limit]]
+    if limit <= 0:
+        return [], None
+    shown = {key[2] for key, *_ in scored[:limit]}
+    enough = -scored[limit - 1][0][0] if len(scored) >= limit else 1  # reasons that can enter the cut
+    for lesson_id, reasons, later in ageing:
+        if lesson_id in shown:  # its kind changes when a rule before it applies
+            changes += [when for when, name in later if RULES.index(name) < RULES.index(reasons[0])][:1]
+        else:
+            changes += [when for i, (when, _) in enumerate(later, 1) if len(reasons) + i >= enough][:1]
+    changes += _reorderings(scored, limit, now)
+    findings = [_finding(lesson, reasons, {**facts, "trigger_keywords": text.keywords(lesson.trigger)},
+                         len(recent_queries), window)
+                for _, lesson, reasons, facts, _ in scored[:limit]]
+    return findings, min(changes, default=None)
+
+
+def _reorderings(scored: list, limit: int, now: datetime) -> list[datetime]:
+    """When a lesson cut (beyond the first `limit` of `scored`) could overtake one shown. Only
+    lessons of as many reasons as the last one shown compete, by idle days and then id; idle days
+    count up at the same pace for all. A cut lesson overtakes a shown one when it next counts a day
+    if it has been idle longer (the same count now, a later id), or less than a day shorter with an
+    earlier id; otherwise never."""
+    if limit <= 0 or len(scored) <= limit or scored[limit - 1][0][0] != scored[limit][0][0]:
+        return []
+    reasons, least = scored[limit - 1][0][0], -scored[limit - 1][0][1]
+    shown = [(since, key[2]) for key, _, _, _, since in scored[:limit] if key[0] == reasons]
+    day = timedelta(days=1)
+    moments = []
+    for (count, minus_idle, lesson_id), _, _, _, since in scored[limit:]:
+        if count != reasons or -minus_idle < least - 1:
+            break  # sorted: the rest have fewer reasons, or two idle days fewer than any shown
+        if since is not None and any(
+                other is None or since < other or (other < since < other + day and lesson_id < other_id)
+                for other, other_id in shown):
+            moments.append(since + timedelta(days=1 - minus_idle))
+    return [m for m in moments if m > now]
 
 
 def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: int,

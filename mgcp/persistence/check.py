@@ -54,6 +54,7 @@ MIGRATION_TABLES = {
     "0006_lesson_search": ("lesson_search_docs", "lesson_search"),
     "0007_lesson_quality": ("lesson_traits", "lesson_outcomes", "lesson_outcome_stats"),
     "0008_reinforced_patterns": ("reinforced_patterns", "decision_observations"),
+    "0009_change_marks": ("change_marks",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 CONTENT = ("trigger", "action", "rationale", "tags")  # the text lessons and lesson_versions share

@@ -8,7 +8,6 @@ step in that transaction too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -438,19 +437,22 @@ class Lessons:
         rows = await self.db.fetchall("SELECT query FROM query_log WHERE created_at >= ?", [since])
         return [r["query"] for r in rows]
 
-    async def content_digest(self) -> str:
-        """A digest of what the operations that compare lessons read of the active and the
-        superseded ones (pattern reinforcement counts superseded copies): ids, status, versions,
-        triggers, actions, tags and links. Use (counts, times) is left out: it changes with every
-        query and decides nothing those operations find."""
-        rows = await self.db.fetchall(
-            """SELECT l.id, COALESCE(c.status, 'active'), l.version, l.trigger, l.action, l.tags, l.relationships
-               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-               WHERE COALESCE(c.status, 'active') IN ('active', 'superseded') ORDER BY l.id""")
-        digest = hashlib.sha256()
-        for row in rows:
-            digest.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
-        return digest.hexdigest()
+    async def content_digest(self, mark: str = "lesson_content") -> str:
+        """A value that changes with every write to what the operations that compare lessons read
+        of the lessons: ids, status, versions, triggers, actions, tags and links, but not their use
+        (counts, times), which every query changes. `mark="lesson_use"`: one that also changes
+        with their use, kind, confidence, outcomes and the query log (what the staleness scan
+        reads). Triggers replace the mark by a random value in the transaction of each write
+        (`change_marks`), so reading it costs one row however many lessons there are."""
+        row = await self.db.fetchone("SELECT mark FROM change_marks WHERE name = ?", [mark])
+        if row is None:
+            raise ValueError(f"unknown change mark {mark!r}")
+        return f"{mark}:{row[0]}"
+
+    async def first_query_since(self, since: str) -> str | None:
+        """When the oldest query logged at or after `since` was logged (None: no such query)."""
+        row = await self.db.fetchone("SELECT min(created_at) FROM query_log WHERE created_at >= ?", [since])
+        return row[0] if row else None
 
     async def unlink(self, source: str, target: str) -> list[str]:
         """Remove the link between two lessons, both directions, in one transaction. Returns the

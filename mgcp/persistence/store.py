@@ -20,6 +20,7 @@ from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.outcomes import Outcomes
 from mgcp.persistence.patterns import Patterns
 from mgcp.persistence.rem import RemLedger
+from mgcp.persistence.rem_inputs import RemInputs
 
 
 
@@ -40,6 +41,7 @@ class Store:
         self.rem = RemLedger(db)
         self.outcomes = Outcomes(db)
         self.patterns = Patterns(db)
+        self.rem_inputs = RemInputs(db)  # the history as REM cycles read it
 
     @classmethod
     @asynccontextmanager
