@@ -2,6 +2,7 @@
 config show, context diff; and errors under --json as JSON on stderr."""
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -86,6 +87,20 @@ def test_linking_again_with_another_type_changes_the_link_both_ways(db):
                         "--json")
     assert code == 0 and json.loads(out) == {"source": "verify-api", "target": "read-the-tests",
                                                  "type": "prerequisite", "added": False, "changed_from": None}
+
+
+def test_linking_a_one_way_link_with_another_type_makes_both_halves_that_type(db):
+    """Legacy data holds links one way only: linking again adds the missing half and retypes the other."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("""UPDATE lessons SET relationships = '[{"target": "read-the-tests", "type": "related",
+                        "weight": 0.5, "context": [], "bidirectional": true}]' WHERE id = 'verify-api'""")
+    code, out, _ = mgcp("lesson", "link", "verify-api", "read-the-tests", "--type", "prerequisite", "--db", db,
+                        "--json")
+    assert code == 0 and (json.loads(out)["added"], json.loads(out)["changed_from"]) == (False, "related")
+    for lesson_id in ("verify-api", "read-the-tests"):
+        rels = json.loads(mgcp("lesson", "show", lesson_id, "--db", db, "--json")[1])["relationships"]
+        assert [r["type"] for r in rels] == ["prerequisite"]
 
 
 def test_rem_show_prints_one_finding_whole_with_its_actions(tmp_path):

@@ -294,11 +294,25 @@ def test_a_search_index_out_of_step_is_indexed_again(copy):
     sql(copy, "INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES (?, 'archived', 'x')", archived)
     sql(copy, "DELETE FROM lesson_search WHERE rowid = (SELECT id FROM lesson_search_docs WHERE lesson_id = ?)", missing)
     assert problems(copy) == [
+        "search index: the triggers that keep it to active lessons are missing, so an archived or restored "
+        "lesson would not leave or rejoin it (repairable)",
         f"lesson {archived}: is archived but still in the search index (queries read the index) (repairable)",
         f"lesson {missing}: is active but missing from the search index (queries read the index) (repairable)"]
     code, out, err = check(copy, "--repair", "--yes")
     assert (code, err) == (0, ""), out
     assert indexed() == [row for row in before if row[0] != archived]
+    sql(copy, "DELETE FROM lesson_lifecycle WHERE lesson_id = ?", archived)  # the triggers work again
+    assert indexed() == before
+
+
+def test_before_migration_0010_an_inactive_lesson_in_the_index_is_no_fault(copy):
+    archived = sql(copy, "SELECT lesson_id FROM lesson_search_docs ORDER BY lesson_id")[0][0]
+    for name in ("insert", "update", "delete"):
+        sql(copy, f"DROP TRIGGER lesson_search_on_lifecycle_{name}")
+    sql(copy, "DELETE FROM _sqlite_migrations WHERE name = '0010_search_active_only'")
+    sql(copy, "INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES (?, 'archived', 'x')", archived)
+    code, out, err = check(copy)
+    assert (code, err) == (0, "") and "0010_search_active_only" not in out.splitlines()[-1], out
 
 
 def test_repair_without_yes_shows_the_repairs_and_changes_nothing(copy, ids):

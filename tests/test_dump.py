@@ -81,17 +81,58 @@ def test_rows_are_read_afresh_for_each_pass_and_written_in_batches(demo_db, tmp_
     monkeypatch.setattr(dump, "BATCH", 3)
     passes = []
 
-    def read():
-        passes.append(len(passes) + 1)
-        return dump.read_export(tmp_path / "a.jsonl", "a.jsonl")
+    async def work(handle):
+        reader = dump.ExportReader(handle, "a.jsonl")
 
-    async def work():
+        def read():
+            passes.append(len(passes) + 1)
+            return reader()
         async with Store.open(tmp_path / "new.db") as store:
             return await dump.import_rows(store, read, "a.jsonl")
-    report = asyncio.run(work())
+    with open(tmp_path / "a.jsonl", encoding="utf-8") as handle:
+        report = asyncio.run(work(handle))
     exported = (tmp_path / "a.jsonl").read_bytes()
     assert passes == [1, 2] and report.imported["lessons"] == len(rows(exported, "lessons")) > 3
     assert export(tmp_path / "new.db", tmp_path / "b.jsonl") == exported
+
+
+def test_an_export_from_a_pipe_or_a_fifo_imports(demo_db, tmp_path):
+    """A file that can be read only once (process substitution, a FIFO) is copied aside first."""
+    first = export(demo_db, tmp_path / "a.jsonl")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat '{tmp_path / 'a.jsonl'}' > '{fifo}'"])
+    code, out, err = mgcp("import", "jsonl", fifo, "--db", tmp_path / "new.db")
+    writer.wait(timeout=30)
+    assert code == 0 and out.startswith("Rebuilt "), err
+    assert export(tmp_path / "new.db", tmp_path / "b.jsonl") == first
+
+
+def test_an_export_changed_between_the_check_and_the_write_imports_nothing(demo_db, tmp_path):
+    """What is written is what was checked: a file rewritten in place after the first pass (here: a
+    lesson's tags made invalid) is refused at the end of the second, and the transaction rolls back."""
+    import asyncio
+
+    from mgcp.errors import InvalidInputError
+    from mgcp.persistence.store import Store
+
+    path = tmp_path / "a.jsonl"
+    good = export(demo_db, path).decode()
+    lines = good.splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if '"table": "lessons"' in line)
+    row = json.loads(lines[at])
+    row["row"]["tags"] = "not json"
+    bad = "".join(lines[:at] + [json.dumps(row) + "\n"] + lines[at + 1:])
+
+    async def work(handle):
+        reader = dump.ExportReader(handle, "a.jsonl")
+        passes = iter([reader, lambda: (path.write_text(bad), reader())[1]])
+        async with Store.open(tmp_path / "new.db") as store:
+            with pytest.raises(InvalidInputError, match="changed while it was being imported"):
+                await dump.import_rows(store, lambda: next(passes)(), "a.jsonl")
+            return await store.db.fetchall("SELECT id FROM lessons")
+    with open(path, encoding="utf-8") as handle:
+        assert asyncio.run(work(handle)) == []
 
 
 def test_importing_twice_duplicates_nothing_and_says_what_it_skipped(demo_db, tmp_path):

@@ -57,6 +57,7 @@ MIGRATION_TABLES = {
     "0009_change_marks": ("change_marks",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
+ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only
 CONTENT = ("trigger", "action", "rationale", "tags")  # the text lessons and lesson_versions share
 # Answering a finding stores its action record and one of these statuses in one transaction.
 RESOLVED = ("applied", "rejected")
@@ -285,6 +286,13 @@ def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
         tags = _json_list(row["tags"])
         return row["trigger"], row["action"], row["rationale"] or "", sorted(map(str, tags)) if tags else row["tags"]
 
+    # Before migration 0010 the index kept every lesson: an inactive one there is no fault yet.
+    active_only = ACTIVE_INDEX in {name for name, _ in migrate.applied_migrations(conn)}
+    triggers = {row["name"] for row in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    if active_only and not {f"lesson_search_on_lifecycle_{e}" for e in ("insert", "update", "delete")} <= triggers:
+        yield Problem("search", "search index", "the triggers that keep it to active lessons are missing, so "
+                                                "an archived or restored lesson would not leave or rejoin it",
+                      repair="create them again (migration 0010)", fix=_retrigger)
     indexed = {row["lesson_id"]: words(row) for row in _rows(conn, f"""
         SELECT d.lesson_id, {', '.join(f's.{c}' for c in CONTENT)} FROM lesson_search s
         JOIN lesson_search_docs d ON d.id = s.rowid""")}
@@ -296,7 +304,7 @@ def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
         if lesson["status"] == "active" and found != text:
             message = "is active but missing from the search index" if found is None else \
                 "has other text in the search index than its current version"
-        elif lesson["status"] != "active" and found is not None:
+        elif lesson["status"] != "active" and found is not None and active_only:
             message = f"is {lesson['status']} but still in the search index"
         else:
             continue
@@ -343,6 +351,13 @@ def _backfill(conn: sqlite3.Connection) -> None:
 def _settle(finding_id: str, status: str, applied_at: str, conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE rem_findings SET status = ?, resolved_at = ? WHERE id = ? AND status = 'stale'",
                  [status, applied_at, finding_id])
+
+
+def _retrigger(conn: sqlite3.Connection) -> None:
+    """Migration 0010 again: it creates only the triggers that are missing."""
+    import sqlite_utils
+
+    migrate.load_migration(ACTIVE_INDEX)(sqlite_utils.Database(conn))
 
 
 def _reindex(lesson_id: str, conn: sqlite3.Connection) -> None:

@@ -5,10 +5,11 @@ and then one line per row, `{"row": {...}, "table": "..."}`, tables in the order
 each table's key order, columns sorted by name, values exactly as stored (JSON columns stay the text
 SQLite holds). The same knowledge therefore always exports to the same bytes.
 
-`import_rows(store, rows)` reads the rows twice, never holding them all: first it checks every row
-(required columns, JSON columns, a lesson's text as `lesson add` checks it, every lesson with its
-versions), then it writes everything in one transaction; a row the database refuses is a one-line
-InvalidInputError naming its table and key:
+`import_rows(store, rows)` reads the rows twice, never holding them all (`ExportReader`: one open
+file, refused if it changed between the passes): first it checks every row (required columns, JSON
+columns, a lesson's text as `lesson add` checks it, every lesson with its versions), then it writes
+everything in one transaction; a row the database refuses is a one-line InvalidInputError naming
+its table and key:
 
 - into an empty database (no row in any exported table), every row goes in as it was, ids included,
   so that exporting the result reproduces the file byte for byte;
@@ -23,7 +24,8 @@ InvalidInputError naming its table and key:
   left out is reported (`ImportReport.skipped`). A project here only as sessions the hook registered
   (no history of its own) is replaced by the file's project and history (`ImportReport.replaced`).
 
-The lesson search index is derived, not exported: imported lessons are indexed as they go in.
+The lesson search index is derived, not exported: once the rows are in, the imported lessons that
+are active are indexed.
 
 TABLES lists each exported table with the columns that order its rows and, for merges, what a row
 belongs to (OWNERS) and how a copy is recognised (NATURAL). A table a later migration adds goes into
@@ -37,13 +39,14 @@ taken while other processes keep writing, written beside `dest` and renamed into
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
 from itertools import groupby, islice
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import migrate
@@ -186,14 +189,33 @@ class ImportReport:
                 "skipped_rows": self.skipped_rows, "replaced": self.replaced}
 
 
-def read_export(path: str | os.PathLike, source: str) -> Iterator[tuple[str, dict]]:
-    """The rows of the export file at `path`, read as they are needed (see `parse`)."""
-    try:
-        with open(path, encoding="utf-8") as lines:
-            yield from parse(lines, source)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}; "
-                                "nothing was imported") from None
+class ExportReader:
+    """An export read as rows as often as the import needs, from one open text file: each call reads
+    it from the start. A call that reads other bytes than the first (the file was changed in place
+    while it was imported) raises InvalidInputError at its end, so what is written is what was
+    checked: the writing pass then rolls back."""
+
+    def __init__(self, handle: IO[str], source: str):
+        self.handle, self.source, self.digest = handle, source, None
+
+    def __call__(self) -> Iterator[tuple[str, dict]]:
+        self.handle.seek(0)
+        digest = hashlib.sha256()
+
+        def lines() -> Iterator[str]:
+            try:
+                for line in self.handle:
+                    digest.update(line.encode("utf-8", "surrogatepass"))
+                    yield line
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInputError(f"cannot read {self.source}: {getattr(exc, 'strerror', None) or exc}; "
+                                        "nothing was imported") from None
+
+        yield from parse(lines(), self.source)
+        if self.digest is None:
+            self.digest = digest.digest()
+        elif digest.digest() != self.digest:
+            raise InvalidInputError(f"{self.source} changed while it was being imported; nothing was imported")
 
 
 def parse(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict]]:

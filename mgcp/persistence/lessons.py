@@ -94,7 +94,8 @@ class Lessons:
         return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
 
     async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
-        """Lessons by id; `tag` matches whatever its case ("React" finds lessons tagged "react")."""
+        """Lessons by id; `tag` matches whatever the case of its ASCII letters ("React" finds lessons
+        tagged "react")."""
         sql, params = LESSON_SELECT + " WHERE 1", []
         if status:
             sql += " AND COALESCE(c.status, 'active') = ?"
@@ -304,8 +305,7 @@ class Lessons:
         in one transaction. Already linked with another type, the link takes this one (weight and
         context kept). Returns (added, the type it had when it was changed, else None)."""
         async with self.db.transaction():
-            if await self.link(source, target, rel_type):
-                return True, None
+            added = await self.link(source, target, rel_type)  # adds whichever half is missing
             a, b = await self.get(source), await self.get(target)
             previous = None
             for lesson, other in ((a, b), (b, a)):
@@ -316,7 +316,7 @@ class Lessons:
                     r["type"] = rel_type
                 if changed:
                     await self.db.update("lessons", {"id": lesson.id}, {"relationships": dumps(rels)})
-            return False, previous
+            return added and previous is None, previous
 
     async def set_relationships(self, lesson_id: str, relationships: list[dict]) -> None:
         await self.db.update("lessons", {"id": lesson_id}, {"relationships": dumps(relationships)})

@@ -19,34 +19,29 @@ def jsonl(file: Annotated[str, typer.Argument(metavar="FILE", help="The export (
     import shutil
     import sys
     import tempfile
+    from contextlib import ExitStack
 
     from mgcp.config import db_path
     from mgcp.errors import InvalidInputError, MgcpError
-    from mgcp.persistence.dump import import_rows, read_export
+    from mgcp.persistence.dump import ExportReader, import_rows
 
-    with tempfile.TemporaryDirectory(prefix="mgcp-import-") as spool:
-        path = file
-        if file == "-":  # read twice (checked, then written): standard input goes to a file first
-            path = f"{spool}/stdin.jsonl"
-            try:
-                with open(path, "w", encoding="utf-8") as out:
-                    shutil.copyfileobj(sys.stdin, out)
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidInputError(f"cannot read stdin: {getattr(exc, 'strerror', None) or exc}") from None
-        source = "stdin" if file == "-" else file
+    source = "stdin" if file == "-" else file
+    with ExitStack() as stack:
         try:
-            with open(path, encoding="utf-8"):
-                pass
-        except OSError as exc:
-            raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from None
+            handle = sys.stdin if file == "-" else stack.enter_context(open(file, encoding="utf-8"))
+            if not handle.seekable():  # a pipe or a FIFO: read twice (checked, then written), so from a copy
+                spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
+                shutil.copyfileobj(handle, spool)
+                handle = spool
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
         target = db_path(db)
         existed = target.exists()
         try:
-            report = with_store(db, lambda s: import_rows(s, lambda: read_export(path, source), source))
+            report = with_store(db, lambda s: import_rows(s, ExportReader(handle, source), source))
         except MgcpError:
             if not existed:  # a refused import leaves no database behind it
-                for leftover in (target, target.with_name(target.name + "-wal"),
-                                 target.with_name(target.name + "-shm")):
+                for leftover in (target, target.with_name(target.name + "-wal"), target.with_name(target.name + "-shm")):
                     leftover.unlink(missing_ok=True)
             raise
     if json:
