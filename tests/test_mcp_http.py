@@ -179,3 +179,50 @@ def test_the_hook_of_a_machine_pointed_at_the_server_speaks_of_the_team_database
         assert (done.returncode, done.stdout) == (0, "")
         assert "failed open" in (tmp_path / name / ".mgcp" / "hook.log").read_text()
     assert len(sqlite3.connect(db).execute("SELECT * FROM project_sessions").fetchall()) == 2
+
+
+def test_the_hook_route_of_a_server_on_this_machine_refuses_other_hosts_origins_and_non_json(tmp_path):
+    """Without a token a server binds to this machine only; its /hook route then gets the SDK's
+    DNS-rebinding checks, so a web page cannot make it register sessions or read the recall."""
+    import httpx2
+
+    db, port = tmp_path / "own.db", free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MGCP_DATA_DIR": str(tmp_path / "srv")}
+    env.pop("MGCP_TOKEN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "mgcp", "serve", "--http", "--port", str(port), "--db", str(db)],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/hook"
+        body = json.dumps({"session_id": "page-1", "cwd": "/work/shop", "source": "startup"})
+        json_type = {"Content-Type": "application/json"}
+        for headers, status in (({**json_type, "Host": f"evil.example:{port}"}, 421),
+                                ({**json_type, "Origin": "http://evil.example"}, 403),
+                                ({"Content-Type": "text/plain"}, 400)):
+            assert httpx2.post(url, content=body, headers=headers).status_code == status
+        assert httpx2.post(url, content="x" * 70_000, headers=json_type).status_code == 413
+        assert not db.exists()  # nothing refused reached the database: it is not even created
+        answer = httpx2.post(url, content=body, headers=json_type)
+        assert answer.status_code == 200 and "reminder" in answer.json()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_a_server_that_does_not_answer_holds_the_hook_two_seconds_at_most(tmp_path):
+    """A server that accepts the connection and then says nothing: the session starts after the
+    hook's REMOTE_TIMEOUT_S, with nothing shown and a line in the hook log."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        start = {"session_id": "s-1", "cwd": "/work/shop", "source": "startup"}
+        done = hook(tmp_path, "dave", start, MGCP_SERVER=f"http://127.0.0.1:{silent.getsockname()[1]}")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "did not answer within 2 s" in (tmp_path / "dave" / ".mgcp" / "hook.log").read_text()

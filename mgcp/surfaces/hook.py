@@ -14,7 +14,7 @@ nobody asked for and hiding unused ones from the staleness scan. Otherwise it pr
 With `MGCP_SERVER` set (the URL of a team's `mgcp serve --http`), the hook asks that server
 instead (`ask`: POST /hook, with `MGCP_TOKEN` as the bearer token): the session is registered in
 the team's database and the reminder and recall speak of it; a server that cannot be reached means
-nothing shown and a line in the hook log, as any other failure.
+nothing shown within REMOTE_TIMEOUT_S and a line in the hook log, as any other failure.
 
 Contract:
 - It never runs the cycle; it only registers the session and reminds.
@@ -41,7 +41,8 @@ from mgcp.persistence import migrate, sessions
 from mgcp.schedule import plan
 
 BUSY_TIMEOUT_S = 2.0
-REMOTE_TIMEOUT_S = 5.0
+REMOTE_TIMEOUT_S = 2.0  # the hook's whole wait for a shared server, as for a locked database
+MAX_ANSWER = 1 << 20
 MAX_REMINDER = 600
 
 
@@ -113,17 +114,42 @@ def run(session_id: str, cwd: str, source: str | None, db: str | None = None,
 def ask(server: str, payload: dict) -> str | None:
     """The text to show, from a team's shared `mgcp serve --http` at `server` (its base URL, or its
     /mcp URL): the session is registered in the team's database, and the reminder and recall speak
-    of it. Sends `MGCP_TOKEN` as the bearer token when set. Waits at most REMOTE_TIMEOUT_S."""
-    import urllib.request
+    of it. Sends `MGCP_TOKEN` as the bearer token when set; follows no redirect and no proxy. Gives
+    up after REMOTE_TIMEOUT_S in all (name lookup, connection, answer)."""
+    import http.client
+    import threading
+    from urllib.parse import urlsplit
 
-    base = server.rstrip("/").removesuffix("/mcp")
+    url = urlsplit(server.rstrip("/").removesuffix("/mcp"))
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError(f"MGCP_SERVER {server!r} is not an http:// or https:// URL")
     body = json.dumps({key: payload.get(key) for key in ("session_id", "cwd", "source")}).encode("utf-8")
     headers = {"Content-Type": "application/json"}
-    if os.environ.get("MGCP_TOKEN"):
+    if os.environ.get("MGCP_TOKEN", "").strip():
         headers["Authorization"] = f"Bearer {os.environ['MGCP_TOKEN'].strip()}"
-    request = urllib.request.Request(f"{base}/hook", data=body, headers=headers, method="POST")
-    with urllib.request.urlopen(request, timeout=REMOTE_TIMEOUT_S) as response:
-        answer = json.loads(response.read().decode("utf-8"))
+    outcome: dict = {}
+
+    def post() -> None:
+        try:
+            kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+            conn = kind(url.hostname, url.port, timeout=REMOTE_TIMEOUT_S)
+            conn.request("POST", f"{url.path}/hook", body, headers)
+            response = conn.getresponse()
+            outcome["answer"] = (response.status, response.read(MAX_ANSWER).decode("utf-8", "replace"))
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=post, daemon=True)  # a daemon: left behind if it overruns
+    worker.start()
+    worker.join(REMOTE_TIMEOUT_S)
+    if worker.is_alive():
+        raise TimeoutError(f"{server} did not answer within {REMOTE_TIMEOUT_S:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    status, text = outcome["answer"]
+    if status != 200:
+        raise RuntimeError(f"{server} answered {status}: {' '.join(text.split())[:300]}")
+    answer = json.loads(text)
     reminder = answer.get("reminder") if isinstance(answer, dict) else None
     return reminder if isinstance(reminder, str) and reminder else None
 

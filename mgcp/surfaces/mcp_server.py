@@ -37,6 +37,7 @@ import anyio
 import mcp_types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
@@ -169,7 +170,14 @@ def serve_http(db: str | None, config: str | None, host: str, port: int, token: 
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     log.setLevel(logging.INFO)
     server = build_server(db, config)
-    server.custom_route("/hook", methods=["POST"])(functools.partial(_hook, db, config))
+    # The hook's route gets the checks the SDK gives /mcp: a JSON body, and on this machine only
+    # (no token) a Host and an Origin of this machine, against DNS rebinding from a web page.
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    ) if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    server.custom_route("/hook", methods=["POST"])(
+        functools.partial(_hook, db, config, TransportSecurityMiddleware(security)))
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     if token:
         app = BearerTokenGate(app, token)
@@ -179,16 +187,29 @@ def serve_http(db: str | None, config: str | None, host: str, port: int, token: 
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
 
 
-async def _hook(db: str | None, config: str | None, request):
+HOOK_BODY_LIMIT = 64 * 1024
+
+
+async def _hook(db: str | None, config: str | None, security, request):
     """POST /hook: the SessionStart hook of a machine whose `MGCP_SERVER` names this server, run
-    against this server's database: {"session_id", "cwd", "source"} in, {"reminder": text or null}
-    out; 400 for a payload the hook refuses, 500 (with the error) when it fails."""
+    against this server's database: {"session_id", "cwd", "source"} as JSON in, {"reminder": text or
+    null} out; 400 for a payload the hook refuses, 413 past HOOK_BODY_LIMIT bytes, the SDK's answers
+    to a wrong Content-Type, Host or Origin (`security`), 500 (with the error) when the hook fails."""
     from starlette.responses import JSONResponse
 
     from mgcp.surfaces import hook
 
+    refused = await security.validate_request(request, is_post=True)
+    if refused is not None:
+        return refused
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > HOOK_BODY_LIMIT:
+            return JSONResponse({"error": f"a SessionStart payload is at most {HOOK_BODY_LIMIT} bytes"},
+                                status_code=413)
     try:
-        payload = hook.parse_input((await request.body()).decode("utf-8"))
+        payload = hook.parse_input(body.decode("utf-8"))
     except (hook.HookInputError, UnicodeDecodeError) as exc:
         return JSONResponse({"error": f"bad SessionStart payload: {exc}"}, status_code=400)
     try:
