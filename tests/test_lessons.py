@@ -89,8 +89,8 @@ def test_query_skips_archived_lessons(db, run):
 
 
 def test_archived_best_matches_do_not_crowd_out_active_ones(db, run):
-    """The search ranks the index (which keeps archived lessons) before dropping inactive lessons:
-    however many archived lessons match better, the best active ones still come back."""
+    """However many archived lessons match better, the best active ones come back: the index ranks
+    active lessons only."""
     from mgcp.models import LessonStatus
 
     async def work(s):

@@ -26,8 +26,8 @@ RANKED_JOINS = """LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version 
 ACTIVE = "COALESCE(c.status, 'active') = 'active'"
 # FTS5 relevance: trigger and action weigh twice as much as the rationale and the tags.
 BM25 = "bm25(lesson_search, 1.0, 1.0, 0.5, 0.5)"
-# The best text matches: FTS5 alone ranks every match (joining each match to its lesson first cost
-# about five times as much on common words at 100k lessons), then the best few are joined to their
+# The best text matches: FTS5 alone ranks every match (a join per match would cost more than the
+# ranking), ties at the cut going to the earlier indexed; then the best few are joined to their
 # ranking columns. The index holds active lessons only (kept so by triggers on lesson_lifecycle);
 # the status is checked again all the same.
 SEARCH = f"""SELECT {RANKED_COLUMNS}, m.relevance AS relevance

@@ -86,7 +86,8 @@ def is_customised(command: str) -> bool:
         words = shlex.split(command)
     except ValueError:
         return True
-    return not (words and Path(words[0]).name == HOOK_COMMAND and words[1:] in ([], ["||", "true"]))
+    program = Path(words[0]).name.removesuffix(".exe") if words else ""
+    return not (program == HOOK_COMMAND and words[1:] in ([], ["||", "true"]))
 
 
 def settings_path(project_path: str | None) -> Path:
