@@ -58,21 +58,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
-    db, port = tmp_path / "team.db", free_port()
-    env = {**os.environ, "MGCP_TOKEN": TOKEN, "PYTHONPATH": str(ROOT), "MGCP_DATA_DIR": str(tmp_path / "srv")}
-    proc = subprocess.Popen([sys.executable, "-m", "mgcp", "serve", "--http", "--host", "0.0.0.0", "--port",
-                             str(port), "--db", str(db)], env=env, stderr=subprocess.PIPE, text=True)
+def start_server(db, port: int, env: dict, *args: str) -> subprocess.Popen:
+    """`mgcp serve --http` on `port` with `args`, once it accepts connections."""
+    proc = subprocess.Popen([sys.executable, "-m", "mgcp", "serve", "--http", "--port", str(port), "--db", str(db),
+                             *args], env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return proc
         except OSError:
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "the server did not start"
             time.sleep(0.1)
+
+
+@pytest.fixture
+def server(tmp_path):
+    db, port = tmp_path / "team.db", free_port()
+    env = {**os.environ, "MGCP_TOKEN": TOKEN, "PYTHONPATH": str(ROOT), "MGCP_DATA_DIR": str(tmp_path / "srv")}
+    proc = start_server(db, port, env, "--host", "0.0.0.0")
     yield f"http://127.0.0.1:{port}/mcp", db
     proc.terminate()
     proc.wait(timeout=30)
@@ -189,17 +194,8 @@ def test_the_hook_route_of_a_server_on_this_machine_refuses_other_hosts_origins_
     db, port = tmp_path / "own.db", free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MGCP_DATA_DIR": str(tmp_path / "srv")}
     env.pop("MGCP_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "mgcp", "serve", "--http", "--port", str(port), "--db", str(db)],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    proc = start_server(db, port, env)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
         url = f"http://127.0.0.1:{port}/hook"
         body = json.dumps({"session_id": "page-1", "cwd": "/work/shop", "source": "startup"})
         json_type = {"Content-Type": "application/json"}

@@ -38,7 +38,7 @@ next block (BLOCK_ENTRIES), and scoring lays out at most DENSE_CELLS cells at on
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from itertools import chain
 
@@ -194,15 +194,7 @@ def pairs(m: Matrix, t: float, tick: Callable[[int, int], None] | None = None
     rows = m.row[entries]
     cum = np.cumsum(place[entries] - word_start[m.rank[entries]])  # candidates up to each entry
     found_a, found_b, found_s = [], [], []
-    lo = 0
-    while lo < len(entries):
-        # a block of whole rows with at most about BLOCK_ENTRIES candidates
-        hi = int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + BLOCK_ENTRIES, side="right"))
-        hi = max(hi, lo + 1)
-        if hi < len(entries):
-            hi = int(np.searchsorted(rows, rows[hi - 1], side="right"))
-        if tick is not None:
-            tick(int(rows[lo]), m.n)
+    for lo, hi in _blocks(rows, cum, m.n, tick):
         y_entry, x_entry = _earlier_in_group(place[entries[lo:hi]], word_start, words)
         x_entry, y_entry = by_word[x_entry], by_word[y_entry]  # x: the later row, y: an earlier one
         x, y = m.row[x_entry], m.row[y_entry]
@@ -213,7 +205,6 @@ def pairs(m: Matrix, t: float, tick: Callable[[int, int], None] | None = None
         c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
         keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
         x_entry, y_entry = x_entry[keep], y_entry[keep]
-        lo = hi
         if not len(x_entry):
             continue
         code = m.row[x_entry] * m.n + m.row[y_entry]
@@ -235,6 +226,22 @@ def pairs(m: Matrix, t: float, tick: Callable[[int, int], None] | None = None
     return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
 
 
+def _blocks(rows: np.ndarray, cum: np.ndarray, n: int,
+            tick: Callable[[int, int], None] | None) -> Iterator[tuple[int, int]]:
+    """(lo, hi): consecutive slices of entries (`rows`: each entry's row, in row order) holding whole
+    rows and about BLOCK_ENTRIES candidates each (`cum`: the candidates up to each entry), telling
+    `tick` the row each starts at."""
+    lo = 0
+    while lo < len(rows):
+        hi = max(int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + BLOCK_ENTRIES, side="right")), lo + 1)
+        if hi < len(rows):
+            hi = int(np.searchsorted(rows, rows[hi - 1], side="right"))
+        if tick is not None:
+            tick(int(rows[lo]), n)
+        yield lo, hi
+        lo = hi
+
+
 def neighbours(m: Matrix, eligible: np.ndarray, width: int,
                tick: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each row, the `width` other rows sharing the most of its eligible words (`eligible`: a
@@ -250,21 +257,13 @@ def neighbours(m: Matrix, eligible: np.ndarray, width: int,
     row_bits, rank_bits = max(1, (m.n - 1).bit_length()), max(1, (m.size - 1).bit_length())
     packed = 2 * row_bits + rank_bits < 63
     found: list[np.ndarray] = []
-    lo = 0
-    while lo < len(entries):
-        hi = int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + BLOCK_ENTRIES, side="right"))
-        hi = max(hi, lo + 1)
-        if hi < len(entries):
-            hi = int(np.searchsorted(rows, rows[hi - 1], side="right"))
-        if tick is not None:
-            tick(int(rows[lo]), m.n)
+    for lo, hi in _blocks(rows, cum, m.n, tick):
         # every row holding one of the block's eligible words, with the word's rank
         group = m.rank[entries[lo:hi]]
         counts = word_start[group + 1] - word_start[group]
         x = np.repeat(rows[lo:hi], counts)
         y = holder[_expand(word_start, group)]
         rank = np.repeat(group, counts)
-        lo = hi
         if packed:
             key = np.sort((x << (row_bits + rank_bits)) | (y << rank_bits) | rank)
             pair = key >> rank_bits
