@@ -161,16 +161,16 @@ def hook(tmp_path, name: str, payload: dict, **env) -> subprocess.CompletedProce
 
 def test_the_hook_of_a_machine_pointed_at_the_server_speaks_of_the_team_database(server, tmp_path):
     url, db = server
-    saved = subprocess.run([sys.executable, "-m", "mgcp", "context", "save", "--project", "/work/shop", "--notes",
+    saved = subprocess.run([sys.executable, "-m", "mgcp", "context", "save", "--project", "/projects/shop", "--notes",
                             "Checkout retries are idempotent now", "--db", str(db)], capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(ROOT), "MGCP_DATA_DIR": str(tmp_path / "srv")})
     assert saved.returncode == 0, saved.stderr
-    start = {"session_id": "alice-1", "cwd": "/work/shop", "source": "startup", "hook_event_name": "SessionStart"}
+    start = {"session_id": "alice-1", "cwd": "/projects/shop", "source": "startup", "hook_event_name": "SessionStart"}
     done = hook(tmp_path, "alice", start, MGCP_SERVER=url, MGCP_TOKEN=TOKEN)
     assert (done.returncode, done.stderr) == (0, "")
     sessions = sqlite3.connect(db).execute(
         "SELECT s.session_id FROM project_sessions s JOIN project_contexts p ON p.project_id = s.project_id "
-        "WHERE p.project_path = '/work/shop'").fetchall()
+        "WHERE p.project_path = '/projects/shop'").fetchall()
     assert sessions == [("alice-1",)]  # registered in the team's database
     assert not (tmp_path / "alice" / ".mgcp" / "lessons.db").exists()  # and nowhere else
     reminder = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -197,7 +197,7 @@ def test_the_hook_route_of_a_server_on_this_machine_refuses_other_hosts_origins_
     proc = start_server(db, port, env)
     try:
         url = f"http://127.0.0.1:{port}/hook"
-        body = json.dumps({"session_id": "page-1", "cwd": "/work/shop", "source": "startup"})
+        body = json.dumps({"session_id": "page-1", "cwd": "/projects/shop", "source": "startup"})
         json_type = {"Content-Type": "application/json"}
         for headers, status in (({**json_type, "Host": f"evil.example:{port}"}, 421),
                                 ({**json_type, "Origin": "http://evil.example"}, 403),
@@ -218,7 +218,7 @@ def test_a_server_that_does_not_answer_holds_the_hook_two_seconds_at_most(tmp_pa
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
-        start = {"session_id": "s-1", "cwd": "/work/shop", "source": "startup"}
+        start = {"session_id": "s-1", "cwd": "/projects/shop", "source": "startup"}
         done = hook(tmp_path, "dave", start, MGCP_SERVER=f"http://127.0.0.1:{silent.getsockname()[1]}")
     assert (done.returncode, done.stdout) == (0, "")
     assert "did not answer within 2 s" in (tmp_path / "dave" / ".mgcp" / "hook.log").read_text()

@@ -1,7 +1,7 @@
 """The REM cycle's read of a project's history: the same snapshots as `Contexts.history_since`,
 as light rows without the catalogue, old and odd stored shapes included."""
 
-P = "/work/rem-inputs"
+P = "/projects/rem-inputs"
 
 
 def test_the_light_rows_hold_what_the_snapshots_hold(db, run):
