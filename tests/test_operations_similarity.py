@@ -186,3 +186,47 @@ def test_contained_finds_every_pair_whose_longer_row_holds_the_shorter(seed):
         small, large = sparse.contained(backend.matrix(docs), 3, 2.0, max_df)
         assert {(keys[i], keys[j]) for i, j in zip(small.tolist(), large.tolist())} == expected
         assert max_df < 200 or expected
+
+
+def reference_vectors(docs):
+    """TF-IDF vectors by their definition, a document at a time (`text.join_compounds` over the
+    corpus's words, `text.stems`, sublinear tf x smoothed idf, L2-normalised)."""
+    import math
+    from collections import Counter
+
+    from mgcp import text
+
+    words = {key: text.terms(doc) for key, doc in docs.items()}
+    vocabulary = set(itertools.chain.from_iterable(words.values()))
+    counts = {key: Counter(text.stems(text.join_compounds(w, vocabulary))) for key, w in words.items()}
+    df = Counter(f for c in counts.values() for f in c)
+    n = len(docs)
+    out = {}
+    for key, c in counts.items():
+        vec = {f: (1.0 + math.log(tf)) * (math.log((1 + n) / (1 + df[f])) + 1.0) for f, tf in c.items()}
+        norm = math.sqrt(sum(w * w for w in vec.values()))
+        out[key] = {f: w / norm for f, w in vec.items()} if norm else {}
+    return out
+
+
+def test_bulk_vectors_equal_their_definition_compounds_stop_words_and_numbers_included():
+    rng = random.Random(11)
+    pieces = WORDS + ["type", "script", "typescript", "next", "js", "nextjs", "a", "the", "of", "42", "x",
+                      "tail", "wind", "tailwind", "css", "windcss", "retries", "retrying", "useEffect"]
+    docs = {f"d{i}": " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 14))) for i in range(300)}
+    docs.update({"split": "type", "next-doc": "script again", "triple": "tail wind css", "empty": "",
+                 "only-stop": "the of a", "repeated": "cache cache cache retry"})
+    got = LexicalBackend().vectors(docs)
+    want = reference_vectors(docs)
+    assert list(got) == list(want)
+    for key in docs:
+        assert got[key].keys() == want[key].keys(), key
+        for f, w in want[key].items():
+            assert got[key][f] == pytest.approx(w, rel=1e-12, abs=1e-15)
+
+
+def test_a_compound_is_joined_left_to_right_and_never_across_documents():
+    docs = {"a": "tail wind css", "b": "tailwind windcss", "c": "type", "d": "script typescript"}
+    vecs = LexicalBackend().vectors(docs)
+    assert set(vecs["a"]) == {"tailwind", "css"}  # "tail wind" joins first; "wind css" is not read
+    assert set(vecs["c"]) == {"type"} and set(vecs["d"]) == {"script", "typescript"}

@@ -25,7 +25,7 @@ from mgcp.engine.actions import apply_auto
 from mgcp.errors import ConfigError, InvalidInputError
 from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
                          RemReport, RemRun, RemStatus)
-from mgcp.operations.shared import CycleCache
+from mgcp.operations.shared import CycleCache, Reader
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.store import Store
 
@@ -87,7 +87,7 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
     project = await store.context.known_project(project_path)
     plan = _plan(config, project, await store.rem.state(project.project_id), operations)
     model = await _similarity_model(config, plan)
-    analyses = _analyse(store, config, project, plan, progress, model)
+    analyses = _analyse(store, config, project, plan, progress, model, keep=not dry_run)
 
     async def write(analyses) -> RemRun:
         await store.context.ensure_project(project.project_path)
@@ -154,10 +154,12 @@ async def _similarity_model(config: RemConfig, plan: list[OperationSchedule]):
 
 
 async def _analyse(store: Store, config: RemConfig, project: ProjectContext, plan: list[OperationSchedule],
-                   progress: Progress | None, model=None) -> AsyncIterator[_Analysis]:
+                   progress: Progress | None, model=None, keep: bool = True) -> AsyncIterator[_Analysis]:
     """Each planned operation's analysis, one by one. Nothing is written and no transaction is
     open, so the write lock stays free however long this takes; the CPU-bound work of each
-    operation runs in a worker thread, so the event loop (an MCP server) keeps answering."""
+    operation runs in a worker thread, so the event loop (an MCP server) keeps answering.
+    After the last one, with `keep`, the words read anew are kept for the next cycles (a cache,
+    see `_Inputs.keep_words`)."""
     progress = progress or (lambda message, fraction=None: None)
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id, model)
@@ -175,6 +177,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
                 if "steady" in last:
                     summary["steady"] = last["steady"]
             else:
+                if op in TEXT_READERS:
+                    inputs.cache.reader = await inputs.reader()
                 findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
                     summary["input_digest"] = digest
@@ -186,7 +190,11 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         inputs.cache.progress = None
         inputs.end([p.operation for p in plan[index:]])
+        if op == "community_detection" and analysis.error is None and not analysis.summary.get("skipped"):
+            inputs.read_all = True
         yield analysis
+    if keep:
+        await inputs.keep_words()
 
 
 # Operations whose findings (and writes) depend only on the active lessons' content, their own
@@ -351,6 +359,9 @@ SHARING = {"duplicate_detection": "similarity", "community_detection": "similari
 LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extraction", "pattern_reinforcement",
                   "contradiction_scan"}
 HISTORY_READERS = {"knowledge_extraction", "context_summary"}
+# Operations that read the lessons' texts word by word (`mgcp.operations.shared.terms`);
+# community detection reads every text any of them reads (each lesson's trigger, action and tags).
+TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_scan"}
 
 
 class _Inputs:
@@ -370,6 +381,8 @@ class _Inputs:
         self.digests: dict[str, str] = {}
         self.after: int | None = None
         self.snapshots: list = []
+        self._reader: Reader | None = None
+        self.read_all = False  # whether an operation read every text the kept words are for
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
@@ -398,6 +411,23 @@ class _Inputs:
         if mark not in self.digests:
             self.digests[mark] = await self.store.lessons.content_digest(mark)
         return self.digests[mark]
+
+    async def reader(self) -> Reader:
+        """Where the text-reading operations find each text's words: those kept from earlier
+        cycles (loaded on first use), else read anew."""
+        if self._reader is None:
+            self._reader = Reader(await self.store.kept_words.load())
+        return self._reader
+
+    async def keep_words(self) -> None:
+        """Keep the words read anew in this cycle; when an operation read every lesson text, drop
+        the kept words no text asked for (texts changed or gone). Kept words are a cache: the
+        next cycle only reads again what is missing."""
+        reader = self._reader
+        if reader is None:
+            return
+        dropped = [key for key in reader.kept if key not in reader.seen] if self.read_all else []
+        await self.store.kept_words.keep(reader.new, dropped)
 
     async def lessons(self) -> list:
         if self.active is None:

@@ -147,7 +147,7 @@ def _containing(actions: dict[str, str], vecs: dict[str, dict[str, float]],
     if isinstance(lexical, LexicalBackend):
         matrix = lexical.matrix(actions)
     else:
-        matrix = sparse.Matrix([vecs[i] for i in ids])
+        matrix = sparse.Matrix.of([vecs[i] for i in ids])
     small, large = sparse.contained(matrix, CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF)
     return [(ids[i], ids[j]) for i, j in zip(small.tolist(), large.tolist())]
 

@@ -1,15 +1,19 @@
 """What the operations of one REM cycle can share: the same lessons vectorised once, the same notes
 mined once. The engine makes one `CycleCache` per cycle and passes it to each operation; an
-operation called without one computes afresh, so it behaves the same on its own and nothing
-outlives a cycle. No module-level state.
+operation called without one computes afresh, so it behaves the same on its own. What outlives a
+cycle is only the words of each text (`Reader`), which the engine keeps in the database.
+No module-level state but the digest of the reading rules.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
+import unicodedata
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from itertools import chain
+from pathlib import Path
 from typing import TypeVar
 
 from mgcp import text
@@ -25,9 +29,10 @@ class CycleCache:
     operation of several loops gives each its share of the way with `stage(cache, low, high)`.
     Setting `progress` (the engine does, per operation) starts again from 0."""
 
-    def __init__(self, progress: Callable[[float], None] | None = None) -> None:
+    def __init__(self, progress: Callable[[float], None] | None = None, reader: "Reader | None" = None) -> None:
         self._values: dict = {}
         self.progress = progress
+        self.reader = reader  # where a text's words are read (and kept), or None: read afresh
 
     @property
     def progress(self) -> Callable[[float], None] | None:
@@ -79,10 +84,51 @@ def ticker(cache: CycleCache | None) -> Callable[[int, int], None]:
 _PHRASE_STARTS = frozenset(w for first, *_ in text.PHRASES for w in (first, text.SYNONYMS.get(first, first)))
 
 
+# The rules a text's words are read by: `mgcp.text` and the Unicode tables folding uses.
+RULES = hashlib.blake2b(Path(text.__file__).read_bytes() + unicodedata.unidata_version.encode(),
+                        digest_size=16).digest()
+
+
+def digest(doc: str) -> bytes:
+    """What a text's kept words are found by: a digest of the text and of the reading rules."""
+    return hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=16, key=RULES).digest()
+
+
+class Reader:
+    """Each text's words (`text.terms`), found among the words kept from earlier cycles (`kept`: digest
+    -> words joined by spaces) or read anew. `new` collects what was read anew and `seen` the digest of
+    every text asked for, so that the engine can keep the new and drop what no text asked for.
+    One thread uses it at a time."""
+
+    def __init__(self, kept: dict[bytes, str]):
+        self.kept = kept
+        self.new: dict[bytes, str] = {}
+        self.seen: set[bytes] = set()
+
+    def terms(self, doc: str) -> tuple[str, ...]:
+        key = digest(doc)
+        self.seen.add(key)
+        found = self.kept.get(key)
+        if found is None:
+            found = self.new.get(key)
+        if found is not None:
+            return tuple(map(sys.intern, found.split()))
+        words = tuple(map(sys.intern, text.terms(doc)))
+        self.new[key] = " ".join(words)
+        return words
+
+
+def _read(cache: CycleCache | None, doc: str) -> tuple[str, ...]:
+    if cache is not None and cache.reader is not None:
+        return cache.reader.terms(doc)
+    return tuple(map(sys.intern, text.terms(doc)))
+
+
 def terms(cache: CycleCache | None, doc: str) -> tuple[str, ...]:
     """`text.terms(doc)`, read once per text in a cycle (duplicates, copies and communities read the
-    same actions); kept as a tuple of interned words, so that 100k texts' words cost little memory."""
-    return shared(cache, ("terms", doc), lambda: tuple(map(sys.intern, text.terms(doc))))
+    same actions), through the cache's `Reader` when it has one; kept as a tuple of interned words,
+    so that 100k texts' words cost little memory."""
+    return shared(cache, ("terms", doc), lambda: _read(cache, doc))
 
 
 def joined_terms(cache: CycleCache | None, parts: list[str]) -> tuple[str, ...]:
@@ -95,7 +141,7 @@ def joined_terms(cache: CycleCache | None, parts: list[str]) -> tuple[str, ...]:
     def compute() -> tuple[str, ...]:
         pieces = [terms(cache, part) for part in parts]
         if any(word in _PHRASE_STARTS for piece in pieces[:-1] for word in piece[-2:]):
-            return tuple(map(sys.intern, text.terms(whole)))
+            return _read(cache, whole)
         return tuple(chain.from_iterable(pieces))
 
     return shared(cache, ("terms", whole), compute)

@@ -11,7 +11,9 @@ How `LexicalBackend` works:
 
 - Each document becomes a sparse TF-IDF vector over stemmed words (sublinear tf, smoothed idf),
   L2-normalised, so the dot product is the cosine. Word order does not matter, so reordered clauses
-  cost nothing; a swapped or added word costs a little, in proportion to its rarity.
+  cost nothing; a swapped or added word costs a little, in proportion to its rarity. The corpus is
+  vectorised in bulk (`mgcp.operations.sparse.tf_idf`: each distinct word joined, stemmed and
+  weighed once); `vectors` reads one document's dict from that matrix when asked for.
 - `pairs` is exact (the same pairs as comparing every pair), sub-quadratic in practice and done in
   bulk by numpy on the corpus as a sparse matrix (`mgcp.operations.sparse`): prefix filtering
   proposes the pairs sharing one of their rarest words, a bound on how many words two documents
@@ -36,11 +38,11 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from itertools import chain
 
 from mgcp import text
-from mgcp.operations.shared import CycleCache, shared, stage, terms, ticker
+from mgcp.operations.shared import CycleCache, stage, terms, ticker
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -60,7 +62,7 @@ class SimilarityBackend(ABC):
         """The similarity of two texts on their own (no corpus statistics)."""
 
     @abstractmethod
-    def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
+    def vectors(self, docs: dict[Doc, str]) -> Mapping[Doc, dict[str, float]]:
         """Each document as an L2-normalised sparse vector of words (so a dot product is a cosine)."""
 
     def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
@@ -81,34 +83,43 @@ class LexicalBackend(SimilarityBackend):
     # -- vectors ---------------------------------------------------------------------------------
 
     def counts(self, docs: dict[Doc, str]) -> dict[Doc, Counter]:
-        """Each document's stemmed terms (`text.terms`, read once per text in a cycle), with the
-        compounds the corpus also writes as one word joined (`text.join_compounds`)."""
-        tick = ticker(self.cache)
-        words = {}
-        for i, (key, doc) in enumerate(docs.items()):
-            tick(i, len(docs))
-            words[key] = terms(self.cache, doc)
+        """Each document's stemmed terms, with the compounds the documents also write as one word
+        joined (`text.join_compounds`)."""
+        words = {key: terms(self.cache, doc) for key, doc in docs.items()}
         vocabulary = set(chain.from_iterable(words.values()))
         return {key: Counter(text.stems(text.join_compounds(w, vocabulary))) for key, w in words.items()}
 
-    def vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
-        """TF-IDF vectors (L2-normalised) of a corpus; empty documents get an empty vector."""
-        return shared(self.cache, ("tf-idf", tuple(docs.items())), lambda: self._vectors(docs))
-
-    def _vectors(self, docs: dict[Doc, str]) -> dict[Doc, dict[str, float]]:
-        counts = self.counts(docs)
-        df: Counter = Counter()
-        for c in counts.values():
-            df.update(c.keys())
-        n = len(docs)
-        idf = {f: math.log((1 + n) / (1 + d)) + 1.0 for f, d in df.items()}
-        return {key: _normalise({f: (1.0 + math.log(tf)) * idf[f] for f, tf in c.items()})
-                for key, c in counts.items()}
+    def vectors(self, docs: dict[Doc, str]) -> Mapping[Doc, dict[str, float]]:
+        """TF-IDF vectors (L2-normalised) of a corpus, each read from `matrix` when asked for;
+        empty documents get an empty vector."""
+        return _Rows(list(docs), self.matrix(docs))
 
     def similarity(self, a: str, b: str) -> float:
         counts = self.counts({0: a, 1: b})
         va, vb = (_normalise({f: 1.0 + math.log(tf) for f, tf in counts[k].items()}) for k in (0, 1))
         return dot(va, vb)
+
+    def matrix(self, docs: dict[Doc, str]):
+        """The corpus's TF-IDF vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order
+        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle). Shared
+        in the cycle; without a cache, the last one is kept (an operation searches one corpus in
+        several ways)."""
+        key = ("tf-idf", tuple(docs.items()))
+        if self.cache is not None:
+            return self.cache.get(key, lambda: self._matrix_of(docs))
+        if self._matrix is None or self._matrix[0] != key:
+            self._matrix = (key, self._matrix_of(docs))
+        return self._matrix[1]
+
+    def _matrix_of(self, docs: dict[Doc, str]):
+        from mgcp.operations import sparse
+
+        tick = ticker(self.cache)
+        words = []
+        for i, doc in enumerate(docs.values()):
+            tick(i, len(docs))
+            words.append(terms(self.cache, doc))
+        return sparse.tf_idf(words)
 
     # -- all pairs -------------------------------------------------------------------------------
 
@@ -117,17 +128,6 @@ class LexicalBackend(SimilarityBackend):
 
         a, b, s = sparse.pairs(self.matrix(docs), max(min_similarity, 1e-9), ticker(self.cache))
         return _sorted_pairs(list(docs), a, b, s)
-
-    def matrix(self, docs: dict[Doc, str]):
-        """The corpus's vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order. The
-        last one is kept (an operation searches one corpus in several ways), not the cycle's."""
-        from mgcp.operations import sparse
-
-        key = tuple(docs.items())
-        if self._matrix is None or self._matrix[0] != key:
-            vecs = self.vectors(docs)
-            self._matrix = (key, sparse.Matrix([vecs[k] for k in docs]))
-        return self._matrix[1]
 
     # -- nearest neighbours ----------------------------------------------------------------------
 
@@ -148,6 +148,23 @@ class LexicalBackend(SimilarityBackend):
         keys = list(docs)
         return [(keys[i], keys[j], min(v, 1.0))
                 for i, j, v in zip(a[kept].tolist(), b[kept].tolist(), s[kept].tolist())]
+
+
+class _Rows(Mapping):
+    """A matrix's rows by document key, each a word -> weight dict made when asked for."""
+
+    def __init__(self, keys: list[Doc], matrix):
+        self.index = {key: i for i, key in enumerate(keys)}
+        self.m = matrix
+
+    def __getitem__(self, key: Doc) -> dict[str, float]:
+        return self.m.vector(self.index[key])
+
+    def __iter__(self):
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
 
 
 def _sorted_pairs(keys: list[Doc], a, b, s) -> list[tuple[Doc, Doc, float]]:

@@ -37,12 +37,14 @@ next block (BLOCK_ENTRIES), and scoring lays out at most DENSE_CELLS cells at on
 
 from __future__ import annotations
 
-from collections import Counter
+import math
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from itertools import chain
 
 import numpy as np
+
+from mgcp import text
 
 BLOCK_ENTRIES = 500_000   # candidates generated at once (each costs about 150 bytes while held)
 DENSE_CELLS = 4_000_000   # cells of the dense rows that pairs are scored against (32 MB)
@@ -51,29 +53,43 @@ SLACK = 1e-9              # bounds are widened by this, so that rounding never d
 
 
 class Matrix:
-    """Rows of sparse vectors over ranked words; see the module docstring."""
+    """Rows of sparse vectors over ranked words; see the module docstring. `row`, `word` and
+    `weight`: one entry per (row, word) with its weight, rows ascending; `words`: the words, and
+    `df`: how many rows hold each."""
 
-    def __init__(self, vectors: Sequence[dict[str, float]]):
-        df = Counter(chain.from_iterable(vectors))
-        order = sorted(df, key=lambda f: (df[f], f))
-        rank_of = {f: i for i, f in enumerate(order)}
-        self.words = order
-        self.df = np.array([df[f] for f in order], dtype=np.int64)
-        lengths = np.fromiter(map(len, vectors), dtype=np.int64, count=len(vectors))
-        self.start = np.zeros(len(vectors) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=self.start[1:])
-        total = int(self.start[-1])
-        ranks = np.fromiter(map(rank_of.__getitem__, chain.from_iterable(vectors)), dtype=np.int64,
-                            count=total)
-        weights = np.fromiter(chain.from_iterable(v.values() for v in vectors), dtype=np.float64, count=total)
-        rows = np.repeat(np.arange(len(vectors), dtype=np.int64), lengths)
-        order_in_row = np.argsort(rows * max(len(order), 1) + ranks)
+    def __init__(self, n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, words: Sequence[str],
+                 df: np.ndarray):
+        order = sorted(range(len(words)), key=lambda i: (int(df[i]), words[i]))  # rarest first, then the word
+        rank_of = np.empty(len(words), dtype=np.int64)
+        rank_of[order] = np.arange(len(words))
+        self.words = [words[i] for i in order]
+        self.df = np.asarray(df, dtype=np.int64)[order]
+        ranks = rank_of[word]
+        self.lengths = np.bincount(row, minlength=n).astype(np.int64)
+        self.start = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=self.start[1:])
+        order_in_row = np.argsort(row * max(len(words), 1) + ranks, kind="stable")
         self.rank = ranks[order_in_row]
-        self.weight = weights[order_in_row]
-        self.row = rows
-        self.n = len(vectors)
-        self.size = len(order)
-        self.lengths = lengths
+        self.weight = np.asarray(weight, dtype=np.float64)[order_in_row]
+        self.row = np.repeat(np.arange(n, dtype=np.int64), self.lengths)
+        self.n = n
+        self.size = len(words)
+
+    @classmethod
+    def of(cls, vectors: Sequence[dict[str, float]]) -> "Matrix":
+        """The matrix of word -> weight dicts, a row each."""
+        index: dict[str, int] = {}
+        word = np.fromiter((index.setdefault(f, len(index)) for f in chain.from_iterable(vectors)),
+                           dtype=np.int64)
+        lengths = np.fromiter(map(len, vectors), dtype=np.int64, count=len(vectors))
+        row = np.repeat(np.arange(len(vectors), dtype=np.int64), lengths)
+        weight = np.fromiter(chain.from_iterable(v.values() for v in vectors), dtype=np.float64, count=len(word))
+        return cls(len(vectors), row, word, weight, list(index), np.bincount(word, minlength=len(index)))
+
+    def vector(self, r: int) -> dict[str, float]:
+        """Row r as a word -> weight dict."""
+        lo, hi = int(self.start[r]), int(self.start[r + 1])
+        return dict(zip(map(self.words.__getitem__, self.rank[lo:hi].tolist()), self.weight[lo:hi].tolist()))
 
     # -- what `pairs` bounds scores with, computed on first use ------------------------------------
 
@@ -135,6 +151,70 @@ class Matrix:
             dots[pick] = np.bincount(pair, weights=found * self.weight[entries], minlength=len(pick))
             shared[pick] = np.bincount(pair[found > 0], minlength=len(pick))
         return dots, shared
+
+
+def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
+    """The TF-IDF matrix of documents given as their words (`mgcp.text.terms`), the same as
+    reading each with `text.join_compounds` (over the words of all of them), then `text.stems`, and
+    weighing its stems by sublinear tf times smoothed idf, L2-normalised (see
+    `mgcp.operations.similarity`), but in bulk: each distinct word is joined, stemmed and weighed
+    once, and the words are counted by numpy."""
+    n = len(docs)
+    flat = list(chain.from_iterable(docs))
+    vocabulary = list(dict.fromkeys(flat))  # first seen first: nothing here depends on set order
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
+    doc = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, docs), dtype=np.int64, count=n))
+    ids, doc = _join_compounds(ids, doc, vocabulary, index)
+    stem_of, stems = _stems(vocabulary)
+    stem, doc = stem_of[ids], doc
+    kept = stem >= 0
+    stem, doc = stem[kept], doc[kept]
+    width = max(len(stems), 1)
+    pair, tf = np.unique(doc * width + stem, return_counts=True)
+    row, word = pair // width, pair % width
+    df = np.bincount(word, minlength=len(stems))
+    # the logarithms as Python takes them, once per distinct count
+    sublinear = np.array([1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
+    idf = np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
+    weight = sublinear[tf - 1] * idf[word]
+    norm = np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))
+    return Matrix(n, row, word, weight / norm[row], stems, df)
+
+
+def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
+    """`text.join_compounds` on every document at once: two adjacent words of a document become one
+    where the vocabulary holds them written together, left to right (of "a b c" with "ab" and "bc"
+    both words, "ab" is taken and "c" stays)."""
+    joins = {(index[w[:k]], index[w[k:]]): i for i, w in enumerate(vocabulary)
+             for k in range(1, len(w)) if w[:k] in index and w[k:] in index}
+    if not joins or len(ids) < 2:
+        return ids, doc
+    size = len(vocabulary)
+    codes = np.array(sorted(a * size + b for a, b in joins), dtype=np.int64)
+    joined = np.array([joins[divmod(int(c), size)] for c in codes], dtype=np.int64)
+    adjacent = ids[:-1] * size + ids[1:]
+    at = np.minimum(np.searchsorted(codes, adjacent), len(codes) - 1)
+    joinable = (codes[at] == adjacent) & (doc[:-1] == doc[1:])
+    # in a run of joinable places, a join consumes the next word, so every other place joins
+    starts = joinable & ~np.r_[False, joinable[:-1]]
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(joinable)), 0))
+    take = np.flatnonzero(joinable & ((np.arange(len(joinable)) - run_start) % 2 == 0))
+    ids = ids.copy()
+    ids[take] = joined[at[take]]
+    keep = np.ones(len(ids), dtype=bool)
+    keep[take + 1] = False
+    return ids[keep], doc[keep]
+
+
+def _stems(vocabulary: list[str]) -> tuple[np.ndarray, list[str]]:
+    """For each word, the index of its stem in the returned list of stems, or -1 for what
+    `text.stems` leaves out (stop words, pure numbers, one letter)."""
+    stems: dict[str, int] = {}
+    of = np.fromiter((stems.setdefault(text.stem(w), len(stems))
+                      if len(w) > 1 and w not in text.STOP_WORDS and not w.isdigit() else -1
+                      for w in vocabulary), dtype=np.int64, count=len(vocabulary))
+    return of, list(stems)
 
 
 def _expand(start: np.ndarray, rows: np.ndarray) -> np.ndarray:

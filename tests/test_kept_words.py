@@ -1,0 +1,159 @@
+"""What a REM cycle keeps between cycles (the words of each lesson text, `kept_words`) is a cache: a
+repeat cycle after changes reads only the texts that changed, and finds exactly what the same cycle
+finds with nothing kept."""
+
+import importlib
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+import planted
+from mgcp import engine, text
+from mgcp.config import parse_config
+from mgcp.engine import cycle
+from mgcp.models import LessonStatus
+
+CONFIG = parse_config({"rem": {op: {"max_findings": 500} for op in (
+    "duplicate_detection", "community_detection", "contradiction_scan", "knowledge_extraction")}}, "test")
+OPS = ["duplicate_detection", "community_detection", "knowledge_extraction", "contradiction_scan"]
+P = planted.PROJECT
+shared = importlib.import_module("mgcp.operations.shared")  # the package exports a function of that name
+
+
+def _spy(monkeypatch) -> list[str]:
+    """The texts REM cycles read anew (not found among the kept words) from now on."""
+    reads = []
+    original = shared.Reader.terms
+
+    def terms(reader, doc):
+        before = len(reader.new)
+        words = original(reader, doc)
+        if len(reader.new) > before:
+            reads.append(doc)
+        return words
+
+    monkeypatch.setattr(shared.Reader, "terms", terms)
+    return reads
+
+
+def _kept(path) -> dict:
+    conn = sqlite3.connect(path)
+    try:
+        return dict(conn.execute("SELECT digest, words FROM kept_words"))
+    finally:
+        conn.close()
+
+
+def _result(report, communities) -> dict:
+    return {"findings": sorted((f.fingerprint, f.kind, json.dumps(f.data, sort_keys=True)) for f in report.findings),
+            "communities": sorted(json.loads(m) for (m,) in communities),
+            "operations": {o.operation: (o.error, o.findings) for o in report.operations}}
+
+
+async def _cycle(store):
+    report = await engine.run_cycle(store, CONFIG, P, OPS)
+    communities = await store.db.fetchall("SELECT member_ids FROM community_summaries")
+    return _result(report, communities)
+
+
+async def _analysed_and_cycle(store):
+    """Every finding each operation makes (before those already pending are left out), with its
+    scores, and its summary; then the cycle itself."""
+    project = await store.context.known_project(P)
+    plan = cycle._plan(CONFIG, project, await store.rem.state(project.project_id), OPS)
+    analysed = {}
+    async for analysis in cycle._analyse(store, CONFIG, project, plan, None):
+        summary = {k: v for k, v in analysis.summary.items() if k != "input_digest"}
+        analysed[analysis.plan.operation] = (
+            analysis.error, summary,
+            sorted((f.fingerprint, f.kind, json.dumps(f.data, sort_keys=True)) for f in analysis.findings))
+    return analysed, await _cycle(store)
+
+
+async def _change(store):
+    """A few of everything: refined, archived, added (one a copy of a kept rule), and new history."""
+    ids = [r[0] for r in await store.db.fetchall("SELECT id FROM lessons ORDER BY id")]
+    first = await store.lessons.get(ids[0])
+    await store.lessons.refine(ids[0], "sharper", action=first.action + " Check the result twice.")
+    await store.lessons.set_lifecycle(ids[1], LessonStatus.archived, "not needed")
+    copied = await store.lessons.get(ids[2])
+    await store.lessons.add("copied-rule", "when the same rule comes up again", copied.action, tags=["copies"])
+    await store.lessons.add("new-rule", "when naming feature flags",
+                            "Name feature flags after the behaviour they switch, never after a ticket.")
+    for i in range(3):
+        await store.context.register_session(P, f"kept-words-{i}")
+        await store.context.save(P, notes=f"Session {i}: tuned the connection pool size again",
+                                 decisions=["Keep the connection pool at twenty connections"])
+
+
+def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_cycle_without_kept_words_finds(
+        tmp_path, run, monkeypatch):
+    path = tmp_path / "a.db"
+    planted.build(path)
+    run(path, _cycle)
+    kept_first = _kept(path)
+    assert kept_first, "the first cycle keeps the words it read"
+    run(path, _change)
+    other = tmp_path / "b.db"
+    shutil.copy(path, other)
+    conn = sqlite3.connect(other)
+    conn.execute("DELETE FROM kept_words")
+    conn.commit()
+    conn.close()
+
+    reads = _spy(monkeypatch)
+    repeat = run(path, _analysed_and_cycle)
+    read_again = list(reads)
+    reads.clear()
+    full = run(other, _analysed_and_cycle)
+
+    assert repeat == full
+    analysed, cycled = repeat
+    assert all(analysed[op][2] for op in OPS) and cycled["communities"]
+    assert not any(error for error, *_ in analysed.values())
+    # the repeat read only the changed and new texts; the cycle without kept words read them all
+    assert 0 < len(read_again) <= 8 < len(reads)
+    assert "Check the result twice" in " ".join(read_again)
+    # both keep the same words: the archived lesson's texts that no other lesson reads are gone
+    assert _kept(path) == _kept(other)
+    assert set(_kept(path)) != set(kept_first)
+
+
+def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
+    path = tmp_path / "a.db"
+    planted.build(path)
+    first = run(path, _cycle)
+    before = _kept(path)
+    monkeypatch.setattr(shared, "RULES", b"another version of the rules")
+    reads = _spy(monkeypatch)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE rem_state SET last_run_result = NULL")  # run the operations again in full
+    conn.commit()
+    conn.close()
+    again = run(path, _cycle)
+    after = _kept(path)
+    assert len(reads) == len(before)
+    assert not set(before) & set(after) and len(after) == len(before)
+    assert again["communities"] == first["communities"]
+
+
+def test_a_dry_run_keeps_no_words(tmp_path, run):
+    path = tmp_path / "a.db"
+    planted.build(path)
+
+    async def dry(store):
+        return await engine.run(store, CONFIG, P, OPS, auto=True, dry_run=True)
+
+    run(path, dry)
+    assert _kept(path) == {}
+
+
+@pytest.mark.parametrize("doc", ["", "Don't use camelCase names", "Make sure the TailwindCSS build runs"])
+def test_a_reader_gives_the_words_text_terms_gives_kept_or_not(doc):
+    fresh = shared.Reader({})
+    words = fresh.terms(doc)
+    assert words == tuple(text.terms(doc))
+    kept = shared.Reader(dict(fresh.new))
+    assert kept.terms(doc) == words and kept.new == {}
