@@ -430,8 +430,9 @@ class _Inputs:
         await self.store.kept_words.keep(reader.new, dropped)
 
     async def lessons(self) -> list:
+        """The active lessons as the operations read them (`LessonRow`)."""
         if self.active is None:
-            self.active = await self.store.lessons.list()
+            self.active = await self.store.lessons.rows()
         return self.active
 
     async def history(self, after_session: int) -> list:
@@ -526,7 +527,7 @@ async def _patterns(store, project, settings, inputs):
     from mgcp.operations import pattern_reinforcement
 
     # the active lessons the cycle shares, and the superseded copies (they count as members)
-    lessons = await inputs.lessons() + await store.lessons.list(status="superseded")
+    lessons = await inputs.lessons() + await store.lessons.rows(status="superseded")
     observed = pattern_reinforcement.Observations(settings.get("categories", ()))
     decisions = await store.patterns.decision_observations()
     await asyncio.to_thread(observed.add_decisions, decisions)

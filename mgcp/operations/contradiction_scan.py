@@ -373,6 +373,8 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
 # instead of B", "A rather than B", "prefer A to B", "replace A with B").
 REFUSING = NEGATORS | INATTENTION | frozenset({"over", "instead", "rather", "prefer", "replace"})
 _FOLDED = re.compile(r"[a-z0-9]+")  # the words of folded text, as `text.terms` splits them
+_SYNONYMOUS = frozenset(text.SYNONYMS)
+_PHRASE_FIRST = frozenset(key[0] for key in text.PHRASES)
 # What `text.fold` or `_names` could change (with "cannot" and "no-", "non-", "not-" in lowercase):
 # an inner capital, an apostrophe, a dotted or snake_case name.
 _SPECIAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|['’_]|\w\.\w")
@@ -389,8 +391,9 @@ def _screen(action: str | None) -> set[str]:
     else:
         words = set(_FOLDED.findall(text.fold(action)))
         words.update(_FOLDED.findall(text.fold(_names(action))))
-    words.update([text.SYNONYMS[w] for w in words if w in text.SYNONYMS])
-    words.update(value for key, value in text.PHRASES.items() if value and words.issuperset(key))
+    words.update([text.SYNONYMS[w] for w in words & _SYNONYMOUS])
+    if not words.isdisjoint(_PHRASE_FIRST):
+        words.update(value for key, value in text.PHRASES.items() if value and words.issuperset(key))
     return words
 
 

@@ -78,7 +78,7 @@ class LexicalBackend(SimilarityBackend):
 
     def __init__(self, cache: CycleCache | None = None):
         self.cache = cache
-        self._matrix = None
+        self._matrices: dict = {}
 
     # -- vectors ---------------------------------------------------------------------------------
 
@@ -101,15 +101,13 @@ class LexicalBackend(SimilarityBackend):
 
     def matrix(self, docs: dict[Doc, str]):
         """The corpus's TF-IDF vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order
-        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle). Shared
-        in the cycle; without a cache, the last one is kept (an operation searches one corpus in
-        several ways)."""
-        key = ("tf-idf", tuple(docs.items()))
-        if self.cache is not None:
-            return self.cache.get(key, lambda: self._matrix_of(docs))
-        if self._matrix is None or self._matrix[0] != key:
-            self._matrix = (key, self._matrix_of(docs))
-        return self._matrix[1]
+        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle). Kept
+        by this backend, which an operation makes for its own run, so an operation that searches
+        one corpus in several ways builds it once, and its memory goes with the operation."""
+        key = tuple(docs.items())
+        if key not in self._matrices:
+            self._matrices[key] = self._matrix_of(docs)
+        return self._matrices[key]
 
     def _matrix_of(self, docs: dict[Doc, str]):
         from mgcp.operations import sparse

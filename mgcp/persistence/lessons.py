@@ -13,7 +13,7 @@ from typing import Any
 
 from mgcp import quality, ranking
 from mgcp.errors import InvalidInputError, NotFoundError
-from mgcp.models import Lesson, LessonStatus, LessonUse, LessonVersion, Relationship
+from mgcp.models import Lesson, LessonLink, LessonRow, LessonStatus, LessonUse, LessonVersion, Relationship
 from mgcp.persistence.columns import json_list as _json_list
 from mgcp.persistence.columns import tags as _tags
 from mgcp.persistence.database import Database, dumps, utcnow
@@ -116,6 +116,26 @@ class Lessons:
                WHERE COALESCE(c.status, 'active') = 'active' ORDER BY l.id""")
         return [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7],
                           float(r[8]), int(r[9])) for r in rows]
+
+    async def rows(self, status: str = "active") -> list[LessonRow]:
+        """The lessons of a status as the REM operations read them (see `LessonRow`), by id: the
+        values `list` gives, without building a model per lesson. Relationships are read as
+        `list` reads them (an entry that is not an object with a target is left out)."""
+        rows = await self.db.fetchall(
+            """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count, l.created_at,
+                      l.last_refined, COALESCE(c.status, 'active')
+               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+               WHERE COALESCE(c.status, 'active') = ? ORDER BY l.id""", [status])
+        tags: dict[str | None, list[str]] = {}
+        out = []
+        for lesson_id, trigger, action, tags_text, links, version, used, created, refined, state in rows:
+            if tags_text not in tags:  # tags lists repeat from lesson to lesson; rows are read-only
+                tags[tags_text] = _tags(tags_text)
+            related = tuple(LessonLink(str(r["target"]), str(r.get("type", "related"))) for r in _json_list(links)
+                            if isinstance(r, dict) and "target" in r)
+            out.append(LessonRow(lesson_id, trigger, action, tags[tags_text], related, int(version), int(used),
+                                 created, refined, LessonStatus(state)))
+        return out
 
     async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,
