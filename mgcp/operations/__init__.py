@@ -15,6 +15,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from datetime import datetime, timezone
+from itertools import chain
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
@@ -54,9 +55,12 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
     """The lessons whose action another lesson also has, word for word once normalised (the same
     rule copied into two places), each with that normalised action: equal values are copies."""
     def compute():
+        words = [terms(cache, lesson.action or "") for lesson in lessons]
+        # `text.stems` a word at a time, once per distinct word ("" for a word it leaves out)
+        stem_of = {w: "".join(text.stems([w])) for w in set(chain.from_iterable(words))}
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
-        for lesson in lessons:
-            key = tuple(text.stems(terms(cache, lesson.action or "")))
+        for lesson, said in zip(lessons, words):
+            key = tuple(filter(None, map(stem_of.__getitem__, said)))
             if key:
                 groups[key].append(lesson.id)
         return {lesson_id: key for key, ids in groups.items() if len(ids) > 1 for lesson_id in ids}
