@@ -116,7 +116,7 @@ def w_migrate(a) -> dict:
 
 
 REM_TABLES = ["rem_actions", "rem_findings", "rem_runs", "rem_state", "community_runs",
-              "context_summaries", "community_summaries", "reinforced_patterns", "kept_words"]
+              "context_summaries", "community_summaries", "reinforced_patterns", "kept_readings"]
 
 
 def w_rem(a) -> dict:

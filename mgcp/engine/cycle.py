@@ -158,8 +158,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     """Each planned operation's analysis, one by one. Nothing is written and no transaction is
     open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering.
-    After the last one, with `keep`, the words read anew are kept for the next cycles (a cache,
-    see `_Inputs.keep_words`)."""
+    After the last one, with `keep`, what was read anew from the texts is kept for the next cycles
+    (a cache, see `_Inputs.keep_readings`)."""
     progress = progress or (lambda message, fraction=None: None)
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id, model)
@@ -190,11 +190,11 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         inputs.cache.progress = None
         inputs.end([p.operation for p in plan[index:]])
-        if op == "community_detection" and analysis.error is None and not analysis.summary.get("skipped"):
-            inputs.read_all = True
+        if analysis.error is None and not analysis.summary.get("skipped"):
+            inputs.complete.update(READ_IN_FULL.get(op, ()))
         yield analysis
     if keep:
-        await inputs.keep_words()
+        await inputs.keep_readings()
 
 
 # Operations whose findings (and writes) depend only on the active lessons' content, their own
@@ -359,9 +359,12 @@ SHARING = {"duplicate_detection": "similarity", "community_detection": "similari
 LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extraction", "pattern_reinforcement",
                   "contradiction_scan"}
 HISTORY_READERS = {"knowledge_extraction", "context_summary"}
-# Operations that read the lessons' texts word by word (`mgcp.operations.shared.terms`);
-# community detection reads every text any of them reads (each lesson's trigger, action and tags).
+# Operations that read the lessons' texts through the cycle's `Reader`, which keeps what they read
+# between cycles; and the readings an operation asks for of every text that has one, whenever it
+# runs: community detection the words of each lesson's trigger, action and tags; the contradiction
+# scan each action's screen (and its claims, of every action it reads them of).
 TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_scan"}
+READ_IN_FULL = {"community_detection": ("words",), "contradiction_scan": ("screen", "claims")}
 
 
 class _Inputs:
@@ -382,7 +385,7 @@ class _Inputs:
         self.after: int | None = None
         self.snapshots: list = []
         self._reader: Reader | None = None
-        self.read_all = False  # whether an operation read every text the kept words are for
+        self.complete: set[str] = set()  # the readings asked for of every text in this cycle
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
@@ -413,21 +416,21 @@ class _Inputs:
         return self.digests[mark]
 
     async def reader(self) -> Reader:
-        """Where the text-reading operations find each text's words: those kept from earlier
-        cycles (loaded on first use), else read anew."""
+        """Where the text-reading operations find what they read from each text: what earlier
+        cycles kept (loaded on first use), else read anew."""
         if self._reader is None:
-            self._reader = Reader(await self.store.kept_words.load())
+            self._reader = Reader(await self.store.kept_readings.load())
         return self._reader
 
-    async def keep_words(self) -> None:
-        """Keep the words read anew in this cycle; when an operation read every lesson text, drop
-        the kept words no text asked for (texts changed or gone). Kept words are a cache: the
-        next cycle only reads again what is missing."""
+    async def keep_readings(self) -> None:
+        """Keep what was read anew in this cycle, and drop the kept readings of a kind asked for
+        of every text this cycle that no text asked for (texts changed or gone, or read by older
+        rules). Kept readings are a cache: the next cycle only reads again what is missing."""
         reader = self._reader
         if reader is None:
             return
-        dropped = [key for key in reader.kept if key not in reader.seen] if self.read_all else []
-        await self.store.kept_words.keep(reader.new, dropped)
+        seen = set().union(*(reader.seen[name] for name in self.complete))
+        await self.store.kept_readings.keep(reader.new, self.complete, seen)
 
     async def lessons(self) -> list:
         """The active lessons as the operations read them (`LessonRow`)."""

@@ -75,15 +75,18 @@ keep the older (archive the newer), refine one (input: which lesson and its new 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import CycleCache
+from mgcp.operations.shared import WORDS, CycleCache, Reader
 from mgcp.operations.similarity import LexicalBackend, dot
 
 OPERATION = "contradiction_scan"
@@ -322,17 +325,18 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     that can refuse (REFUSING), then, of the others (whose claims are all said), only those that
     hold enough of a refused claim's words for the claim threshold (`_meeting`). Among claim pairs
     of one lesson pair equally strong, the earliest claims in their actions win."""
+    reader = cache.reader if cache is not None else None
     said_by: dict[str, list[Claim]] = {}
     rest: list[tuple[Lesson, tuple[str, ...]]] = []  # the other lessons, with the stems they could claim
     for lesson in lessons:
-        words = _screen(lesson.action)
+        words = _screened(reader, lesson.action)
         if words & REFUSING:
-            said_by[lesson.id] = _compared(lesson.action)
+            said_by[lesson.id] = _compared_kept(reader, lesson.action)
         else:
             rest.append((lesson, tuple({text.stem(w) for w in words})))
     refused = [claim.about for said in said_by.values() for claim in said if not claim.positive]
     for lesson in _meeting(refused, rest, claim_at):
-        said_by[lesson.id] = _compared(lesson.action)
+        said_by[lesson.id] = _compared_kept(reader, lesson.action)
     owners: list[str] = []
     all_claims: list[Claim] = []
     for lesson in lessons:  # in id order, each action's claims in their order
@@ -428,6 +432,38 @@ def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, tuple[str, 
         for found in arrays:
             counts[found] -= 1
     return [rest[i][0] for i in np.flatnonzero(met)]
+
+
+# What the scan reads from an action by (this module's rules and the words' own, see
+# `mgcp.operations.shared.Reader`): the screen and the compared claims are kept under it.
+READING = hashlib.blake2b(Path(__file__).read_bytes() + WORDS, digest_size=16).digest()
+_SCREEN, _CLAIMS = (hashlib.blake2b(what + READING, digest_size=16).digest() for what in (b"screen", b"claims"))
+
+
+def _screened(reader: Reader | None, action: str | None) -> set[str]:
+    """`_screen(action)`, kept between cycles by the reader when there is one."""
+    if reader is None:
+        return _screen(action)
+    return set(reader.read("screen", _SCREEN, action or "", lambda a: " ".join(sorted(_screen(a)))).split())
+
+
+def _compared_kept(reader: Reader | None, action: str | None) -> list[Claim]:
+    """`_compared(action)`, kept between cycles by the reader when there is one."""
+    if reader is None:
+        return _compared(action)
+    return decode_claims(reader.read("claims", _CLAIMS, action or "", lambda a: encode_claims(_compared(a))))
+
+
+def encode_claims(claims: list[Claim]) -> str:
+    """Claims as JSON (sets as sorted lists), so that `decode_claims` gives them back equal."""
+    return json.dumps([[c.positive, sorted(c.about), c.words, list(c.phrase), c.compared, c.judged, sorted(c.versus),
+                        c.insists, [sorted(c.order[0]), sorted(c.order[1])] if c.order else None] for c in claims])
+
+
+def decode_claims(encoded: str) -> list[Claim]:
+    return [Claim(positive, frozenset(about), words, tuple(phrase), compared, judged, frozenset(versus), insists,
+                  (frozenset(order[0]), frozenset(order[1])) if order else None)
+            for positive, about, words, phrase, compared, judged, versus, insists, order in json.loads(encoded)]
 
 
 def _compared(action: str | None) -> list[Claim]:

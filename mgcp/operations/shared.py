@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import unicodedata
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from itertools import chain
@@ -84,38 +85,44 @@ def ticker(cache: CycleCache | None) -> Callable[[int, int], None]:
 _PHRASE_STARTS = frozenset(w for first, *_ in text.PHRASES for w in (first, text.SYNONYMS.get(first, first)))
 
 
-# The rules a text's words are read by: `mgcp.text` and the Unicode tables folding uses.
-RULES = hashlib.blake2b(Path(text.__file__).read_bytes() + unicodedata.unidata_version.encode(),
+# What a text's words are read by (`mgcp.text` and the Unicode tables folding uses): kept words are
+# found under it, so that another version of the rules finds none.
+WORDS = hashlib.blake2b(b"words\0" + Path(text.__file__).read_bytes() + unicodedata.unidata_version.encode(),
                         digest_size=16).digest()
 
 
-def digest(doc: str) -> bytes:
-    """What a text's kept words are found by: a digest of the text and of the reading rules."""
-    return hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=16, key=RULES).digest()
+def digest(reading: bytes, doc: str) -> bytes:
+    """What a reading of a text is kept under: a digest of the text, keyed by the reading's own."""
+    return hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=16, key=reading).digest()
 
 
 class Reader:
-    """Each text's words (`text.terms`), found among the words kept from earlier cycles (`kept`: digest
-    -> words joined by spaces) or read anew. `new` collects what was read anew and `seen` the digest of
-    every text asked for, so that the engine can keep the new and drop what no text asked for.
+    """What the operations read from each text (its words; an action's screen and claims), found
+    among what earlier cycles kept (`kept`: digest -> the reading as a string) or read anew. `new`
+    collects what was read anew (digest -> (reading's name, value)) and `seen` the digests asked
+    for, by reading, so that the engine can keep the new and drop what nothing asked for.
     One thread uses it at a time."""
 
     def __init__(self, kept: dict[bytes, str]):
         self.kept = kept
-        self.new: dict[bytes, str] = {}
-        self.seen: set[bytes] = set()
+        self.new: dict[bytes, tuple[str, str]] = {}
+        self.seen: dict[str, set[bytes]] = defaultdict(set)
 
-    def terms(self, doc: str) -> tuple[str, ...]:
-        key = digest(doc)
-        self.seen.add(key)
+    def read(self, name: str, rules: bytes, doc: str, compute: Callable[[str], str]) -> str:
+        """`compute(doc)`: a string that depends only on the text and on the rules `rules` is a
+        digest of; `name` says which reading it is."""
+        key = digest(rules, doc)
+        self.seen[name].add(key)
         found = self.kept.get(key)
         if found is None:
-            found = self.new.get(key)
-        if found is not None:
-            return tuple(map(sys.intern, found.split()))
-        words = tuple(map(sys.intern, text.terms(doc)))
-        self.new[key] = " ".join(words)
-        return words
+            if key not in self.new:
+                self.new[key] = (name, compute(doc))
+            found = self.new[key][1]
+        return found
+
+    def terms(self, doc: str) -> tuple[str, ...]:
+        """`text.terms(doc)` (no word holds a space, so they are kept joined by spaces)."""
+        return tuple(map(sys.intern, self.read("words", WORDS, doc, lambda d: " ".join(text.terms(d))).split()))
 
 
 def _read(cache: CycleCache | None, doc: str) -> tuple[str, ...]:

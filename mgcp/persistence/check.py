@@ -55,7 +55,7 @@ MIGRATION_TABLES = {
     "0007_lesson_quality": ("lesson_traits", "lesson_outcomes", "lesson_outcome_stats"),
     "0008_reinforced_patterns": ("reinforced_patterns", "decision_observations"),
     "0009_change_marks": ("change_marks",),
-    "0011_kept_words": ("kept_words",),
+    "0011_kept_readings": ("kept_readings",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only

@@ -16,7 +16,7 @@ from typing import AsyncIterator
 from mgcp.models import Lesson, LessonStatus
 from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
-from mgcp.persistence.kept import KeptWords
+from mgcp.persistence.kept_readings import KeptReadings
 from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.outcomes import Outcomes
 from mgcp.persistence.patterns import Patterns
@@ -43,7 +43,7 @@ class Store:
         self.outcomes = Outcomes(db)
         self.patterns = Patterns(db)
         self.rem_inputs = RemInputs(db)  # the history as REM cycles read it
-        self.kept_words = KeptWords(db)  # the words REM's text comparisons read, kept between cycles
+        self.kept_readings = KeptReadings(db)  # what REM operations read from each text, kept between cycles
 
     @classmethod
     @asynccontextmanager

@@ -1,6 +1,6 @@
-"""What a REM cycle keeps between cycles (the words of each lesson text, `kept_words`) is a cache: a
-repeat cycle after changes reads only the texts that changed, and finds exactly what the same cycle
-finds with nothing kept."""
+"""What a REM cycle keeps between cycles (what the operations read from each lesson text,
+`kept_readings`) is a cache: a repeat cycle after changes reads only the texts that changed, and
+finds exactly what the same cycle finds with nothing kept."""
 
 import importlib
 import json
@@ -23,25 +23,26 @@ shared = importlib.import_module("mgcp.operations.shared")  # the package export
 
 
 def _spy(monkeypatch) -> list[str]:
-    """The texts REM cycles read anew (not found among the kept words) from now on."""
+    """The (reading, text) pairs REM cycles read anew (not found among the kept readings) from now on."""
     reads = []
-    original = shared.Reader.terms
+    original = shared.Reader.read
 
-    def terms(reader, doc):
+    def read(reader, name, rules, doc, compute):
         before = len(reader.new)
-        words = original(reader, doc)
+        value = original(reader, name, rules, doc, compute)
         if len(reader.new) > before:
-            reads.append(doc)
-        return words
+            reads.append((name, doc))
+        return value
 
-    monkeypatch.setattr(shared.Reader, "terms", terms)
+    monkeypatch.setattr(shared.Reader, "read", read)
     return reads
 
 
 def _kept(path) -> dict:
     conn = sqlite3.connect(path)
     try:
-        return dict(conn.execute("SELECT digest, words FROM kept_words"))
+        return {digest: (reading, value) for digest, reading, value in
+                conn.execute("SELECT digest, reading, value FROM kept_readings")}
     finally:
         conn.close()
 
@@ -88,18 +89,18 @@ async def _change(store):
                                  decisions=["Keep the connection pool at twenty connections"])
 
 
-def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_cycle_without_kept_words_finds(
+def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_cycle_without_kept_readings_finds(
         tmp_path, run, monkeypatch):
     path = tmp_path / "a.db"
     planted.build(path)
     run(path, _cycle)
     kept_first = _kept(path)
-    assert kept_first, "the first cycle keeps the words it read"
+    assert {reading for reading, _ in kept_first.values()} == {"words", "screen", "claims"}
     run(path, _change)
     other = tmp_path / "b.db"
     shutil.copy(path, other)
     conn = sqlite3.connect(other)
-    conn.execute("DELETE FROM kept_words")
+    conn.execute("DELETE FROM kept_readings")
     conn.commit()
     conn.close()
 
@@ -113,10 +114,11 @@ def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_c
     analysed, cycled = repeat
     assert all(analysed[op][2] for op in OPS) and cycled["communities"]
     assert not any(error for error, *_ in analysed.values())
-    # the repeat read only the changed and new texts; the cycle without kept words read them all
-    assert 0 < len(read_again) <= 8 < len(reads)
-    assert "Check the result twice" in " ".join(read_again)
-    # both keep the same words: the archived lesson's texts that no other lesson reads are gone
+    # the repeat read only the changed and new texts; the cycle without kept readings read them all
+    assert 0 < len(read_again) <= 12 < len(reads)
+    assert {doc for _, doc in read_again} <= {doc for _, doc in reads}
+    assert any("Check the result twice" in doc for _, doc in read_again)
+    # both keep the same: the archived lesson's texts that no other lesson reads are gone
     assert _kept(path) == _kept(other)
     assert set(_kept(path)) != set(kept_first)
 
@@ -126,7 +128,7 @@ def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
     planted.build(path)
     first = run(path, _cycle)
     before = _kept(path)
-    monkeypatch.setattr(shared, "RULES", b"another version of the rules")
+    monkeypatch.setattr(shared, "WORDS", b"another version of the rules")
     reads = _spy(monkeypatch)
     conn = sqlite3.connect(path)
     conn.execute("UPDATE rem_state SET last_run_result = NULL")  # run the operations again in full
@@ -134,12 +136,13 @@ def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
     conn.close()
     again = run(path, _cycle)
     after = _kept(path)
-    assert len(reads) == len(before)
-    assert not set(before) & set(after) and len(after) == len(before)
+    words = {key for key, (reading, _) in before.items() if reading == "words"}
+    assert len([name for name, _ in reads if name == "words"]) == len(words)
+    assert not words & set(after) and len(after) == len(before)  # the old words dropped, the rest kept
     assert again["communities"] == first["communities"]
 
 
-def test_a_dry_run_keeps_no_words(tmp_path, run):
+def test_a_dry_run_keeps_nothing(tmp_path, run):
     path = tmp_path / "a.db"
     planted.build(path)
 
@@ -155,5 +158,24 @@ def test_a_reader_gives_the_words_text_terms_gives_kept_or_not(doc):
     fresh = shared.Reader({})
     words = fresh.terms(doc)
     assert words == tuple(text.terms(doc))
-    kept = shared.Reader(dict(fresh.new))
+    kept = shared.Reader({key: value for key, (_, value) in fresh.new.items()})
     assert kept.terms(doc) == words and kept.new == {}
+
+
+def test_claims_kept_read_back_equal_on_every_real_action():
+    """Every action of the real-world evaluation set: its claims, kept as text, read back equal."""
+    import gzip
+    from pathlib import Path
+
+    from mgcp.operations import contradiction_scan
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "quality" / "lessons.jsonl.gz"
+    with gzip.open(path, "rt") as fh:
+        actions = [json.loads(line)["action"] for line in fh]
+    assert len(actions) > 2000
+    said = 0
+    for action in actions:
+        claims = contradiction_scan._compared(action)
+        said += bool(claims)
+        assert contradiction_scan.decode_claims(contradiction_scan.encode_claims(claims)) == claims
+    assert said > 1000
