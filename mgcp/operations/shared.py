@@ -1,8 +1,8 @@
 """What the operations of one REM cycle can share: the same lessons vectorised once, the same notes
 mined once. The engine makes one `CycleCache` per cycle and passes it to each operation; an
 operation called without one computes afresh, so it behaves the same on its own. What outlives a
-cycle is only the words of each text (`Reader`), which the engine keeps in the database.
-No module-level state but the digest of the reading rules.
+cycle is only what the operations read from each text (`Reader`), which the engine keeps in the
+database. No module-level state but the digest of the rules words are read by.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class CycleCache:
     def __init__(self, progress: Callable[[float], None] | None = None, reader: "Reader | None" = None) -> None:
         self._values: dict = {}
         self.progress = progress
-        self.reader = reader  # where a text's words are read (and kept), or None: read afresh
+        self.reader = reader  # where what is read from texts is found and kept, or None: read afresh
 
     @property
     def progress(self) -> Callable[[float], None] | None:
