@@ -54,7 +54,7 @@ SLACK = 1e-9              # bounds are widened by this, so that rounding never d
 
 class Matrix:
     """Rows of sparse vectors over ranked words; see the module docstring. `row`, `word` and
-    `weight`: one entry per (row, word) with its weight, rows ascending; `words`: the words, and
+    `weight`: one entry per (row, word) with its weight, in any order; `words`: the words, and
     `df`: how many rows hold each."""
 
     def __init__(self, n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, words: Sequence[str],
