@@ -5,7 +5,8 @@ edges, findings) next to the lessons it was given. None of them forms a referenc
 reference counting frees them all, yet their number sets off full collections that walk every live
 object again and again: at 100k lessons these cost a third of an operation's time. Pausing the
 collector for the call changes no result; garbage cycles made meanwhile (by any thread) are
-collected once it runs again.
+collected once it runs again. A block inside that makes many cycles (networkx graphs) runs with the
+collector on (`collector_running`), so that memory does not grow with them.
 """
 
 from __future__ import annotations
@@ -25,3 +26,16 @@ def collector_paused():
     finally:
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def collector_running():
+    """The collector on for a block that makes garbage cycles by the thousand (networkx graphs),
+    inside a paused call; paused again afterwards if it was."""
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not enabled:
+            gc.disable()

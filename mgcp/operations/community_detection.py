@@ -44,7 +44,7 @@ from functools import lru_cache
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
-from mgcp.operations.collector import collector_paused
+from mgcp.operations.collector import collector_paused, collector_running
 from mgcp.operations.shared import CycleCache, joined_terms
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
@@ -208,30 +208,31 @@ def _partition(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, st
     import community as community_louvain
     import networkx as nx
 
-    parts = _parts(adjacency)
-    part_of = {node: i for i, part in enumerate(parts) for node in part}
-    part_edges: list[list] = [[] for _ in parts]
-    for edge in edges:
-        part_edges[part_of[edge[0]]].append(edge)
-    total = sum(w for _, _, w in edges)
-    partition: dict[str, int] = {}
-    offset = 0
-    for part, inside in zip(parts, part_edges):
-        if len(part) <= 2:
-            labels = dict.fromkeys(part, 0)  # a lone lesson, or a linked pair
-        else:
-            sub = nx.Graph()
-            sub.add_nodes_from(part)
-            sub.add_weighted_edges_from(inside)
-            # The rest of the graph, as one node with a self-loop of its weight: the null model
-            # then sees the whole graph's weight, so every move gains what it would in the whole.
-            sub.add_edge(_REST, _REST, weight=total - sum(w for _, _, w in inside))
-            labels = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
-                                                      random_state=seed)
-            del labels[_REST]
-        partition.update((node, offset + label) for node, label in labels.items())
-        offset += max(labels.values()) + 1
-    return partition
+    with collector_running():  # networkx graphs hold reference cycles: freed as the parts go by
+        parts = _parts(adjacency)
+        part_of = {node: i for i, part in enumerate(parts) for node in part}
+        part_edges: list[list] = [[] for _ in parts]
+        for edge in edges:
+            part_edges[part_of[edge[0]]].append(edge)
+        total = sum(w for _, _, w in edges)
+        partition: dict[str, int] = {}
+        offset = 0
+        for part, inside in zip(parts, part_edges):
+            if len(part) <= 2:
+                labels = dict.fromkeys(part, 0)  # a lone lesson, or a linked pair
+            else:
+                sub = nx.Graph()
+                sub.add_nodes_from(part)
+                sub.add_weighted_edges_from(inside)
+                # The rest of the graph, as one node with a self-loop of its weight: the null model
+                # then sees the whole graph's weight, so every move gains what it would in the whole.
+                sub.add_edge(_REST, _REST, weight=total - sum(w for _, _, w in inside))
+                labels = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
+                                                          random_state=seed)
+                del labels[_REST]
+            partition.update((node, offset + label) for node, label in labels.items())
+            offset += max(labels.values()) + 1
+        return partition
 
 
 def _parts(adjacency: dict[str, dict[str, float]]) -> list[list[str]]:
