@@ -157,3 +157,71 @@ def test_the_search_index_holds_active_lessons_whatever_writes_the_status(db, ru
     with conn:
         conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES ('api', 'deleted', 'x')")
     assert indexed("api") == 0
+
+
+def _validated(row) -> "Lesson":
+    """A lesson built field by field through each model's own validation, as the reference."""
+    from mgcp import ranking
+    from mgcp.models import Lesson, Relationship
+    from mgcp.persistence.columns import json_list, tags
+
+    d = dict(row)
+    return Lesson(
+        id=d["id"], trigger=d["trigger"], action=d["action"], rationale=d["rationale"],
+        examples=json_list(d["examples"]), version=d["version"], created_at=d["created_at"],
+        last_refined=d["last_refined"], last_used=d["last_used"], usage_count=d["usage_count"],
+        tags=tags(d["tags"]), parent_id=d["parent_id"],
+        relationships=[Relationship(**r) for r in json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
+        status=d["status"], superseded_by=d["superseded_by"], project_id=d["lc_project_id"], kind=d["kind"],
+        confidence=d["confidence"], helped=d["helped"], failed=d["failed"], failure_streak=d["streak"],
+        success_rate=ranking.success_rate(d["helped"], d["failed"]),
+        tier=ranking.tier(d["status"], d["helped"], d["usage_count"]))
+
+
+def test_listed_lessons_equal_field_by_field_validation_on_odd_rows(db, run):
+    """Rows as older writers left them (NULLs, comma-separated tags, JSON that is no list, links with
+    missing, extra or integer fields, no traits or lifecycle rows) read exactly as validating each
+    model on its own reads them: same values, same types, same fields set."""
+    import gc
+
+    from mgcp.persistence.lessons import LESSON_SELECT
+
+    run(db, lambda s: add(s, tags=["api", "docs"]))
+    run(db, lambda s: add(s, "other-lesson", tags=["api", "docs"]))
+    run(db, lambda s: s.lessons.link("verify-api", "other-lesson", "prerequisite"))
+    conn = sqlite3.connect(db)
+    odd = [
+        ("legacy-null", "[]", "[]", "[]", None),
+        ("legacy-csv-tags", "React, hooks ,, state", '{"not": "a list"}', "not json", "why"),
+        ("legacy-number-tags", "[1, 2.5, \"x\", null]", "[1, \"two\", {\"three\": 3}]",
+         '[{"target": "verify-api", "weight": 1, "context": ["a"]}, {"type": "related"}, "verify-api", 7,'
+         ' {"target": "other-lesson", "extra": true, "bidirectional": false},'
+         ' {"target": "verify-api", "type": "alternative", "weight": 0.25, "context": [], "bidirectional": true}]', ""),
+        ("legacy-empty", "", "", "", None),
+    ]
+    for lesson_id, tags, examples, relationships, rationale in odd:
+        conn.execute("INSERT INTO lessons (id, trigger, action, rationale, examples, version, created_at, last_refined,"
+                     " usage_count, tags, relationships) VALUES (?, 'when odd', 'read it', ?, ?, 2, '2024-01-01',"
+                     " '2024-01-02', 7, ?, ?)", [lesson_id, rationale, examples, tags, relationships])
+    conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, changed_at) VALUES ('legacy-empty', 'archived', 'x')")
+    conn.execute("INSERT INTO lesson_outcome_stats (lesson_id, helped, failed, streak) VALUES ('legacy-null', 2, 1, 1)")
+    conn.commit()
+    conn.row_factory = sqlite3.Row
+    rows = conn.execute(LESSON_SELECT + " ORDER BY l.id").fetchall()
+    expected = [_validated(r) for r in rows]
+    listed = run(db, lambda s: s.lessons.list(status=None))
+    assert [x.id for x in listed] == [x.id for x in expected] and len(listed) == 6
+    for got, want in zip(listed, expected):
+        assert got == want
+        assert got.model_fields_set == want.model_fields_set
+        assert {k: type(v) for k, v in got} == {k: type(v) for k, v in want}
+        assert got.model_dump() == want.model_dump()
+        assert [r.model_fields_set for r in got.relationships] == [r.model_fields_set for r in want.relationships]
+    by_id = {x.id: x for x in listed}
+    assert by_id["legacy-csv-tags"].tags == ["React", "hooks", "state"]
+    assert by_id["legacy-number-tags"].tags == ["1", "2.5", "x", "None"]
+    assert [(r.target, r.weight, type(r.weight)) for r in by_id["legacy-number-tags"].relationships] == [
+        ("verify-api", 1.0, float), ("other-lesson", 0.5, float), ("verify-api", 0.25, float)]
+    assert run(db, lambda s: s.lessons.get("legacy-number-tags")) == by_id["legacy-number-tags"].model_copy(
+        update={"importance": run(db, lambda s: s.lessons.get("legacy-number-tags")).importance})
+    assert gc.isenabled()  # the collector paused while reading is running again

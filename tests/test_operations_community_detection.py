@@ -222,3 +222,36 @@ def test_the_louvain_setting_is_part_of_the_graph_hash_and_igraph_missing_is_a_c
     monkeypatch.setitem(__import__("sys").modules, "igraph", None)
     with pytest.raises(RuntimeError, match=r"louvain is 'igraph' but igraph is not installed"):
         community_detection.run(kb(), None, {**SETTINGS, "louvain": "igraph"})
+
+
+ODD_TEXTS = ["When the API's rate-limit (429) hits, retry_after headers", "Running runs ran: 2024 x y",
+             "snake_case_names and kebab-case-names", "", "the a an of", "Réseau naïve café 42nd"]
+
+
+def test_idf_reads_each_text_as_its_keywords():
+    """The per-token reading gives exactly the document frequency of `text.keywords` per text."""
+    import math
+    from collections import Counter
+
+    from mgcp import text
+
+    lessons = [lesson(f"l{i}", t, "act", tags=[tag] if tag else [])
+               for i, (t, tag) in enumerate([(t, tag) for t in ODD_TEXTS for tag in ("", "Rate-Limits", "x")])]
+    df = Counter()
+    for item in lessons:
+        df.update(set(text.keywords(item.trigger + " " + " ".join(item.tags))))
+    n = len(lessons)
+    assert community_detection._idf(lessons) == {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+
+
+def test_the_collector_runs_again_after_a_run():
+    import gc
+
+    community_detection.run(kb(), None, SETTINGS)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        community_detection.run(kb(), None, SETTINGS)
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()

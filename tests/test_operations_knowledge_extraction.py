@@ -104,3 +104,30 @@ def test_fingerprint_is_stable_across_runs_and_input_order():
 
 def test_no_history_no_findings():
     assert knowledge_extraction.run([], [], SETTINGS) == []
+
+
+def test_lesson_index_holds_each_lessons_content_tokens():
+    """The per-token reading of the index gives exactly `text.content_tokens` of each lesson's
+    trigger and action and of its tags."""
+    from collections import defaultdict
+
+    from mgcp import text
+
+    texts = ["When the API's rate-limit (429) hits, retry_after headers", "Running runs ran: 2024 x y",
+             "snake_case_names and kebab-case-names", "", "the a an of", "Réseau naïve café 42nd"]
+    lessons = [lesson(f"l{i}", a, b, tags) for i, (a, b, tags) in enumerate(
+        [(a, b, tags) for a in texts for b in texts[::-1] for tags in ([], ["Rate-Limits", "x y"])])]
+    expected = defaultdict(set)
+    for number, item in enumerate(lessons):
+        for word in text.content_tokens(item.trigger + " " + item.action) + text.content_tokens(" ".join(item.tags)):
+            expected[word].add(number)
+    assert knowledge_extraction._LessonIndex(lessons).postings == dict(expected)
+
+
+def test_excerpts_of_a_phrase_do_not_depend_on_the_others_asked_for():
+    notes = history() + [snap(10 + i, s, n) for i, (s, n) in enumerate(NOTES.items())]
+    keys = [t["key"] for t in knowledge_extraction.recurring_phrases(notes, 1)]
+    assert len(keys) >= 10
+    together = knowledge_extraction.excerpts(notes, keys)
+    assert all(knowledge_extraction.excerpts(notes, [k]) == {k: together[k]} for k in keys)
+    assert together[("connect", "pool")] and len({s for s, _ in together[("connect", "pool")]}) == len(together[("connect", "pool")])

@@ -36,7 +36,6 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 from __future__ import annotations
 
 import hashlib
-import heapq
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from functools import lru_cache
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
+from mgcp.operations.collector import collector_paused, collector_running
 from mgcp.operations.shared import CycleCache, joined_terms
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
@@ -70,6 +70,7 @@ def community_id(member_ids: list[str]) -> str:
     return hashlib.sha256(",".join(sorted(member_ids)).encode()).hexdigest()[:12]
 
 
+@collector_paused()
 def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         previous_hash: str | None = None, previous_modularity: float = 0.0,
         cache: CycleCache | None = None, backend: SimilarityBackend | None = None,
@@ -87,7 +88,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         weights[pair] += EXPLICIT_WEIGHT
     for pair, w in inferred.items():
         weights[pair] += w
-    edges = [(a, b, w) for (a, b), w in sorted(weights.items())]
+    edges = sorted([(a, b, w) for (a, b), w in weights.items()])  # by pair: pairs are distinct
     graph_hash = _graph_hash(edges, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
@@ -132,8 +133,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for lesson in ordered:
         if explicit_adj.get(lesson.id) or lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
-        neighbours = heapq.nsmallest(MAX_SUGGESTIONS, ((-w, n) for n, w in adjacency[lesson.id].items()))
-        neighbours = [(-w, n) for w, n in neighbours]
+        neighbours = [(-w, n) for w, n in sorted((-w, n) for n, w in adjacency[lesson.id].items())[:MAX_SUGGESTIONS]]
         suggested = [n for _, n in neighbours]
         strength = neighbours[0][0] if neighbours else 0.0
         orphan_findings.append((not suggested, -strength, lesson.id,
@@ -208,30 +208,31 @@ def _partition(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, st
     import community as community_louvain
     import networkx as nx
 
-    parts = _parts(adjacency)
-    part_of = {node: i for i, part in enumerate(parts) for node in part}
-    part_edges: list[list] = [[] for _ in parts]
-    for edge in edges:
-        part_edges[part_of[edge[0]]].append(edge)
-    total = sum(w for _, _, w in edges)
-    partition: dict[str, int] = {}
-    offset = 0
-    for part, inside in zip(parts, part_edges):
-        if len(part) <= 2:
-            labels = dict.fromkeys(part, 0)  # a lone lesson, or a linked pair
-        else:
-            sub = nx.Graph()
-            sub.add_nodes_from(part)
-            sub.add_weighted_edges_from(inside)
-            # The rest of the graph, as one node with a self-loop of its weight: the null model
-            # then sees the whole graph's weight, so every move gains what it would in the whole.
-            sub.add_edge(_REST, _REST, weight=total - sum(w for _, _, w in inside))
-            labels = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
-                                                      random_state=seed)
-            del labels[_REST]
-        partition.update((node, offset + label) for node, label in labels.items())
-        offset += max(labels.values()) + 1
-    return partition
+    with collector_running():  # networkx graphs hold reference cycles: freed as the parts go by
+        parts = _parts(adjacency)
+        part_of = {node: i for i, part in enumerate(parts) for node in part}
+        part_edges: list[list] = [[] for _ in parts]
+        for edge in edges:
+            part_edges[part_of[edge[0]]].append(edge)
+        total = sum(w for _, _, w in edges)
+        partition: dict[str, int] = {}
+        offset = 0
+        for part, inside in zip(parts, part_edges):
+            if len(part) <= 2:
+                labels = dict.fromkeys(part, 0)  # a lone lesson, or a linked pair
+            else:
+                sub = nx.Graph()
+                sub.add_nodes_from(part)
+                sub.add_weighted_edges_from(inside)
+                # The rest of the graph, as one node with a self-loop of its weight: the null model
+                # then sees the whole graph's weight, so every move gains what it would in the whole.
+                sub.add_edge(_REST, _REST, weight=total - sum(w for _, _, w in inside))
+                labels = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
+                                                          random_state=seed)
+                del labels[_REST]
+            partition.update((node, offset + label) for node, label in labels.items())
+            offset += max(labels.values()) + 1
+        return partition
 
 
 def _parts(adjacency: dict[str, dict[str, float]]) -> list[list[str]]:
@@ -307,10 +308,8 @@ def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], sett
         h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
-    for lesson in ordered:
-        h.update(f"{lesson.id}@{lesson.version}\n".encode())
-    for a, b, w in edges:
-        h.update(f"{a}|{b}|{w:.6f}\n".encode())
+    h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
+    h.update("".join([f"{a}|{b}|{w:.6f}\n" for a, b, w in edges]).encode())
     return h.hexdigest()
 
 
@@ -334,9 +333,14 @@ def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]
 # -- titles and summaries ------------------------------------------------------------------------
 
 def _idf(lessons: list[Lesson]) -> dict[str, float]:
+    """Each keyword's inverse document frequency over the triggers and tags. A text's keywords are
+    its tokens' own keywords (`text.keywords` maps token by token), so each distinct token is
+    read once for the whole corpus."""
     df: Counter = Counter()
+    of_token = text.Memo(text.keywords)
     for lesson in lessons:
-        df.update(set(text.keywords(lesson.trigger + " " + " ".join(lesson.tags))))
+        df.update({k for token in set(text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)))
+                   for k in of_token[token]})
     n = len(lessons) or 1
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
@@ -369,20 +373,19 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
     the one most members use, then the most distinctive (sum of its words' idf, so longer phrases
     win ties)."""
     used: Counter = Counter()
-    surface: dict[tuple[str, ...], Counter] = defaultdict(Counter)
+    founds: list[dict[tuple[str, ...], str]] = []  # per member: phrase -> its first written form
     for lid in members:
         lesson = by_id[lid]
         found: dict[tuple[str, ...], str] = {}
-        for source in [lesson.trigger, lesson.action, *lesson.tags]:
-            for key, written in _phrases(source).items():
-                found.setdefault(key, written)
+        for source in reversed([lesson.trigger, lesson.action, *lesson.tags]):
+            found.update(_phrases(source))  # the earlier source's form wins
         used.update(found.keys())
-        for key, written in found.items():
-            surface[key][written] += 1
+        founds.append(found)
     quorum = max(2, (len(members) + 1) // 2)
 
-    def form(key):
-        return min(surface[key].items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    def form(key):  # the form most members write, then the first in alphabetical order
+        written = Counter(found[key] for found in founds if key in found)
+        return min(written.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
     def weight(key):
         return sum(idf.get(w, 1.0) for w in key)

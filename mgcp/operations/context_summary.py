@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import islice
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, HistoryRow
 from mgcp.operations.knowledge_extraction import CLOSED, recurring_phrases
+from mgcp.operations.collector import collector_paused
 from mgcp.operations.shared import CycleCache
 
 THEME_MIN_SESSIONS = 2
@@ -30,6 +32,7 @@ class SummaryResult:
     to_session: int
 
 
+@collector_paused()
 def run(history: list[ContextSnapshot | HistoryRow], settings: dict,
         cache: CycleCache | None = None) -> SummaryResult | None:
     history = sorted(history, key=lambda s: s.id)
@@ -73,7 +76,7 @@ def run(history: list[ContextSnapshot | HistoryRow], settings: dict,
         for path in snap.active_files:
             file_sessions[path].add(snap.session_number)
     files = sorted(file_sessions.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:TOP]
-    themes = (recurring_phrases(history, min(THEME_MIN_SESSIONS, len(sessions)), with_excerpts=False, cache=cache)[:TOP]
+    themes = (list(islice(recurring_phrases(history, min(THEME_MIN_SESSIONS, len(sessions)), cache), TOP))
               if len(sessions) > 1 else [])
 
     data = {

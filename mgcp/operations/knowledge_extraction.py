@@ -22,10 +22,12 @@ engine prefixes the project id). `subject` is empty: these findings are about hi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from itertools import chain, islice
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, HistoryRow, Lesson, RemFinding
+from mgcp.operations.collector import collector_paused
 from mgcp.operations.shared import CycleCache, shared
 from mgcp.operations import draft_options, fingerprint
 
@@ -35,6 +37,7 @@ MAX_EXCERPTS = 3
 CLOSED = {"completed", "done", "closed", "cancelled", "canceled"}
 
 
+@collector_paused()
 def run(history: list[ContextSnapshot | HistoryRow], lessons: list[Lesson], settings: dict,
         cache: CycleCache | None = None) -> list[RemFinding]:
     history = sorted(history, key=lambda s: s.id)
@@ -43,10 +46,11 @@ def run(history: list[ContextSnapshot | HistoryRow], lessons: list[Lesson], sett
     index = _LessonIndex(lessons)
     span = sorted({s.session_number for s in history})
     # Findings are made lazily, in order: once `max_findings` are made the rest is never computed.
-    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"]), cache),
+    limit = max(0, int(settings.get("max_findings", 50)))
+    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"]), limit, cache),
                      _decisions(history, index),
                      _lazy(lambda: _todos(history, int(settings["todo_min_sessions"]))))
-    return list(islice(findings, max(0, int(settings.get("max_findings", 50)))))
+    return list(islice(findings, limit))
 
 
 def _lazy(make):
@@ -58,12 +62,13 @@ class _LessonIndex:
 
     def __init__(self, lessons: list[Lesson]):
         postings: dict[str, set[int]] = defaultdict(set)
-        tag_tokens = text.Memo(text.content_tokens)  # tag lists repeat
+        # A text's stemmed words are its tokens' own (`text.content_tokens` maps token by token),
+        # so each distinct token of the corpus is stemmed once.
+        of_token = text.Memo(text.content_tokens)
         for number, lesson in enumerate(lessons):
-            for words in (text.content_tokens(lesson.trigger + " " + lesson.action),
-                          tag_tokens[" ".join(lesson.tags)]):
-                for word in words:
-                    postings[word].add(number)
+            tokens = set(text.tokenize(" ".join([lesson.trigger, lesson.action, *lesson.tags])))
+            for word in {w for token in tokens for w in of_token[token]}:
+                postings[word].add(number)
         self.postings = dict(postings)
 
     def covers(self, words: tuple[str, ...]) -> bool:
@@ -107,10 +112,11 @@ _EMPTY: frozenset = frozenset()
 # -- themes --------------------------------------------------------------------------------------
 
 def recurring_phrases(history: list[ContextSnapshot | HistoryRow], min_sessions: int,
-                      with_excerpts: bool = True, cache: CycleCache | None = None) -> list[dict]:
+                      cache: CycleCache | None = None) -> Iterator[dict]:
     """Phrases in the notes of >= min_sessions distinct sessions, sub-phrases folded into longer
-    ones; sorted by session count (desc), length (desc), phrase. Also used by context_summary
-    (which needs no excerpts: `with_excerpts=False` leaves them empty).
+    ones, each as {"key", "theme", "sessions"}; sorted by session count (desc), length (desc),
+    phrase, and made as they are taken (a caller that needs the first few pays for those). Also used
+    by context_summary. `excerpts` gives the excerpts of the ones shown.
 
     Linear in the notes: each distinct sentence is mined once (saves repeat their notes; a note's
     phrases are its sentences' phrases, as phrases never cross a sentence end), phrases are
@@ -118,8 +124,7 @@ def recurring_phrases(history: list[ContextSnapshot | HistoryRow], min_sessions:
     phrases holding it through an index of their sub-phrases (at most five per three-word phrase)
     instead of a scan of all of them."""
     # context_summary mines the same history in the same cycle
-    number, keys, surface, sessions, in_sentence = shared(
-        cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
+    number, keys, surface, sessions, in_sentence = _mined(history, cache)
     candidates = {keys[n]: v for n, v in enumerate(sessions) if len(v) >= min_sessions}
     # A longer phrase that is only an occasional extension of a recurring phrase (of two or more
     # words) gives way to it: "connection pooling" in 5 sessions beats "connection pooling config"
@@ -139,34 +144,47 @@ def recurring_phrases(history: list[ContextSnapshot | HistoryRow], min_sessions:
         for sub in _sub_phrases(key, 1):
             holders[sub].append(key)
     del holders
-    excerpts: dict[tuple[str, ...], list[tuple[int, str]]] = {k: [] for k in kept}
-    if with_excerpts and kept:
-        kept_numbers = {number[k]: k for k in kept}
-        excerpt_sessions: dict[tuple[str, ...], set[int]] = {k: set() for k in kept}
-        plan: dict[str, list[tuple[str, list[tuple[str, ...]]]]] = {}  # note -> sentences with kept phrases
-        done: set[tuple[str, int]] = set()
-        short = text.Memo(lambda sentence: text.shorten(sentence, 160))
-        for snap in history:
-            note = snap.notes or ""
-            if (note, snap.session_number) in done:
-                continue  # one excerpt per session: the same note again in a session adds none
-            done.add((note, snap.session_number))
-            items = plan.get(note)
-            if items is None:
-                items = plan[note] = []
-                for sentence in text.sentences(note):
-                    inside = [kept_numbers[n] for n in in_sentence[sentence] if n in kept_numbers]
-                    if inside:
-                        items.append((sentence, inside))
-            for sentence, inside in items:
-                for key in inside:
-                    got = excerpts[key]
-                    if len(got) < 8 and snap.session_number not in excerpt_sessions[key]:
-                        got.append((snap.session_number, short[sentence]))
-                        excerpt_sessions[key].add(snap.session_number)
-    ordered = sorted(kept, key=lambda k: (-len(candidates[k]), -len(k), k))
-    return [{"key": k, "theme": surface[number[k]], "sessions": sorted(candidates[k]),
-             "excerpts": excerpts[k]} for k in ordered]
+    kept.sort(key=lambda k: (-len(candidates[k]), -len(k), k))
+    for k in kept:
+        yield {"key": k, "theme": surface[number[k]], "sessions": sorted(candidates[k])}
+
+
+def excerpts(history: list[ContextSnapshot | HistoryRow], keys: list[tuple[str, ...]],
+             cache: CycleCache | None = None) -> dict[tuple[str, ...], list[tuple[int, str]]]:
+    """Up to 8 (session, sentence) excerpts of each phrase of `keys` (`recurring_phrases`' keys),
+    one per session, in the order of the history; each phrase's are the same whatever the others."""
+    number, _, _, _, in_sentence = _mined(history, cache)
+    found: dict[tuple[str, ...], list[tuple[int, str]]] = {k: [] for k in keys}
+    if not keys:
+        return found
+    wanted = {number[k]: k for k in keys}
+    excerpt_sessions: dict[tuple[str, ...], set[int]] = {k: set() for k in keys}
+    plan: dict[str, list[tuple[str, list[tuple[str, ...]]]]] = {}  # note -> sentences with wanted phrases
+    done: set[tuple[str, int]] = set()
+    short = text.Memo(lambda sentence: text.shorten(sentence, 160))
+    for snap in history:
+        note = snap.notes or ""
+        if (note, snap.session_number) in done:
+            continue  # one excerpt per session: the same note again in a session adds none
+        done.add((note, snap.session_number))
+        items = plan.get(note)
+        if items is None:
+            items = plan[note] = []
+            for sentence in text.sentences(note):
+                inside = [wanted[n] for n in in_sentence[sentence] if n in wanted]
+                if inside:
+                    items.append((sentence, inside))
+        for sentence, inside in items:
+            for key in inside:
+                got = found[key]
+                if len(got) < 8 and snap.session_number not in excerpt_sessions[key]:
+                    got.append((snap.session_number, short[sentence]))
+                    excerpt_sessions[key].add(snap.session_number)
+    return found
+
+
+def _mined(history: list[ContextSnapshot | HistoryRow], cache: CycleCache | None):
+    return shared(cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
 
 
 def _mine(history: list[ContextSnapshot | HistoryRow]):
@@ -207,10 +225,14 @@ def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
     return n < len(longer) and any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
 
 
-def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int, cache: CycleCache | None):
-    for theme in recurring_phrases(history, min_sessions, cache=cache):
-        if not index.covers(theme["key"]):
-            yield _theme_finding(theme, span)
+def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int, limit: int,
+            cache: CycleCache | None):
+    """The first `limit` themes no lesson covers (no more can be shown), with their excerpts."""
+    shown = list(islice((t for t in recurring_phrases(history, min_sessions, cache)
+                         if not index.covers(t["key"])), limit))
+    found = excerpts(history, [t["key"] for t in shown], cache)
+    for theme in shown:
+        yield _theme_finding({**theme, "excerpts": found[theme["key"]]}, span)
 
 
 def _theme_finding(theme: dict, span: list[int]) -> RemFinding:

@@ -8,7 +8,9 @@ step in that transaction too.
 
 from __future__ import annotations
 
+import gc
 import json
+from contextlib import contextmanager
 from typing import Any
 
 from mgcp import quality, ranking
@@ -18,7 +20,7 @@ from mgcp.persistence.columns import json_list as _json_list
 from mgcp.persistence.columns import tags as _tags
 from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.recall_data import SEARCH
-from mgcp.text import query_terms
+from mgcp.text import Memo, query_terms
 from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
 
 LESSON_SELECT = """
@@ -49,19 +51,36 @@ CANDIDATES_PER_RESULT = 4  # text matches reranked per result asked for
 MIN_CANDIDATES = 20
 
 
-def lesson_from_row(row) -> Lesson:
+def lesson_from_row(row, tags=_tags) -> Lesson:
+    """The lesson of a LESSON_SELECT row, validated in one call (its relationships with it).
+    `tags`: the reader of the tags column (`Lessons.list` passes a memo of it: tags lists repeat
+    from lesson to lesson, and validation copies the list into each lesson)."""
     d = dict(row)
-    return Lesson(
-        id=d["id"], trigger=d["trigger"], action=d["action"], rationale=d["rationale"],
-        examples=_json_list(d["examples"]), version=d["version"],
-        created_at=d["created_at"], last_refined=d["last_refined"], last_used=d["last_used"],
-        usage_count=d["usage_count"], tags=_tags(d["tags"]), parent_id=d["parent_id"],
-        relationships=[Relationship(**r) for r in _json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
-        status=d["status"], superseded_by=d["superseded_by"], project_id=d["lc_project_id"],
-        kind=d["kind"], confidence=d["confidence"], helped=d["helped"], failed=d["failed"],
-        failure_streak=d["streak"], success_rate=ranking.success_rate(d["helped"], d["failed"]),
-        tier=ranking.tier(d["status"], d["helped"], d["usage_count"]),
-    )
+    return Lesson.model_validate({
+        "id": d["id"], "trigger": d["trigger"], "action": d["action"], "rationale": d["rationale"],
+        "examples": _json_list(d["examples"]), "version": d["version"],
+        "created_at": d["created_at"], "last_refined": d["last_refined"], "last_used": d["last_used"],
+        "usage_count": d["usage_count"], "tags": tags(d["tags"]), "parent_id": d["parent_id"],
+        "relationships": [r for r in _json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
+        "status": d["status"], "superseded_by": d["superseded_by"], "project_id": d["lc_project_id"],
+        "kind": d["kind"], "confidence": d["confidence"], "helped": d["helped"], "failed": d["failed"],
+        "failure_streak": d["streak"], "success_rate": ranking.success_rate(d["helped"], d["failed"]),
+        "tier": ranking.tier(d["status"], d["helped"], d["usage_count"]),
+    })
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector paused: for reading many rows into models, which hold no
+    reference cycles, so the collections their number would set off find nothing to free (and at
+    100k lessons cost as much as the reading itself)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def version_from_row(row) -> LessonVersion:
@@ -103,7 +122,9 @@ class Lessons:
         if tag:
             sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE lower(json_each.value) = lower(?))"
             params.append(tag)
-        return [lesson_from_row(r) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
+        tags = Memo(_tags)
+        with collector_paused():
+            return [lesson_from_row(r, tags.__getitem__) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
 
     async def uses(self) -> list[LessonUse]:
         """Every active lesson's use (see `LessonUse`), by id."""

@@ -14,6 +14,7 @@ import json
 from mgcp.models import HistoryRow, Todo
 from mgcp.persistence.context import _json
 from mgcp.persistence.database import Database
+from mgcp.persistence.lessons import collector_paused
 
 
 class RemInputs:
@@ -22,10 +23,15 @@ class RemInputs:
 
     async def history_since(self, project_id: str, after_session: int) -> list[HistoryRow]:
         """The project's snapshots of sessions after `after_session`, by id."""
-        rows = await self.db.fetchall(
-            """SELECT id, session_number, session_id, timestamp, notes, active_files, todos, recent_decisions
-               FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id""",
-            [project_id, after_session])
+        with collector_paused():  # a row per snapshot: a hundred thousand objects, no cycles
+            rows = await self.db.fetchall(
+                """SELECT id, session_number, session_id, timestamp, notes, active_files, todos, recent_decisions
+                   FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id""",
+                [project_id, after_session])
+            return self._rows(project_id, rows)
+
+    @staticmethod
+    def _rows(project_id: str, rows) -> list[HistoryRow]:
         files: dict[str | None, list[str]] = {}
         todos: dict[str | None, list[Todo]] = {}
         decisions: dict[str | None, list[str]] = {}
