@@ -19,6 +19,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "errors": set(),
     "schedule": set(),  # stdlib only: the SessionStart hook imports it
     "text": set(),
+    "collector": set(),  # stdlib only
     "reinforcement": set(),  # pure rules shared by pattern reinforcement and ranking
     "resources": set(),
     "models": set(),
@@ -29,10 +30,10 @@ RULES = {  # layer -> the other mgcp layers it may import
     "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook
     "export": {"models"},
     "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking",
-                    "reinforcement"},
-    "operations": {"models", "text", "reinforcement"},
+                    "reinforcement", "collector"},
+    "operations": {"models", "text", "reinforcement", "collector"},
     "engine": {"__init__", "errors", "config", "schedule", "models", "validation", "persistence", "operations",
-               "quality", "ranking", "recall", "reinforcement"},
+               "quality", "ranking", "recall", "reinforcement", "collector"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
                  "persistence", "engine", "quality", "ranking", "recall"},
     "__main__": {"surfaces"},

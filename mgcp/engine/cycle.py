@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import AsyncIterator, Callable
 
 from mgcp import __version__, schedule
+from mgcp.collector import collector_paused
 from mgcp.config import OPERATIONS, RemConfig
 from mgcp.engine import review
 from mgcp.engine.actions import apply_auto
@@ -179,7 +180,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
             else:
                 if op in TEXT_READERS:
                     inputs.cache.reader = await inputs.reader()
-                findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
+                with collector_paused():  # no result changes; see mgcp.collector
+                    findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
                     summary["input_digest"] = digest
             analysis = _Analysis(plan_item, findings, summary, output, 0.0)

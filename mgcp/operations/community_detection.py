@@ -44,7 +44,7 @@ from functools import lru_cache
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
-from mgcp.operations.collector import collector_paused, collector_running
+from mgcp.collector import collector_paused, collector_running
 from mgcp.operations.shared import CycleCache, joined_terms
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 

@@ -17,7 +17,7 @@ from itertools import islice
 from mgcp import text
 from mgcp.models import ContextSnapshot, HistoryRow
 from mgcp.operations.knowledge_extraction import CLOSED, recurring_phrases
-from mgcp.operations.collector import collector_paused
+from mgcp.collector import collector_paused
 from mgcp.operations.shared import CycleCache
 
 THEME_MIN_SESSIONS = 2

@@ -27,7 +27,7 @@ from itertools import chain, islice
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, HistoryRow, Lesson, RemFinding
-from mgcp.operations.collector import collector_paused
+from mgcp.collector import collector_paused
 from mgcp.operations.shared import CycleCache, shared
 from mgcp.operations import draft_options, fingerprint
 

@@ -8,12 +8,11 @@ step in that transaction too.
 
 from __future__ import annotations
 
-import gc
 import json
-from contextlib import contextmanager
 from typing import Any
 
 from mgcp import quality, ranking
+from mgcp.collector import collector_paused
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonLink, LessonRow, LessonStatus, LessonUse, LessonVersion, Relationship
 from mgcp.persistence.columns import json_list as _json_list
@@ -67,20 +66,6 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
         "failure_streak": d["streak"], "success_rate": ranking.success_rate(d["helped"], d["failed"]),
         "tier": ranking.tier(d["status"], d["helped"], d["usage_count"]),
     })
-
-
-@contextmanager
-def collector_paused():
-    """Python's cyclic garbage collector paused: for reading many rows into models, which hold no
-    reference cycles, so the collections their number would set off find nothing to free (and at
-    100k lessons cost as much as the reading itself)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def version_from_row(row) -> LessonVersion:
@@ -149,13 +134,14 @@ class Lessons:
                WHERE COALESCE(c.status, 'active') = ? ORDER BY l.id""", [status])
         tags: dict[str | None, list[str]] = {}
         out = []
-        for lesson_id, trigger, action, tags_text, links, version, used, created, refined, state in rows:
-            if tags_text not in tags:  # tags lists repeat from lesson to lesson; rows are read-only
-                tags[tags_text] = _tags(tags_text)
-            related = tuple(LessonLink(str(r["target"]), str(r.get("type", "related"))) for r in _json_list(links)
-                            if isinstance(r, dict) and "target" in r)
-            out.append(LessonRow(lesson_id, trigger, action, tags[tags_text], related, int(version), int(used),
-                                 created, refined, LessonStatus(state)))
+        with collector_paused():  # a hundred thousand rows, no reference cycles
+            for lesson_id, trigger, action, tags_text, links, version, used, created, refined, state in rows:
+                if tags_text not in tags:  # tags lists repeat from lesson to lesson; rows are read-only
+                    tags[tags_text] = _tags(tags_text)
+                related = tuple(LessonLink(str(r["target"]), str(r.get("type", "related")))
+                                for r in _json_list(links) if isinstance(r, dict) and "target" in r)
+                out.append(LessonRow(lesson_id, trigger, action, tags[tags_text], related, int(version), int(used),
+                                     created, refined, LessonStatus(state)))
         return out
 
     async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,

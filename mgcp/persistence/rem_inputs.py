@@ -14,7 +14,7 @@ import json
 from mgcp.models import HistoryRow, Todo
 from mgcp.persistence.context import _json
 from mgcp.persistence.database import Database
-from mgcp.persistence.lessons import collector_paused
+from mgcp.collector import collector_paused
 
 
 class RemInputs:

@@ -1,12 +1,13 @@
-"""Python's cyclic garbage collector paused while an operation runs.
+"""Python's cyclic garbage collector paused while a REM operation runs or many rows are read.
 
 An operation over a large knowledge base makes hundreds of thousands of small objects (terms,
-edges, findings) next to the lessons it was given. None of them forms a reference cycle, so
-reference counting frees them all, yet their number sets off full collections that walk every live
-object again and again: at 100k lessons these cost a third of an operation's time. Pausing the
-collector for the call changes no result; garbage cycles made meanwhile (by any thread) are
-collected once it runs again. A block inside that makes many cycles (networkx graphs) runs with the
-collector on (`collector_running`), so that memory does not grow with them.
+edges, findings) next to the lessons it was given; so does reading 100k rows into objects. None of
+them forms a reference cycle, so reference counting frees them all, yet their number sets off full
+collections that walk every live object again and again: at 100k lessons these cost a third of an
+operation's time. Pausing the collector for the call changes no result; garbage cycles made
+meanwhile (by any thread) are collected once it runs again. Stdlib only. A block inside that makes
+many cycles (networkx graphs) runs with the collector on (`collector_running`), so that memory does
+not grow with them.
 """
 
 from __future__ import annotations
