@@ -185,6 +185,7 @@ class Observations:
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
         self._first_at: list[str] = []
+        self._labels: list[str] = []  # each pair's source, made when first asked for
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -230,31 +231,46 @@ class Observations:
 
     def add_history(self, rows: list[tuple]) -> None:
         """Snapshots: a decision counts where it enters the recent decisions (one carried from save
-        to save is observed once); a note's sentences count where the notes were written anew."""
+        to save is observed once); a note's sentences count where the notes were written anew.
+        Recent decisions of None: the same as the project's previous snapshot's."""
         project, notes_before, held_before = self._previous
+        decisions_on, notes_on = self.decisions, self.notes
+        sessions, wording, note_keys, numbered = self.sessions, self.wording, self._note_keys, self._number
         for project_id, session, at, notes, decisions in rows:
-            self.snapshots += 1
             same_project = project_id == project
-            held = frozenset(decisions)
             number = None
-            if self.decisions and (held != held_before or not same_project):
-                for decision in decisions:
-                    key = self._decision_key[decision]
-                    if key and not (same_project and decision in held_before):
-                        number = self._pair(project_id, session, at) if number is None else number
-                        self._add(key, number, at, decision)
-            if self.notes and notes and not (same_project and notes == notes_before):
-                keyed = self._note_keys.get(notes)
+            if decisions is not None or not same_project:
+                held = frozenset(decisions or ())
+                if decisions_on and (held != held_before or not same_project):
+                    for decision in decisions or ():
+                        key = self._decision_key[decision]
+                        if key and not (same_project and decision in held_before):
+                            number = self._pair(project_id, session, at) if number is None else number
+                            self._add(key, number, at, decision)
+                held_before = held
+            if notes_on and notes and not (same_project and notes == notes_before):
+                keyed = note_keys.get(notes)
                 if keyed is None:
-                    if len(self._note_keys) > 10_000:
-                        self._note_keys.clear()
-                    keyed = self._note_keys[notes] = [(key, sentence) for sentence in text.sentences(notes)
-                                                      if (key := self._note_key[sentence]) is not None]
+                    if len(note_keys) > 10_000:
+                        note_keys.clear()
+                    keyed = note_keys[notes] = [(key, sentence) for sentence in text.sentences(notes)
+                                                if (key := self._note_key[sentence]) is not None]
                 if keyed:
-                    number = self._pair(project_id, session, at) if number is None else number
-                    for key, sentence in keyed:
-                        self._add(key, number, at, sentence)
-            project, notes_before, held_before = project_id, notes, held
+                    if number is None:
+                        number = numbered.get((project_id, session))
+                        if number is None:
+                            number = self._pair(project_id, session, at)
+                    for key, sentence in keyed:  # `_add`, inline: millions of observations
+                        found = sessions.get(key)
+                        if found is None:
+                            sessions[key] = array("l", (number,))
+                        elif found[-1] != number:
+                            found.append(number)
+                        said = wording.get(key)
+                        if said is None or at >= said[0]:
+                            wording[key] = (at, sentence)
+            project, notes_before = project_id, notes
+        self.snapshots += len(rows)
         self._previous = (project, notes_before, held_before)
 
     def keys(self, needed: int, categories) -> list[str]:
@@ -273,7 +289,10 @@ class Observations:
         at = list(map(self._first_at.__getitem__, numbers))
         if len(set(at)) < len(at):  # observed at the same moment: by source too
             numbers.sort(key=lambda n: (self._first_at[n], _source(*self._pairs[n])))
-        return [_source(*pair) for pair in map(self._pairs.__getitem__, numbers)]
+        labels = self._labels
+        if len(labels) < len(self._pairs):  # each pair's source made once, not once per key
+            labels.extend(_source(*pair) for pair in self._pairs[len(labels):])
+        return list(map(labels.__getitem__, numbers))
 
     def members(self, key: str) -> list["_Member"]:
         surface = self.surface(key)
