@@ -52,7 +52,8 @@ from itertools import chain
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
-from mgcp.reinforcement import DERIVED_VIA, KEY_LENGTH, cluster_key, differences, min_count, normalize, pattern_id
+from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
+                                pattern_id)
 
 OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
@@ -89,7 +90,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
         _lesson_members(lessons, clusters)
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
-    holders = _Holders(active)
+    holders = _Holders(active, [observed.surface(key) for key in clusters if not key.startswith("lesson::")])
     result = Result()
     paths = project_paths or {}
     drafts: list[ReinforcedPattern] = []
@@ -160,11 +161,10 @@ def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface:
 # -- observations --------------------------------------------------------------------------------
 
 def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -> None:
+    counted = (LessonStatus.active, LessonStatus.superseded)
     for lesson in lessons:
-        if lesson.status not in (LessonStatus.active, LessonStatus.superseded) or not normalize(lesson.action):
-            continue
-        clusters[cluster_key("lesson", lesson.action)].append(
-            _Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+        if lesson.status in counted and (key := key_of("lesson", lesson.action)):
+            clusters[key].append(_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
 
 
 class Observations:
@@ -187,7 +187,7 @@ class Observations:
         self._first_at: list[str] = []
         self._labels: list[str] = []  # each pair's source, made when first asked for
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
-        self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
+        self._decision_key = text.Memo(lambda d: key_of("decision", d))
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
         self._note_key = text.Memo(lambda sentence: cluster_key("note", sentence)
                                    if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
@@ -313,15 +313,21 @@ class _Holders:
     one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
-    def __init__(self, active: list[Lesson]):
+    def __init__(self, active: list[Lesson], asked: list[str] | None = None):
+        """`asked`: the texts `holding` will be asked about, when known: only their keywords are
+        indexed (the answers are the same)."""
         self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
         self.equal: dict[str, Lesson] = {}
+        wanted = None if asked is None else {word for said in asked for word in text.keywords(said)}
         postings: dict[str, set[int]] = defaultdict(set)
-        tokens = text.Memo(text.content_tokens)  # tag lists repeat
+        # content_tokens token by token: a text's content tokens are its tokens' own, and words repeat
+        stemmed = text.Memo(lambda token: next(iter(text.stems((token,))), None))
         for number, lesson in enumerate(self.lessons):
             self.equal.setdefault(_full(lesson.action), lesson)
-            for word in chain(text.content_tokens(lesson.trigger + " " + lesson.action), tokens[" ".join(lesson.tags)]):
-                postings[word].add(number)
+            for token in text.tokenize(f"{lesson.trigger} {lesson.action} {' '.join(lesson.tags)}"):
+                word = stemmed[token]
+                if word is not None and (wanted is None or word in wanted):
+                    postings[word].add(number)
         self.postings = dict(postings)
         self.arrays: dict = {}  # word -> its postings as a numpy array, made when first asked for
 
