@@ -185,7 +185,8 @@ class Observations:
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
         self._first_at: list[str] = []
-        self._labels: list[str] = []  # each pair's source, made when first asked for
+        self._rank: list[int] = []  # see `_ranks`
+        self._ordered: list[str] = []
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: key_of("decision", d))
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -285,14 +286,20 @@ class Observations:
     def sources(self, key: str) -> list[str]:
         """The key's members' sources ("session:<project id>:<session number>"), by when they were
         first observed, then by source: the order of `members`."""
-        numbers = sorted(dict.fromkeys(self.sessions[key]), key=self._first_at.__getitem__)
-        at = list(map(self._first_at.__getitem__, numbers))
-        if len(set(at)) < len(at):  # observed at the same moment: by source too
-            numbers.sort(key=lambda n: (self._first_at[n], _source(*self._pairs[n])))
-        labels = self._labels
-        if len(labels) < len(self._pairs):  # each pair's source made once, not once per key
-            labels.extend(_source(*pair) for pair in self._pairs[len(labels):])
-        return list(map(labels.__getitem__, numbers))
+        ranks = sorted(set(map(self._ranks().__getitem__, self.sessions[key])))
+        return list(map(self._ordered.__getitem__, ranks))
+
+    def _ranks(self) -> list[int]:
+        """Each pair's place among all pairs by when it was first observed, then by source (by pair
+        number), and the sources in that order (`_ordered`): made once per history."""
+        if len(self._rank) != len(self._pairs):
+            labels = [_source(*pair) for pair in self._pairs]
+            by = sorted(range(len(labels)), key=lambda n: (self._first_at[n], labels[n]))
+            self._rank = [0] * len(by)
+            for place, number in enumerate(by):
+                self._rank[number] = place
+            self._ordered = [labels[n] for n in by]
+        return self._rank
 
     def members(self, key: str) -> list["_Member"]:
         surface = self.surface(key)
@@ -316,20 +323,35 @@ class _Holders:
     def __init__(self, active: list[Lesson], asked: list[str] | None = None):
         """`asked`: the texts `holding` will be asked about, when known: only their keywords are
         indexed (the answers are the same)."""
+        import numpy as np
+
         self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
         self.equal: dict[str, Lesson] = {}
         wanted = None if asked is None else {word for said in asked for word in text.keywords(said)}
-        postings: dict[str, set[int]] = defaultdict(set)
-        # content_tokens token by token: a text's content tokens are its tokens' own, and words repeat
-        stemmed = text.Memo(lambda token: next(iter(text.stems((token,))), None))
-        for number, lesson in enumerate(self.lessons):
+        tokens: list[str] = []
+        lengths: list[int] = []
+        for lesson in self.lessons:
             self.equal.setdefault(_full(lesson.action), lesson)
-            for token in text.tokenize(f"{lesson.trigger} {lesson.action} {' '.join(lesson.tags)}"):
-                word = stemmed[token]
-                if word is not None and (wanted is None or word in wanted):
-                    postings[word].add(number)
-        self.postings = dict(postings)
-        self.arrays: dict = {}  # word -> its postings as a numpy array, made when first asked for
+            found = text.tokenize(f"{lesson.trigger} {lesson.action} {' '.join(lesson.tags)}")
+            tokens.extend(found)
+            lengths.append(len(found))
+        # A text's content tokens are its tokens' own: each distinct token is stemmed once, and its
+        # word numbered (-1: not a content token, or never asked about).
+        self.words: dict[str, int] = {}
+        numbered: dict[str, int] = {}
+        for token in dict.fromkeys(tokens):
+            word = next(iter(text.stems((token,))), None)
+            numbered[token] = (-1 if word is None or (wanted is not None and word not in wanted)
+                               else self.words.setdefault(word, len(self.words)))
+        ids = np.fromiter(map(numbered.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        owners = np.repeat(np.arange(len(self.lessons), dtype=np.int64), lengths)
+        kept = ids >= 0
+        size = max(len(self.lessons), 1)
+        # (word, lesson) once each, by word: a word's lessons are one slice
+        pairs = np.sort(ids[kept] * size + owners[kept])
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
+        word_of, self.holders = np.divmod(pairs, size)
+        self.bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
     def holding(self, surface: str) -> Lesson | None:
         if _full(surface) in self.equal:
@@ -351,13 +373,11 @@ class _Holders:
         return self.lessons[int(np.argmax(counts))]
 
     def _numbers(self, word: str):
-        """The numbers of the lessons holding `word`, as an array (made once per word)."""
-        found = self.arrays.get(word)
-        if found is None:
-            import numpy as np
-
-            found = self.arrays[word] = np.fromiter(self.postings.get(word, ()), dtype=np.int64)
-        return found
+        """The numbers of the lessons holding `word`, as an array."""
+        number = self.words.get(word)
+        if number is None:
+            return self.holders[:0]
+        return self.holders[self.bounds[number]:self.bounds[number + 1]]
 
 
 _NONE: frozenset = frozenset()
