@@ -305,7 +305,7 @@ def _holding_by_hand(active, surface):
         return None
     best, held = None, 0
     for lesson in ranked:
-        have = set(text.content_tokens(lesson.trigger + " " + lesson.action)) | set(text.content_tokens(" ".join(lesson.tags)))
+        have = {*text.content_tokens(lesson.trigger + " " + lesson.action), *text.content_tokens(" ".join(lesson.tags))}
         count = sum(word in have for word in words)
         if count > held:
             best, held = lesson, count

@@ -358,4 +358,5 @@ def test_history_pages_observe_what_the_whole_history_holds(db, run):
         assert any(row[4] is None for page in pages for row in page)
         assert observed.snapshots == len(whole) == sum(map(len, pages))
         assert observed.wording == expected.wording and observed.keys(2, {"decision", "note"})
-        assert {k: observed.sources(k) for k in observed.sessions} == {k: expected.sources(k) for k in expected.sessions}
+        sources = {key: observed.sources(key) for key in observed.sessions}
+        assert sources == {key: expected.sources(key) for key in expected.sessions}
