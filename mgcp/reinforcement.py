@@ -20,12 +20,13 @@ import re
 DERIVED_VIA = "pattern-reinforcement"
 KEY_LENGTH = 200
 MIN_COUNT_RANGE = (2, 1000)  # a cluster of one is no pattern; larger minimums are typos
-_SPACE = re.compile(r"\s+")
 _WORDS = re.compile(r"[^\W_]+")
 
 
 def normalize(text: str | None) -> str:
-    return _SPACE.sub(" ", (text or "").strip().lower())[:KEY_LENGTH]
+    # str.split's whitespace is the regex \s of Unicode strings (and lower-casing neither makes nor
+    # removes any): the same as collapsing every run of it into one space.
+    return " ".join((text or "").lower().split())[:KEY_LENGTH]
 
 
 def identity(text: str | None) -> str:
@@ -47,6 +48,12 @@ def differences(kept_trigger: str, kept_action: str, trigger: str, action: str) 
 
 def cluster_key(category: str, text: str | None) -> str:
     return f"{category}::{normalize(text)}"
+
+
+def key_of(category: str, text: str | None) -> str | None:
+    """The text's cluster key, or None when it normalizes to nothing."""
+    normalized = normalize(text)
+    return f"{category}::{normalized}" if normalized else None
 
 
 def pattern_id(key: str) -> str:

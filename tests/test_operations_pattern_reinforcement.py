@@ -248,3 +248,125 @@ def test_one_member_that_is_not_a_copy_keeps_the_whole_finding_from_auto():
     assert finding.data["normalized_equal"] is False and finding.data["differences"] == {
         "d1": ["trigger"], "d2": ["trigger"]}
     assert "3 active lessons share their action up to case and spacing" in finding.description
+
+
+# -- what the faster paths must leave unchanged ---------------------------------------------------
+
+@pytest.mark.parametrize("said", ["a\x1cb\x1fc", "a\u2028b\u3000c\xa0d\x85e", "\tA  B\r\n", "İstanbul  Ǆ\u2029x", ""])
+def test_normalize_collapses_exactly_the_unicode_whitespace_the_regex_does(said):
+    import re
+
+    assert normalize(said) == re.sub(r"\s+", " ", said.strip().lower())[:200]
+
+
+def test_decisions_carried_over_as_none_give_what_the_lists_give():
+    # history_pages passes None where a snapshot's recent decisions are the previous one's
+    sessions = [("p1", s) for s in range(1, 9)] + [("p2", s) for s in range(1, 7)]
+    history = [snap(i, s, [["Use pnpm"], ["Use pnpm", "Pin node"], ["Pin node"]][(s // 2) % 3],
+                    notes=f"Day {s // 3}. Keep the pool warm at night.", project=p)
+               for i, (p, s) in enumerate(sessions)]
+    carried = [row[:4] + (None,) if i and row[0] == history[i - 1][0] and row[4] == history[i - 1][4] else row
+               for i, row in enumerate(history)]
+    assert any(row[4] is None for row in carried)
+    settings = {**SETTINGS, "min_count": 2}
+    whole = run(history=history, settings=settings)
+    for cut in range(1, len(carried)):
+        observed = pattern_reinforcement.Observations(SETTINGS["categories"])
+        observed.add_history(carried[:cut])
+        observed.add_history(carried[cut:])
+        assert observed.snapshots == len(history)
+        paged = pattern_reinforcement.run([], observed, {}, settings, NOW)
+        assert paged.patterns == whole.patterns and paged.findings == whole.findings, cut
+    assert {p.category for p in whole.patterns} == {"decision", "note"}
+
+
+def test_sources_observed_at_the_same_moment_are_ordered_by_source():
+    at = "2026-04-01T00:00:00"
+    history = [(project, 1, at, "Keep the connection pool warm overnight.", []) for project in ("p3", "p1", "p2")]
+    history.append(("p1", 2, "2026-03-01T00:00:00", "Keep the connection pool warm overnight.", []))
+    observed = pattern_reinforcement.Observations.of(history, [])
+    (key,) = observed.keys(2, {"note"})
+    assert observed.sources(key) == ["session:p1:2", "session:p1:1", "session:p2:1", "session:p3:1"]
+
+
+def _holding_by_hand(active, surface):
+    """The rule `_Holders.holding` implements, written out plainly."""
+    import math
+
+    from mgcp import text
+
+    ranked = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
+    full = " ".join(surface.strip().lower().split())
+    for lesson in ranked:
+        if " ".join(lesson.action.strip().lower().split()) == full:
+            return lesson
+    words = list(dict.fromkeys(text.keywords(surface)))
+    if not words:
+        return None
+    best, held = None, 0
+    for lesson in ranked:
+        have = {*text.content_tokens(lesson.trigger + " " + lesson.action), *text.content_tokens(" ".join(lesson.tags))}
+        count = sum(word in have for word in words)
+        if count > held:
+            best, held = lesson, count
+    return best if held >= math.ceil(0.6 * len(words) - 1e-9) else None
+
+
+def test_the_lesson_holding_a_text_is_the_one_the_rule_names():
+    active = [Lesson(id=f"l{i}", trigger=trigger, action=action, tags=tags, created_at=f"2026-0{1 + i % 9}-01T00:00:00",
+                     last_refined="2026-01-01T00:00:00")
+              for i, (trigger, action, tags) in enumerate([
+                  ("when deploying the api", "Run the database migrations before the release", ["deploy"]),
+                  ("when deploying", "Run migrations first, then restart the workers", ["migrations", "workers"]),
+                  ("when testing", "Keep the connection pool warm at night", []),
+                  ("when caching", "Invalidate the cache after every schema change", ["cache", "schema"]),
+                  ("when releasing", "Tag the release after the changelog", ["release"]),
+                  ("when deploying the workers", "Restart the workers after the migrations ran", ["deploy"])])]
+    asked = ["Run the database migrations before the release", "restart workers after migrations",
+             "Keep the pool warm", "cache schema change invalidation", "Nothing here matches at all",
+             "release changelog tag", "deploy api migrations", "the the the"]
+    for index in (pattern_reinforcement._Holders(active, asked), pattern_reinforcement._Holders(active)):
+        for surface in asked:
+            found, expected = index.holding(surface), _holding_by_hand(active, surface)
+            assert (found and found.id) == (expected and expected.id), surface
+    assert pattern_reinforcement._Holders([], asked).holding("restart workers after migrations") is None
+
+
+DETERMINISM_SCRIPT = """
+import json
+from mgcp.config import DEFAULTS
+from mgcp.models import Lesson
+from mgcp.operations import pattern_reinforcement
+
+settings = {**DEFAULTS["pattern_reinforcement"], "enabled": True, "min_count": 2}
+words = ["pool", "cache", "schema", "worker", "deploy", "release", "migration", "tag", "queue", "retry"]
+lessons = [Lesson(id=f"l{i}", trigger=f"when {words[i % 10]} and {words[(i * 3) % 10]}",
+                  action=f"Check the {words[(i * 7) % 10]} before the {words[(i + 1) % 10]}",
+                  tags=[words[i % 10]], created_at=f"2026-01-{1 + i % 28:02d}T00:00:00",
+                  last_refined="2026-01-01T00:00:00") for i in range(40)]
+history = [(f"p{i % 3}", i // 3 + 1, f"2026-02-{1 + i % 28:02d}T00:00:00",
+            f"Keep the {words[i % 4]} {words[(i + 2) % 5]} in sync. Review the {words[i % 6]} queue weekly.",
+            [f"use the {words[i % 5]} {words[i % 2]} carefully"]) for i in range(60)]
+observed = pattern_reinforcement.Observations.of(history, [], settings["categories"])
+result = pattern_reinforcement.run(lessons, observed, {}, settings, "2026-03-01T00:00:00")
+print(json.dumps([[p.cluster_key, p.lesson_id, p.derived_from] for p in result.patterns]
+                 + [[f.kind, f.fingerprint, f.title, f.data] for f in result.findings]))
+"""
+
+
+def test_patterns_findings_and_their_order_do_not_depend_on_the_hash_seed():
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    outputs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        out = subprocess.run([sys.executable, "-c", DETERMINISM_SCRIPT], env=env, capture_output=True,
+                             text=True, check=True, cwd=root).stdout
+        outputs.append(json.loads(out))
+    assert any(item[0] == "reinforced_draft" for item in outputs[0])
+    assert outputs[0] == outputs[1] == outputs[2]

@@ -327,3 +327,36 @@ def test_every_answer_is_undone_exactly(db, dbp, run, kind, option, text):
     assert dump(db, LESSON_TABLES) == before
     assert [f["id"] for f in cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]
             if f["id"] == finding["id"]] == [finding["id"]]
+
+
+def test_history_pages_observe_what_the_whole_history_holds(db, run):
+    # saves that carry their decisions over come out as None; any page size observes the same
+    async def seed(store):
+        for i in range(1, 13):
+            for project in (PROJECT, "/p/other"):
+                await store.context.save(project, session_id=f"s{i // 2}", notes=f"Session {i // 3}: pool warm at night.",
+                                         decisions=["Use pnpm workspaces", "Pin node"][: 1 + (i // 4) % 2])
+    run(db, seed)
+    conn = sqlite3.connect(db)
+    rows = conn.execute("""SELECT project_id, session_number, timestamp, coalesce(notes, ''), recent_decisions
+                           FROM context_history ORDER BY project_id, id""").fetchall()
+    conn.close()
+    whole = [(p, s, at, notes, json.loads(d)) for p, s, at, notes, d in rows]
+    from mgcp.operations import pattern_reinforcement
+
+    expected = pattern_reinforcement.Observations.of(whole, [])
+
+    async def paged(store, size):
+        observed, pages = pattern_reinforcement.Observations(), []
+        async for page in store.patterns.history_pages(size=size):
+            pages.append(page)
+            observed.add_history(page)
+        return observed, pages
+
+    for size in (1, 2, 5, 1000):
+        observed, pages = run(db, lambda store: paged(store, size))
+        assert any(row[4] is None for page in pages for row in page)
+        assert observed.snapshots == len(whole) == sum(map(len, pages))
+        assert observed.wording == expected.wording and observed.keys(2, {"decision", "note"})
+        sources = {key: observed.sources(key) for key in observed.sessions}
+        assert sources == {key: expected.sources(key) for key in expected.sessions}

@@ -52,7 +52,8 @@ from itertools import chain
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
-from mgcp.reinforcement import DERIVED_VIA, KEY_LENGTH, cluster_key, differences, min_count, normalize, pattern_id
+from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
+                                pattern_id)
 
 OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
@@ -89,7 +90,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
         _lesson_members(lessons, clusters)
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
-    holders = _Holders(active)
+    holders = _Holders(active, [observed.surface(key) for key in clusters if not key.startswith("lesson::")])
     result = Result()
     paths = project_paths or {}
     drafts: list[ReinforcedPattern] = []
@@ -160,11 +161,10 @@ def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface:
 # -- observations --------------------------------------------------------------------------------
 
 def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -> None:
+    counted = (LessonStatus.active, LessonStatus.superseded)
     for lesson in lessons:
-        if lesson.status not in (LessonStatus.active, LessonStatus.superseded) or not normalize(lesson.action):
-            continue
-        clusters[cluster_key("lesson", lesson.action)].append(
-            _Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+        if lesson.status in counted and (key := key_of("lesson", lesson.action)):
+            clusters[key].append(_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
 
 
 class Observations:
@@ -185,8 +185,10 @@ class Observations:
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
         self._first_at: list[str] = []
+        self._rank: list[int] = []  # see `_ranks`
+        self._ordered: list[str] = []
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
-        self._decision_key = text.Memo(lambda d: cluster_key("decision", d) if normalize(d) else None)
+        self._decision_key = text.Memo(lambda d: key_of("decision", d))
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
         self._note_key = text.Memo(lambda sentence: cluster_key("note", sentence)
                                    if len(text.content_tokens(sentence)) >= NOTE_MIN_WORDS else None)
@@ -230,31 +232,46 @@ class Observations:
 
     def add_history(self, rows: list[tuple]) -> None:
         """Snapshots: a decision counts where it enters the recent decisions (one carried from save
-        to save is observed once); a note's sentences count where the notes were written anew."""
+        to save is observed once); a note's sentences count where the notes were written anew.
+        Recent decisions of None: the same as the project's previous snapshot's."""
         project, notes_before, held_before = self._previous
+        decisions_on, notes_on = self.decisions, self.notes
+        sessions, wording, note_keys, numbered = self.sessions, self.wording, self._note_keys, self._number
         for project_id, session, at, notes, decisions in rows:
-            self.snapshots += 1
             same_project = project_id == project
-            held = frozenset(decisions)
             number = None
-            if self.decisions and (held != held_before or not same_project):
-                for decision in decisions:
-                    key = self._decision_key[decision]
-                    if key and not (same_project and decision in held_before):
-                        number = self._pair(project_id, session, at) if number is None else number
-                        self._add(key, number, at, decision)
-            if self.notes and notes and not (same_project and notes == notes_before):
-                keyed = self._note_keys.get(notes)
+            if decisions is not None or not same_project:
+                held = frozenset(decisions or ())
+                if decisions_on and (held != held_before or not same_project):
+                    for decision in decisions or ():
+                        key = self._decision_key[decision]
+                        if key and not (same_project and decision in held_before):
+                            number = self._pair(project_id, session, at) if number is None else number
+                            self._add(key, number, at, decision)
+                held_before = held
+            if notes_on and notes and not (same_project and notes == notes_before):
+                keyed = note_keys.get(notes)
                 if keyed is None:
-                    if len(self._note_keys) > 10_000:
-                        self._note_keys.clear()
-                    keyed = self._note_keys[notes] = [(key, sentence) for sentence in text.sentences(notes)
-                                                      if (key := self._note_key[sentence]) is not None]
+                    if len(note_keys) > 10_000:
+                        note_keys.clear()
+                    keyed = note_keys[notes] = [(key, sentence) for sentence in text.sentences(notes)
+                                                if (key := self._note_key[sentence]) is not None]
                 if keyed:
-                    number = self._pair(project_id, session, at) if number is None else number
-                    for key, sentence in keyed:
-                        self._add(key, number, at, sentence)
-            project, notes_before, held_before = project_id, notes, held
+                    if number is None:
+                        number = numbered.get((project_id, session))
+                        if number is None:
+                            number = self._pair(project_id, session, at)
+                    for key, sentence in keyed:  # `_add`, inline: millions of observations
+                        found = sessions.get(key)
+                        if found is None:
+                            sessions[key] = array("l", (number,))
+                        elif found[-1] != number:
+                            found.append(number)
+                        said = wording.get(key)
+                        if said is None or at >= said[0]:
+                            wording[key] = (at, sentence)
+            project, notes_before = project_id, notes
+        self.snapshots += len(rows)
         self._previous = (project, notes_before, held_before)
 
     def keys(self, needed: int, categories) -> list[str]:
@@ -269,11 +286,20 @@ class Observations:
     def sources(self, key: str) -> list[str]:
         """The key's members' sources ("session:<project id>:<session number>"), by when they were
         first observed, then by source: the order of `members`."""
-        numbers = sorted(dict.fromkeys(self.sessions[key]), key=self._first_at.__getitem__)
-        at = list(map(self._first_at.__getitem__, numbers))
-        if len(set(at)) < len(at):  # observed at the same moment: by source too
-            numbers.sort(key=lambda n: (self._first_at[n], _source(*self._pairs[n])))
-        return [_source(*pair) for pair in map(self._pairs.__getitem__, numbers)]
+        ranks = sorted(set(map(self._ranks().__getitem__, self.sessions[key])))
+        return list(map(self._ordered.__getitem__, ranks))
+
+    def _ranks(self) -> list[int]:
+        """Each pair's place among all pairs by when it was first observed, then by source (by pair
+        number), and the sources in that order (`_ordered`): made once per history."""
+        if len(self._rank) != len(self._pairs):
+            labels = [_source(*pair) for pair in self._pairs]
+            by = sorted(range(len(labels)), key=lambda n: (self._first_at[n], labels[n]))
+            self._rank = [0] * len(by)
+            for place, number in enumerate(by):
+                self._rank[number] = place
+            self._ordered = [labels[n] for n in by]
+        return self._rank
 
     def members(self, key: str) -> list["_Member"]:
         surface = self.surface(key)
@@ -294,17 +320,38 @@ class _Holders:
     one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
-    def __init__(self, active: list[Lesson]):
+    def __init__(self, active: list[Lesson], asked: list[str] | None = None):
+        """`asked`: the texts `holding` will be asked about, when known: only their keywords are
+        indexed (the answers are the same)."""
+        import numpy as np
+
         self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
         self.equal: dict[str, Lesson] = {}
-        postings: dict[str, set[int]] = defaultdict(set)
-        tokens = text.Memo(text.content_tokens)  # tag lists repeat
-        for number, lesson in enumerate(self.lessons):
+        wanted = None if asked is None else {word for said in asked for word in text.keywords(said)}
+        tokens: list[str] = []
+        lengths: list[int] = []
+        for lesson in self.lessons:
             self.equal.setdefault(_full(lesson.action), lesson)
-            for word in chain(text.content_tokens(lesson.trigger + " " + lesson.action), tokens[" ".join(lesson.tags)]):
-                postings[word].add(number)
-        self.postings = dict(postings)
-        self.arrays: dict = {}  # word -> its postings as a numpy array, made when first asked for
+            found = text.tokenize(f"{lesson.trigger} {lesson.action} {' '.join(lesson.tags)}")
+            tokens.extend(found)
+            lengths.append(len(found))
+        # A text's content tokens are its tokens' own: each distinct token is stemmed once, and its
+        # word numbered (-1: not a content token, or never asked about).
+        self.words: dict[str, int] = {}
+        numbered: dict[str, int] = {}
+        for token in dict.fromkeys(tokens):
+            word = next(iter(text.stems((token,))), None)
+            numbered[token] = (-1 if word is None or (wanted is not None and word not in wanted)
+                               else self.words.setdefault(word, len(self.words)))
+        ids = np.fromiter(map(numbered.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        owners = np.repeat(np.arange(len(self.lessons), dtype=np.int64), lengths)
+        kept = ids >= 0
+        size = max(len(self.lessons), 1)
+        # (word, lesson) once each, by word: a word's lessons are one slice
+        pairs = np.sort(ids[kept] * size + owners[kept])
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
+        word_of, self.holders = np.divmod(pairs, size)
+        self.bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
     def holding(self, surface: str) -> Lesson | None:
         if _full(surface) in self.equal:
@@ -326,13 +373,11 @@ class _Holders:
         return self.lessons[int(np.argmax(counts))]
 
     def _numbers(self, word: str):
-        """The numbers of the lessons holding `word`, as an array (made once per word)."""
-        found = self.arrays.get(word)
-        if found is None:
-            import numpy as np
-
-            found = self.arrays[word] = np.fromiter(self.postings.get(word, ()), dtype=np.int64)
-        return found
+        """The numbers of the lessons holding `word`, as an array."""
+        number = self.words.get(word)
+        if number is None:
+            return self.holders[:0]
+        return self.holders[self.bounds[number]:self.bounds[number + 1]]
 
 
 _NONE: frozenset = frozenset()

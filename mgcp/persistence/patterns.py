@@ -97,27 +97,36 @@ class Patterns:
 
     async def history_pages(self, size: int = 20_000) -> AsyncIterator[list[tuple]]:
         """Every project's context history, by project then id, in pages of `size` rows: (project
-        id, session number, timestamp, notes, recent decisions) - only what patterns read."""
+        id, session number, timestamp, notes, recent decisions) - only what patterns read. The
+        recent decisions are None where they are the project's previous snapshot's (saves carry
+        them over), so that nothing parses or compares them again."""
         projects = [r[0] for r in await self.db.fetchall("SELECT DISTINCT project_id FROM context_history ORDER BY 1")]
         parsed: dict[str | None, list[str]] = {}  # saves repeat their decisions list from row to row
         for project_id in projects:
-            after = -1
+            after, before = -1, None
             while True:
-                rows = await self.db.fetchall(
-                    """SELECT id, session_number, timestamp, notes, recent_decisions FROM context_history
-                       WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""", [project_id, after, size])
+                async with self.db.conn.execute(
+                        """SELECT id, session_number, timestamp, coalesce(notes, ''), recent_decisions
+                           FROM context_history WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""",
+                        [project_id, after, size]) as cursor:
+                    cursor.row_factory = None  # plain tuples: a million rows need no names
+                    rows = await cursor.fetchall()
                 if not rows:
                     break
                 page = []
-                for r in rows:
-                    decisions = parsed.get(r["recent_decisions"])
-                    if decisions is None:
-                        if len(parsed) > 10_000:
-                            parsed.clear()
-                        decisions = parsed[r["recent_decisions"]] = _decisions(r["recent_decisions"])
-                    page.append((project_id, r["session_number"], r["timestamp"], r["notes"] or "", decisions))
+                for _, session, at, notes, raw in rows:
+                    if raw == before:
+                        decisions = None
+                    else:
+                        decisions = parsed.get(raw)
+                        if decisions is None:
+                            if len(parsed) > 10_000:
+                                parsed.clear()
+                            decisions = parsed[raw] = _decisions(raw)
+                        before = raw
+                    page.append((project_id, session, at, notes, decisions))
                 yield page
-                after = rows[-1]["id"]
+                after = rows[-1][0]
 
     async def observations_mark(self) -> tuple:
         """How many decisions sessions stated, and the newest one's row: a new statement changes it."""
