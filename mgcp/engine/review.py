@@ -27,20 +27,26 @@ async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFi
     return finding
 
 
-async def is_stale(store: Store, finding: RemFinding) -> str | None:
-    """Why the finding no longer applies, or None."""
+async def is_stale(store: Store, finding: RemFinding, states: dict | None = None) -> str | None:
+    """Why the finding no longer applies, or None. `states`: `Lessons.states` of (at least) its
+    subject's lessons, when already read for many findings at once."""
+    if states is None:
+        states = await store.lessons.states(finding.subject)
     for lesson_id, version in finding.subject.items():
-        if not await store.lessons.exists(lesson_id):
+        if lesson_id not in states:
             return f"lesson {lesson_id} no longer exists"
-        lesson = await store.lessons.get(lesson_id)
-        if lesson.version != version:
-            return f"lesson {lesson_id} was refined (v{version} -> v{lesson.version})"
-        if lesson.status != LessonStatus.active:
-            return f"lesson {lesson_id} is {lesson.status.value}"
+        current, status, _ = states[lesson_id]
+        if current != version:
+            return f"lesson {lesson_id} was refined (v{version} -> v{current})"
+        if status != LessonStatus.active:
+            return f"lesson {lesson_id} is {status.value}"
     if finding.kind == "orphan":  # links are not versioned: look at them directly
-        lesson = await store.lessons.get(finding.data["lesson"])
-        if lesson.relationships:
-            return f"lesson {lesson.id} has been linked since"
+        lesson_id = finding.data["lesson"]
+        state = states.get(lesson_id) or (await store.lessons.states([lesson_id])).get(lesson_id)
+        if state is None:
+            return f"lesson {lesson_id} no longer exists"
+        if state[2]:
+            return f"lesson {lesson_id} has been linked since"
     draft = finding.data.get("draft")
     if isinstance(draft, dict) and isinstance(draft.get("trigger"), str) and isinstance(draft.get("action"), str):
         held = await store.lessons.same_text(draft["trigger"].strip(), draft["action"].strip())
@@ -50,10 +56,12 @@ async def is_stale(store: Store, finding: RemFinding) -> str | None:
 
 
 async def _still_speaking(store: Store, findings: list[RemFinding]) -> list[RemFinding]:
-    """The findings that are not stale; the stale ones are marked so on the way."""
+    """The findings that are not stale; the stale ones are marked so on the way. The subjects'
+    lessons are read once for all the findings."""
+    states = await store.lessons.states(lesson_id for finding in findings for lesson_id in finding.subject)
     result = []
     for finding in findings:
-        if await is_stale(store, finding):
+        if await is_stale(store, finding, states):
             async with store.transaction():
                 # Again under the write lock: another process may have answered the finding since
                 # it was read, and its answer may be what makes it look stale (an orphan it linked).

@@ -9,6 +9,7 @@ step in that transaction too.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from mgcp import quality, ranking
@@ -96,6 +97,23 @@ class Lessons:
 
     async def exists(self, lesson_id: str) -> bool:
         return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
+
+    async def states(self, lesson_ids: Iterable[str]) -> dict[str, tuple[int, LessonStatus, bool]]:
+        """(version, status, linked) of each of the lessons that exist: what tells whether a
+        finding about them still holds, read for many lessons at once. `linked`: whether it has a
+        relationship, as `get` reads them."""
+        ids = list(dict.fromkeys(lesson_ids))
+        out = {}
+        for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[start:start + 500]
+            rows = await self.db.fetchall(
+                f"""SELECT l.id, l.version, COALESCE(c.status, 'active'), l.relationships
+                    FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                    WHERE l.id IN ({','.join('?' * len(chunk))})""", chunk)
+            for lesson_id, version, status, links in rows:
+                linked = any(isinstance(r, dict) and "target" in r for r in _json_list(links))
+                out[lesson_id] = (int(version), LessonStatus(status), linked)
+        return out
 
     async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
         """Lessons by id; `tag` matches whatever the case of its ASCII letters ("React" finds lessons
