@@ -355,18 +355,8 @@ print(json.dumps([[p.cluster_key, p.lesson_id, p.derived_from] for p in result.p
 
 
 def test_patterns_findings_and_their_order_do_not_depend_on_the_hash_seed():
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from hashseeds import outputs_under_hash_seeds
 
-    root = Path(__file__).resolve().parents[1]
-    outputs = []
-    for seed in ("1", "2", "3"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
-        out = subprocess.run([sys.executable, "-c", DETERMINISM_SCRIPT], env=env, capture_output=True,
-                             text=True, check=True, cwd=root).stdout
-        outputs.append(json.loads(out))
+    outputs = outputs_under_hash_seeds(DETERMINISM_SCRIPT)
     assert any(item[0] == "reinforced_draft" for item in outputs[0])
     assert outputs[0] == outputs[1] == outputs[2]
