@@ -28,10 +28,10 @@ async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFi
 
 
 async def is_stale(store: Store, finding: RemFinding, states: dict | None = None) -> str | None:
-    """Why the finding no longer applies, or None. `states`: `Lessons.states` of (at least) its
-    subject's lessons, when already read for many findings at once."""
+    """Why the finding no longer applies, or None. `states`: `Lessons.states` of (at least) the
+    lessons it reads (`_lessons_read`), when already read for many findings at once."""
     if states is None:
-        states = await store.lessons.states(finding.subject)
+        states = await store.lessons.states(_lessons_read(finding))
     for lesson_id, version in finding.subject.items():
         if lesson_id not in states:
             return f"lesson {lesson_id} no longer exists"
@@ -42,10 +42,9 @@ async def is_stale(store: Store, finding: RemFinding, states: dict | None = None
             return f"lesson {lesson_id} is {status.value}"
     if finding.kind == "orphan":  # links are not versioned: look at them directly
         lesson_id = finding.data["lesson"]
-        state = states.get(lesson_id) or (await store.lessons.states([lesson_id])).get(lesson_id)
-        if state is None:
+        if lesson_id not in states:
             return f"lesson {lesson_id} no longer exists"
-        if state[2]:
+        if states[lesson_id][2]:
             return f"lesson {lesson_id} has been linked since"
     draft = finding.data.get("draft")
     if isinstance(draft, dict) and isinstance(draft.get("trigger"), str) and isinstance(draft.get("action"), str):
@@ -55,10 +54,15 @@ async def is_stale(store: Store, finding: RemFinding, states: dict | None = None
     return None
 
 
+def _lessons_read(finding: RemFinding) -> list[str]:
+    """The lessons whose state `is_stale` reads: the subject's, and an orphan's own."""
+    return [*finding.subject, *([finding.data["lesson"]] if finding.kind == "orphan" else [])]
+
+
 async def _still_speaking(store: Store, findings: list[RemFinding]) -> list[RemFinding]:
     """The findings that are not stale; the stale ones are marked so on the way. The subjects'
     lessons are read once for all the findings."""
-    states = await store.lessons.states(lesson_id for finding in findings for lesson_id in finding.subject)
+    states = await store.lessons.states(lesson_id for finding in findings for lesson_id in _lessons_read(finding))
     result = []
     for finding in findings:
         if await is_stale(store, finding, states):

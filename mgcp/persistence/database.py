@@ -14,7 +14,7 @@ import sqlite3
 import sys
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterable
 
 import aiosqlite
 
@@ -22,6 +22,7 @@ from mgcp.errors import ConflictError, InvalidInputError
 from mgcp.persistence import migrate as migrations
 
 # The natural key of each table an undoable action may touch.
+BOUND = 500  # parameters bound at once by `fetchall_in`, well within SQLite's limit
 KEYS = {
     "lessons": ("id",),
     "lesson_versions": ("id",),
@@ -161,6 +162,16 @@ class Database:
         async with self.conn.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
+    async def fetchall_in(self, sql: str, values: Iterable) -> list[aiosqlite.Row]:
+        """`fetchall(sql)` over many values, where `sql` says `IN ({marks})`: the distinct values
+        are bound a chunk at a time (BOUND), within SQLite's limit on bound parameters."""
+        values = list(dict.fromkeys(values))
+        rows: list[aiosqlite.Row] = []
+        for start in range(0, len(values), BOUND):
+            chunk = values[start:start + BOUND]
+            rows += await self.fetchall(sql.format(marks=",".join("?" * len(chunk))), chunk)
+        return rows
+
     async def row(self, table: str, key: dict) -> dict | None:
         where = " AND ".join(f"{k} = ?" for k in key)
         row = await self.fetchone(f"SELECT * FROM {table} WHERE {where}", list(key.values()))
@@ -210,14 +221,11 @@ class Database:
         """Insert or replace whole rows of a table keyed by one column, in a few statements; inside
         `recording()` each row's before and after image is captured as `insert`/`update` would.
         Each row must name every column (its after image is the row as given)."""
-        (key,) = KEYS[table]
-        current: dict = {}
-        for start in range(0, len(rows), 500):  # SQLite's limit on bound parameters
-            chunk = [r[key] for r in rows[start:start + 500]]
-            found = await self.fetchall(f"SELECT * FROM {table} WHERE {key} IN ({','.join('?' * len(chunk))})", chunk)
-            current.update({r[key]: dict(r) for r in found})
         if not rows:
             return
+        (key,) = KEYS[table]
+        found = await self.fetchall_in(f"SELECT * FROM {table} WHERE {key} IN ({{marks}})", (r[key] for r in rows))
+        current = {r[key]: dict(r) for r in found}
         cols = list(rows[0])
         await self.conn.executemany(
             f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",

@@ -12,8 +12,6 @@ from collections.abc import Collection, Mapping
 
 from mgcp.persistence.database import Database
 
-_CHUNK = 500  # SQLite's limit on bound parameters
-
 
 class KeptReadings:
     def __init__(self, db: Database):
@@ -38,7 +36,4 @@ class KeptReadings:
             await self.db.conn.executemany(
                 "INSERT OR IGNORE INTO kept_readings (digest, reading, value) VALUES (?, ?, ?)",
                 [(key, reading, value) for key, (reading, value) in new.items()])
-            for start in range(0, len(dropped), _CHUNK):
-                chunk = dropped[start:start + _CHUNK]
-                await self.db.conn.execute(
-                    f"DELETE FROM kept_readings WHERE digest IN ({','.join('?' * len(chunk))})", chunk)
+            await self.db.conn.executemany("DELETE FROM kept_readings WHERE digest = ?", [(key,) for key in dropped])

@@ -51,6 +51,11 @@ CANDIDATES_PER_RESULT = 4  # text matches reranked per result asked for
 MIN_CANDIDATES = 20
 
 
+def _relationships(text: str | None) -> list[dict]:
+    """The relationships column as lessons hold it: the entries that are objects with a target."""
+    return [r for r in _json_list(text) if isinstance(r, dict) and "target" in r]
+
+
 def lesson_from_row(row, tags=_tags) -> Lesson:
     """The lesson of a LESSON_SELECT row, validated in one call (its relationships with it).
     `tags`: the reader of the tags column (`Lessons.list` passes a memo of it: tags lists repeat
@@ -61,7 +66,7 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
         "examples": _json_list(d["examples"]), "version": d["version"],
         "created_at": d["created_at"], "last_refined": d["last_refined"], "last_used": d["last_used"],
         "usage_count": d["usage_count"], "tags": tags(d["tags"]), "parent_id": d["parent_id"],
-        "relationships": [r for r in _json_list(d["relationships"]) if isinstance(r, dict) and "target" in r],
+        "relationships": _relationships(d["relationships"]),
         "status": d["status"], "superseded_by": d["superseded_by"], "project_id": d["lc_project_id"],
         "kind": d["kind"], "confidence": d["confidence"], "helped": d["helped"], "failed": d["failed"],
         "failure_streak": d["streak"], "success_rate": ranking.success_rate(d["helped"], d["failed"]),
@@ -102,18 +107,12 @@ class Lessons:
         """(version, status, linked) of each of the lessons that exist: what tells whether a
         finding about them still holds, read for many lessons at once. `linked`: whether it has a
         relationship, as `get` reads them."""
-        ids = list(dict.fromkeys(lesson_ids))
-        out = {}
-        for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
-            chunk = ids[start:start + 500]
-            rows = await self.db.fetchall(
-                f"""SELECT l.id, l.version, COALESCE(c.status, 'active'), l.relationships
-                    FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-                    WHERE l.id IN ({','.join('?' * len(chunk))})""", chunk)
-            for lesson_id, version, status, links in rows:
-                linked = any(isinstance(r, dict) and "target" in r for r in _json_list(links))
-                out[lesson_id] = (int(version), LessonStatus(status), linked)
-        return out
+        rows = await self.db.fetchall_in(
+            """SELECT l.id, l.version, COALESCE(c.status, 'active'), l.relationships
+               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id WHERE l.id IN ({marks})""",
+            lesson_ids)
+        return {lesson_id: (int(version), LessonStatus(status), bool(_relationships(links)))
+                for lesson_id, version, status, links in rows}
 
     async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
         """Lessons by id; `tag` matches whatever the case of its ASCII letters ("React" finds lessons
@@ -143,21 +142,18 @@ class Lessons:
 
     async def rows(self, status: str = "active") -> list[LessonRow]:
         """The lessons of a status as the REM operations read them (see `LessonRow`), by id: the
-        values `list` gives, without building a model per lesson. Relationships are read as
-        `list` reads them (an entry that is not an object with a target is left out)."""
+        values `list` gives, without building a model per lesson."""
         rows = await self.db.fetchall(
             """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count, l.created_at,
                       l.last_refined, COALESCE(c.status, 'active')
                FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
                WHERE COALESCE(c.status, 'active') = ? ORDER BY l.id""", [status])
-        tags: dict[str | None, list[str]] = {}
+        tags = Memo(_tags)  # tags lists repeat from lesson to lesson; rows are read-only
         out = []
         with collector_paused():  # a hundred thousand rows, no reference cycles
             for lesson_id, trigger, action, tags_text, links, version, used, created, refined, state in rows:
-                if tags_text not in tags:  # tags lists repeat from lesson to lesson; rows are read-only
-                    tags[tags_text] = _tags(tags_text)
                 related = tuple(LessonLink(str(r["target"]), str(r.get("type", "related")))
-                                for r in _json_list(links) if isinstance(r, dict) and "target" in r)
+                                for r in _relationships(links))
                 out.append(LessonRow(lesson_id, trigger, action, tags[tags_text], related, int(version), int(used),
                                      created, refined, LessonStatus(state)))
         return out

@@ -46,15 +46,10 @@ class Patterns:
     async def reinforcement_counts(self, lesson_ids: list[str]) -> dict[str, int]:
         """Each lesson's reinforcement count (the largest of the patterns reinforcing it); lessons
         never reinforced are left out."""
-        counts: dict[str, int] = {}
-        ids = list(dict.fromkeys(lesson_ids))
-        for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
-            chunk = ids[start:start + 500]
-            rows = await self.db.fetchall(
-                f"""SELECT lesson_id, max(reinforcement_count) AS n FROM reinforced_patterns
-                    WHERE lesson_id IN ({','.join('?' * len(chunk))}) GROUP BY lesson_id""", chunk)
-            counts.update({r["lesson_id"]: r["n"] for r in rows if r["n"] > 0})
-        return counts
+        rows = await self.db.fetchall_in(
+            """SELECT lesson_id, max(reinforcement_count) AS n FROM reinforced_patterns
+               WHERE lesson_id IN ({marks}) GROUP BY lesson_id""", lesson_ids)
+        return {r["lesson_id"]: r["n"] for r in rows if r["n"] > 0}
 
     async def list(self, limit: int = 50, categories: list[str] | None = None,
                    since: str | None = None) -> list[ReinforcedPattern]:
