@@ -257,6 +257,28 @@ class RemFinding(BaseModel):
     chosen_option: int | None = None
 
 
+class FindingMark(NamedTuple):
+    """What tells whether a finding still holds (`mgcp.engine.review`), without the rest of it: its
+    subject (lesson id -> the version it saw), an orphan's own lesson, and the (trigger, action) of
+    the lesson it drafts. A queue of findings is checked from these alone."""
+
+    id: str
+    kind: str
+    subject: dict[str, int]
+    lesson: str | None = None
+    draft: tuple[str, str] | None = None
+
+    @classmethod
+    def of(cls, finding: RemFinding) -> "FindingMark":
+        draft = finding.data.get("draft")
+        if not (isinstance(draft, dict) and isinstance(draft.get("trigger"), str)
+                and isinstance(draft.get("action"), str)):
+            draft = None
+        return cls(finding.id, finding.kind, finding.subject,
+                   finding.data.get("lesson") if finding.kind == "orphan" else None,
+                   (draft["trigger"], draft["action"]) if draft else None)
+
+
 class OperationResult(BaseModel):
     operation: str
     findings: int = 0

@@ -261,3 +261,51 @@ def test_undo_of_a_whole_auto_run(fresh):
     code, out, err = mgcp("rem", "undo", "--run", result["report"]["run_id"], "--db", fresh)
     assert code == 0, err
     assert dump(fresh, DATA_TABLES + ["community_summaries"]) == before
+
+
+def test_the_queue_count_and_next_finding_agree_with_the_queue_read_whole(planted, run, tmp_path):
+    """`rem status` counts the queue and the review takes its next finding from each finding's
+    `FindingMark` alone; both agree with the queue read whole, stale findings included: a refined
+    subject, an orphan linked since, an archived subject, and a draft some lesson now says."""
+    import shutil
+
+    from mgcp.models import FindingMark, LessonStatus
+
+    findings = pending(run, planted)
+    refined = by_kind(findings, "stale_unused")[0]
+    orphan = by_kind(findings, "orphan")[0]
+    duplicate = by_kind(findings, "duplicate_review")[0]
+    drafted = next(f for f in findings if f.data.get("draft"))
+    run(planted, lambda s: s.lessons.refine(refined.data["lesson"], "clarified", action="A clearer action."))
+    other = next(lesson.id for lesson in run(planted, lambda s: s.lessons.list()) if lesson.id != orphan.data["lesson"])
+    run(planted, lambda s: s.lessons.link(orphan.data["lesson"], other))
+    run(planted, lambda s: s.lessons.set_lifecycle(duplicate.data["other"], LessonStatus.archived, "gone"))
+    draft = drafted.data["draft"]
+    run(planted, lambda s: s.lessons.add("says-the-draft", "  " + draft["trigger"].upper() + "!", draft["action"]))
+    # odd data written by hand: a draft that is not a draft is no draft
+    conn = sqlite3.connect(planted)
+    conn.execute("UPDATE rem_findings SET data = json_set(data, '$.draft', json('{\"trigger\": 1, \"action\": \"x\"}'))"
+                 " WHERE id = ?", [findings[-1].id])
+    conn.commit()
+    conn.close()
+
+    whole, marked = tmp_path / "whole.db", tmp_path / "marked.db"
+    shutil.copy(planted, whole)
+    shutil.copy(planted, marked)
+    queue = pending(run, whole)
+    count = run(marked, lambda s: engine.status(s, CONFIG, PROJECT)).pending_findings
+    step = run(marked, lambda s: engine.next_finding(s, PROJECT))
+    assert count == len(queue) == step.remaining + 1 and step.finding.id == queue[0].id
+    left = {f.id for f in queue}
+    assert {refined.id, orphan.id, duplicate.id, drafted.id}.isdisjoint(left)
+
+    def stale(path):
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT id FROM rem_findings WHERE status = 'stale' ORDER BY id").fetchall()
+        finally:
+            conn.close()
+
+    assert len(stale(whole)) >= 4 and stale(whole) == stale(marked)
+    every = run(whole, lambda s: s.rem.findings(None, None))
+    assert run(whole, lambda s: s.rem.marks(None, None)) == [FindingMark.of(f) for f in every]

@@ -61,10 +61,9 @@ async def status(store: Store, config: RemConfig, project_path: str) -> RemStatu
     project = await store.context.known_project(project_path)
     ops = schedules(config, project.project_path, await store.rem.state(project.project_id),
                     project.session_count)
-    pending = await review.pending_findings(store, project_path)
     return RemStatus(project_id=project.project_id, project_path=project.project_path,
                      session_number=project.session_count, operations=ops,
-                     pending_findings=len(pending))
+                     pending_findings=await review.pending_count(store, project_path))
 
 
 def _finding_id(fingerprint: str, run_id: int) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mgcp.config import SHARED_OPERATIONS
 from mgcp.errors import NotFoundError
-from mgcp.models import FindingStatus, LessonStatus, RemFinding, ReviewStep
+from mgcp.models import FindingMark, FindingStatus, LessonStatus, RemFinding, ReviewStep
 from mgcp.persistence.store import Store
 
 
@@ -27,12 +27,10 @@ async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFi
     return finding
 
 
-async def is_stale(store: Store, finding: RemFinding, states: dict | None = None) -> str | None:
+def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
     """Why the finding no longer applies, or None. `states`: `Lessons.states` of (at least) the
-    lessons it reads (`_lessons_read`), when already read for many findings at once."""
-    if states is None:
-        states = await store.lessons.states(_lessons_read(finding))
-    for lesson_id, version in finding.subject.items():
+    lessons it reads (`_lessons_read`); `held`: `Lessons.same_texts` of (at least) its draft."""
+    for lesson_id, version in mark.subject.items():
         if lesson_id not in states:
             return f"lesson {lesson_id} no longer exists"
         current, status, _ = states[lesson_id]
@@ -40,53 +38,71 @@ async def is_stale(store: Store, finding: RemFinding, states: dict | None = None
             return f"lesson {lesson_id} was refined (v{version} -> v{current})"
         if status != LessonStatus.active:
             return f"lesson {lesson_id} is {status.value}"
-    if finding.kind == "orphan":  # links are not versioned: look at them directly
-        lesson_id = finding.data["lesson"]
-        if lesson_id not in states:
-            return f"lesson {lesson_id} no longer exists"
-        if states[lesson_id][2]:
-            return f"lesson {lesson_id} has been linked since"
-    draft = finding.data.get("draft")
-    if isinstance(draft, dict) and isinstance(draft.get("trigger"), str) and isinstance(draft.get("action"), str):
-        held = await store.lessons.same_text(draft["trigger"].strip(), draft["action"].strip())
-        if held is not None:  # e.g. the same decision drafted by two operations, one answered
-            return f"lesson {held.id} already says what its draft says"
+    if mark.kind == "orphan":  # links are not versioned: look at them directly
+        if mark.lesson not in states:
+            return f"lesson {mark.lesson} no longer exists"
+        if states[mark.lesson][2]:
+            return f"lesson {mark.lesson} has been linked since"
+    if mark.draft in held:  # e.g. the same decision drafted by two operations, one answered
+        return f"lesson {held[mark.draft]} already says what its draft says"
     return None
 
 
-def _lessons_read(finding: RemFinding) -> list[str]:
-    """The lessons whose state `is_stale` reads: the subject's, and an orphan's own."""
-    return [*finding.subject, *([finding.data["lesson"]] if finding.kind == "orphan" else [])]
+async def is_stale(store: Store, finding: RemFinding) -> str | None:
+    """Why the finding no longer applies (its subject changed since it was raised), or None."""
+    mark = FindingMark.of(finding)
+    return why_stale(mark, *await _read_for(store, [mark]))
 
 
-async def _still_speaking(store: Store, findings: list[RemFinding]) -> list[RemFinding]:
-    """The findings that are not stale; the stale ones are marked so on the way. The subjects'
-    lessons are read once for all the findings."""
-    states = await store.lessons.states(lesson_id for finding in findings for lesson_id in _lessons_read(finding))
+def _lessons_read(mark: FindingMark) -> list[str]:
+    """The lessons whose state `why_stale` reads: the subject's, and an orphan's own."""
+    return [*mark.subject, *([mark.lesson] if mark.kind == "orphan" else [])]
+
+
+async def _read_for(store: Store, marks: list[FindingMark]) -> tuple[dict, dict]:
+    """What `why_stale` reads of the lessons, for all the findings at once."""
+    states = await store.lessons.states(lesson_id for mark in marks for lesson_id in _lessons_read(mark))
+    held = await store.lessons.same_texts(mark.draft for mark in marks if mark.draft)
+    return states, held
+
+
+async def _still_speaking(store: Store, marks: list[FindingMark]) -> list[FindingMark]:
+    """The findings that are not stale; the stale ones are marked so on the way. The lessons are
+    read once for all the findings."""
+    states, held = await _read_for(store, marks)
     result = []
-    for finding in findings:
-        if await is_stale(store, finding, states):
+    for mark in marks:
+        if why_stale(mark, states, held):
             async with store.transaction():
                 # Again under the write lock: another process may have answered the finding since
                 # it was read, and its answer may be what makes it look stale (an orphan it linked).
-                current = await store.rem.get_finding(finding.id)
+                current = await store.rem.get_finding(mark.id)
                 if current.status == FindingStatus.pending and await is_stale(store, current):
-                    await store.rem.set_finding_status(finding.id, FindingStatus.stale)
+                    await store.rem.set_finding_status(mark.id, FindingStatus.stale)
             continue
-        result.append(finding)
+        result.append(mark)
     return result
 
 
 async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
     """The project's review queue: pending findings it may see, oldest first."""
     project = await store.context.known_project(project_path)
-    return await _still_speaking(store, await store.rem.findings(project.project_id, "pending"))
+    findings = await store.rem.findings(project.project_id, "pending")
+    speaking = {mark.id for mark in await _still_speaking(store, [FindingMark.of(f) for f in findings])}
+    return [finding for finding in findings if finding.id in speaking]
+
+
+async def pending_count(store: Store, project_path: str) -> int:
+    """How many findings `pending_findings` lists, without reading them whole."""
+    project = await store.context.known_project(project_path)
+    return len(await _still_speaking(store, await store.rem.marks(project.project_id, "pending")))
 
 
 async def next_finding(store: Store, project_path: str, after: str | None = None) -> ReviewStep:
     """What the project reviews next: the first pending finding queued after `after` (the one
     just answered or skipped; None: from the start), with how many wait after it and in all."""
     project = await store.context.known_project(project_path)
-    ahead = await _still_speaking(store, await store.rem.findings(project.project_id, "pending", after=after))
+    ahead = await _still_speaking(store, await store.rem.marks(project.project_id, "pending", after=after))
     total = await store.rem.count_findings(project.project_id, "pending")
-    return ReviewStep(finding=ahead[0] if ahead else None, remaining=max(len(ahead) - 1, 0), pending=total)
+    return ReviewStep(finding=await store.rem.get_finding(ahead[0].id) if ahead else None,
+                      remaining=max(len(ahead) - 1, 0), pending=total)

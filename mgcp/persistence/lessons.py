@@ -33,6 +33,14 @@ FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
 """
 
 
+SAME_TEXTS_AT_ONCE = 50  # texts looked up in one search by `Lessons.same_texts`
+
+
+def _same_text_key(trigger: str | None, action: str | None) -> tuple[str, str] | None:
+    key = (quality.normalized(trigger), quality.normalized(action))
+    return key if key[0] and key[1] else None
+
+
 def check_kind(kind: str | None) -> str | None:
     if kind is not None and kind not in quality.KINDS:
         raise InvalidInputError(f"unknown kind {kind!r}; allowed: {', '.join(quality.KINDS)}")
@@ -454,20 +462,28 @@ class Lessons:
 
     async def same_text(self, trigger: str, action: str) -> Lesson | None:
         """The active lesson whose trigger and action equal these once normalized
-        (mgcp.quality.normalized), or None. Found through the search index by phrase, then checked."""
-        key = (quality.normalized(trigger), quality.normalized(action))
-        if not key[0] or not key[1]:
-            return None
-        phrase = 'trigger : "{}" AND action : "{}"'.format(*(k.replace('"', '""') for k in key))
-        rows = await self.db.fetchall(
-            LESSON_SELECT.replace("FROM lessons l", """FROM lesson_search
-                JOIN lesson_search_docs d ON d.id = lesson_search.rowid JOIN lessons l ON l.id = d.lesson_id""")
-            + " WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active' ORDER BY l.created_at, l.id",
-            [phrase])
-        for row in rows:
-            if (quality.normalized(row["trigger"]), quality.normalized(row["action"])) == key:
-                return lesson_from_row(row)
-        return None
+        (mgcp.quality.normalized), the oldest if several, or None."""
+        found = await self.same_texts([(trigger, action)])
+        return await self.get(found[(trigger, action)]) if found else None
+
+    async def same_texts(self, texts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """For each (trigger, action), the id of the lesson `same_text` finds for it, where there is
+        one. The lessons holding the trigger as a phrase are found through the search index (a few
+        texts per search), then their texts compared."""
+        keys = {t: _same_text_key(*t) for t in set(texts)}
+        wanted = sorted({key for key in keys.values() if key is not None})
+        found: dict[tuple[str, str], str] = {}
+        for at in range(0, len(wanted), SAME_TEXTS_AT_ONCE):
+            phrases = " OR ".join('"{}"'.format(k.replace('"', '""'))
+                                  for k in sorted({key[0] for key in wanted[at:at + SAME_TEXTS_AT_ONCE]}))
+            for lesson_id, trigger, action in await self.db.fetchall(
+                    """SELECT l.id, l.trigger, l.action FROM lesson_search
+                       JOIN lesson_search_docs d ON d.id = lesson_search.rowid JOIN lessons l ON l.id = d.lesson_id
+                       LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                       WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'
+                       ORDER BY l.created_at, l.id""", [f"trigger : ({phrases})"]):
+                found.setdefault(_same_text_key(trigger, action), lesson_id)  # the oldest
+        return {t: found[key] for t, key in keys.items() if key in found}
 
     async def log_query(self, text: str, project_id: str | None, at: str) -> None:
         """Record a query without running it (imports and the demo)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from mgcp.errors import InvalidInputError, NotFoundError
-from mgcp.models import FindingOption, FindingStatus, RemFinding
+from mgcp.models import FindingMark, FindingOption, FindingStatus, RemFinding
 from mgcp.persistence import sessions
 from mgcp.persistence.database import Database, dumps, utcnow
 
@@ -164,6 +164,23 @@ class RemLedger:
         where, params = _where(project_id, status, run_id, after)
         rows = await self.db.fetchall(f"SELECT * FROM rem_findings WHERE {where} ORDER BY created_at, rowid", params)
         return [finding_from_row(r) for r in rows]
+
+    async def marks(self, project_id: str | None = None, status: str | None = "pending",
+                    after: str | None = None) -> list[FindingMark]:
+        """What tells whether each finding `findings` would list still holds (`FindingMark`), in
+        the same order, read without the rest of the finding (a bulk summary's data can run to
+        megabytes)."""
+        where, params = _where(project_id, status, None, after)
+        rows = await self.db.fetchall(
+            f"""SELECT id, kind, subject,
+                       CASE WHEN kind = 'orphan' THEN json_extract(data, '$.lesson') END,
+                       CASE WHEN json_type(data, '$.draft.trigger') = 'text'
+                             AND json_type(data, '$.draft.action') = 'text'
+                            THEN json_array(json_extract(data, '$.draft.trigger'),
+                                            json_extract(data, '$.draft.action')) END
+                FROM rem_findings WHERE {where} ORDER BY created_at, rowid""", params)
+        return [FindingMark(finding_id, kind, json.loads(subject), lesson, tuple(json.loads(draft)) if draft else None)
+                for finding_id, kind, subject, lesson, draft in rows]
 
     async def count_findings(self, project_id: str | None = None, status: str | None = "pending") -> int:
         """How many findings `findings` would list."""
