@@ -528,6 +528,7 @@ def test_a_finding_answered_elsewhere_is_not_marked_stale_by_a_review_that_read_
     from mgcp import engine
     from mgcp.config import load_config
     from mgcp.engine import review
+    from mgcp.models import FindingMark
 
     async def scenario(store):
         for n, words in enumerate(["webhook retry backoff", "webhook signature verify", "webhook dead letter queue",
@@ -539,7 +540,8 @@ def test_a_finding_answered_elsewhere_is_not_marked_stale_by_a_review_that_read_
         seen = await engine.pending_findings(store, "/p")
         orphan = next(f for f in seen if f.kind in ("orphan", "unlinked_cluster"))  # as the Louvain groups them
         await engine.resolve(store, load_config(), orphan.id, orphan.recommended, project_path="/p")
-        await review._still_speaking(store, seen)  # the other process's review, with what it read before
+        # the other process's review, with what it read before
+        await review._still_speaking(store, [FindingMark.of(f) for f in seen])
         return (await store.rem.get_finding(orphan.id)).status.value
 
     assert run(db, scenario) == "applied"
