@@ -13,11 +13,14 @@ configured `categories`:
   are too slight to be a pattern.
 
 The history is gathered page by page (`Observations`): the sessions of each decision and sentence
-are kept, never the snapshots. A cluster of at least `min_count` members (clamped to 2..1000) is a
+are kept, never the snapshots. A cycle keeps what it observed (`Seen` per key, see
+mgcp.persistence.pattern_observations) and reads only the history added since. A cluster of at least `min_count` members (clamped to 2..1000) is a
 pattern. Its canonical is the most recent active lesson (lessons), or the most recent source
 (decisions, notes); it is stamped with `reinforcement_count` (the cluster's size),
 `last_reinforced_at`, `derived_from` (every member's source, oldest first) and
-`derived_via = "pattern-reinforcement"`. The pattern reinforces a lesson: the canonical lesson, or
+`derived_via = "pattern-reinforcement"`. A decision's or note's sources are ordered by when each
+session first stated the key, then by source; its wording is the latest (at the same moment, the
+greatest text), so that the same history read at once or in parts gives the same pattern. The pattern reinforces a lesson: the canonical lesson, or
 for a decision or note the lesson holding it (its normalized action equal, else at least HELD of
 its keywords in the lesson's trigger, action and tags: how knowledge extraction judges a decision
 captured).
@@ -49,7 +52,7 @@ from array import array
 from dataclasses import dataclass, field
 from itertools import chain
 
-from mgcp import text
+from mgcp import __version__, text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
 from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
@@ -59,6 +62,8 @@ OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
 HELD = 0.6  # share of a decision's or note's keywords one lesson must hold to hold it
 MAX_SESSIONS_SHOWN = 12
+# What observations kept between cycles were made by: kept ones made otherwise are made again.
+OBSERVATION_RULES = f"mgcp {__version__}: note sentences of {NOTE_MIN_WORDS}+ words, keys of {KEY_LENGTH} characters"
 
 
 @dataclass
@@ -170,8 +175,13 @@ def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -
 class Observations:
     """What the context history says, gathered page by page so that no history is held whole: for
     each cluster key, the (project, session) pairs that stated the decision or wrote the sentence,
-    and the latest wording of each key; for each pair, when it was first observed. Pairs are
-    numbered and each key keeps an array of numbers: millions of observations stay compact.
+    each with when it first did (its earliest observation of that key), and the latest wording of
+    the key (the greatest (observed at, sentence): the same moment's wordings are ordered by text).
+    Pairs are numbered and each key keeps an array of numbers: millions of observations stay compact.
+
+    Every rule is a union, a minimum or a maximum over single observations, so the same rows give
+    the same result in any grouping: a history read in parts (`resume`, `seen`, `merge`) gives
+    exactly what it gives read at once.
 
     `add_decisions` takes decision observations as saved; `add_history` takes snapshots as
     (project id, session number, timestamp, notes, recent decisions) tuples, ordered by project
@@ -180,13 +190,12 @@ class Observations:
     def __init__(self, categories=("decision", "note")):
         self.decisions, self.notes = "decision" in categories, "note" in categories
         self.sessions: dict[str, array] = {}  # key -> numbers of its (project, session) pairs
+        self.at: dict[str, list[str]] = {}  # key -> when each of its numbers was observed
         self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
         self.snapshots = 0
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
-        self._first_at: list[str] = []
-        self._rank: list[int] = []  # see `_ranks`
-        self._ordered: list[str] = []
+        self._labels: list[str] = []
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: key_of("decision", d))
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -203,21 +212,32 @@ class Observations:
         observed.add_history(history)
         return observed
 
-    def _pair(self, project_id: str, session: int, at: str) -> int:
+    def resume(self, project_id: str, notes: str, decisions: list[str]) -> None:
+        """Continue the project's history after a snapshot read earlier, whose notes and recent
+        decisions these were: the next rows are compared with it as with the one before them."""
+        self._previous = (project_id, notes, frozenset(decisions))
+
+    def _pair(self, project_id: str, session: int) -> int:
         number = self._number.get((project_id, session))
         if number is None:
             number = self._number[(project_id, session)] = len(self._pairs)
             self._pairs.append((project_id, session))
-            self._first_at.append(at)
+            self._labels.append(_source(project_id, session))
         return number
 
     def _add(self, key: str, number: int, at: str, surface: str) -> None:
         found = self.sessions.get(key)
         if found is None:
             found = self.sessions[key] = array("l")
-        if not found or found[-1] != number:  # the same session again (its next save) adds nothing
+            self.at[key] = []
+        if found and found[-1] == number:  # the same session again (its next save): only its time counts
+            if at < self.at[key][-1]:
+                self.at[key][-1] = at
+        else:
             found.append(number)
-        if key not in self.wording or at >= self.wording[key][0]:
+            self.at[key].append(at)
+        said = self.wording.get(key)
+        if said is None or (at, surface) > said:
             self.wording[key] = (at, surface)
 
     def add_decisions(self, rows: list[dict]) -> None:
@@ -227,8 +247,8 @@ class Observations:
         for row in rows:
             key = self._decision_key[row["decision"]]
             if key:
-                at = row["observed_at"]
-                self._add(key, self._pair(row["project_id"], row["session_number"], at), at, row["decision"])
+                self._add(key, self._pair(row["project_id"], row["session_number"]), row["observed_at"],
+                          row["decision"])
 
     def add_history(self, rows: list[tuple]) -> None:
         """Snapshots: a decision counts where it enters the recent decisions (one carried from save
@@ -236,7 +256,7 @@ class Observations:
         Recent decisions of None: the same as the project's previous snapshot's."""
         project, notes_before, held_before = self._previous
         decisions_on, notes_on = self.decisions, self.notes
-        sessions, wording, note_keys, numbered = self.sessions, self.wording, self._note_keys, self._number
+        sessions, stamps, wording, note_keys, numbered = self.sessions, self.at, self.wording, self._note_keys, self._number
         for project_id, session, at, notes, decisions in rows:
             same_project = project_id == project
             number = None
@@ -246,7 +266,7 @@ class Observations:
                     for decision in decisions or ():
                         key = self._decision_key[decision]
                         if key and not (same_project and decision in held_before):
-                            number = self._pair(project_id, session, at) if number is None else number
+                            number = self._pair(project_id, session) if number is None else number
                             self._add(key, number, at, decision)
                 held_before = held
             if notes_on and notes and not (same_project and notes == notes_before):
@@ -260,19 +280,37 @@ class Observations:
                     if number is None:
                         number = numbered.get((project_id, session))
                         if number is None:
-                            number = self._pair(project_id, session, at)
+                            number = self._pair(project_id, session)
                     for key, sentence in keyed:  # `_add`, inline: millions of observations
                         found = sessions.get(key)
                         if found is None:
                             sessions[key] = array("l", (number,))
+                            stamps[key] = [at]
                         elif found[-1] != number:
                             found.append(number)
+                            stamps[key].append(at)
+                        elif at < stamps[key][-1]:
+                            stamps[key][-1] = at
                         said = wording.get(key)
-                        if said is None or at >= said[0]:
+                        if said is None or (at, sentence) > said:
                             wording[key] = (at, sentence)
             project, notes_before = project_id, notes
         self.snapshots += len(rows)
         self._previous = (project, notes_before, held_before)
+
+    def seen(self) -> dict[str, "Seen"]:
+        """Every key observed, as `Seen`."""
+        return {key: self._seen(key) for key in self.sessions}
+
+    def _seen(self, key: str) -> "Seen":
+        first: dict[int, str] = {}
+        for number, at in zip(self.sessions[key], self.at[key]):
+            if number not in first or at < first[number]:
+                first[number] = at
+        labels = self._labels
+        ordered = sorted(first, key=lambda n: (first[n], labels[n]))
+        said_at, said = self.wording[key]
+        return Seen(said_at, said, [labels[n] for n in ordered], [first[n] for n in ordered])
 
     def keys(self, needed: int, categories) -> list[str]:
         """The cluster keys of at least `needed` sessions, in the given categories."""
@@ -284,31 +322,61 @@ class Observations:
         return self.wording[key][1].strip()
 
     def sources(self, key: str) -> list[str]:
-        """The key's members' sources ("session:<project id>:<session number>"), by when they were
-        first observed, then by source: the order of `members`."""
-        ranks = sorted(set(map(self._ranks().__getitem__, self.sessions[key])))
-        return list(map(self._ordered.__getitem__, ranks))
-
-    def _ranks(self) -> list[int]:
-        """Each pair's place among all pairs by when it was first observed, then by source (by pair
-        number), and the sources in that order (`_ordered`): made once per history."""
-        if len(self._rank) != len(self._pairs):
-            labels = [_source(*pair) for pair in self._pairs]
-            by = sorted(range(len(labels)), key=lambda n: (self._first_at[n], labels[n]))
-            self._rank = [0] * len(by)
-            for place, number in enumerate(by):
-                self._rank[number] = place
-            self._ordered = [labels[n] for n in by]
-        return self._rank
+        """The key's members' sources ("session:<project id>:<session number>"), by when each first
+        observed it, then by source: the order of `members`."""
+        return self._seen(key).sources
 
     def members(self, key: str) -> list["_Member"]:
-        surface = self.surface(key)
+        return self._seen(key).members()
+
+
+@dataclass
+class Seen:
+    """One cluster key's observations: its latest wording (`said`, observed at `said_at`) and its
+    sources, each with when it first observed the key (`firsts`), in that order, then by source."""
+
+    said_at: str
+    said: str
+    sources: list[str]
+    firsts: list[str] | None  # None: not read (members are then dated "")
+
+    def merge(self, other: "Seen") -> "Seen":
+        """The observations of both: the union of the sources, each at its earlier time, and the
+        later wording."""
+        first = dict(zip(self.sources, self.firsts))
+        for source, at in zip(other.sources, other.firsts):
+            if source not in first or at < first[source]:
+                first[source] = at
+        ordered = sorted(first, key=lambda s: (first[s], s))
+        said_at, said = max((self.said_at, self.said), (other.said_at, other.said))
+        return Seen(said_at, said, ordered, [first[s] for s in ordered])
+
+    def members(self) -> list["_Member"]:
         out = []
-        for number in dict.fromkeys(self.sessions[key]):
-            project_id, session = self._pairs[number]
-            out.append(_Member(f"session:{project_id}:{session}", self._first_at[number], surface,
-                               project_id=project_id, session=session))
+        for source, at in zip(self.sources, self.firsts if self.firsts is not None else [""] * len(self.sources)):
+            project_id, session = source[len("session:"):].rsplit(":", 1)
+            out.append(_Member(source, at, self.said.strip(), project_id=project_id, session=int(session)))
         return out
+
+
+class Observed:
+    """The observations a run reads, one `Seen` per key: the same answers as `Observations`."""
+
+    def __init__(self, seen: dict[str, Seen]):
+        self.seen = seen
+
+    def keys(self, needed: int, categories) -> list[str]:
+        return [key for key, seen in self.seen.items()
+                if len(seen.sources) >= needed and key.split("::", 1)[0] in categories]
+
+    def surface(self, key: str) -> str:
+        return self.seen[key].said.strip()
+
+    def sources(self, key: str) -> list[str]:
+        return self.seen[key].sources
+
+    def members(self, key: str) -> list["_Member"]:
+        return self.seen[key].members()
 
 
 def _source(project_id: str, session: int) -> str:
