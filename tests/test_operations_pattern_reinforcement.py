@@ -325,11 +325,13 @@ def test_the_lesson_holding_a_text_is_the_one_the_rule_names():
     asked = ["Run the database migrations before the release", "restart workers after migrations",
              "Keep the pool warm", "cache schema change invalidation", "Nothing here matches at all",
              "release changelog tag", "deploy api migrations", "the the the"]
-    for index in (pattern_reinforcement._Holders(active, asked), pattern_reinforcement._Holders(active)):
+    from mgcp.operations.lesson_words import LessonWords
+
+    for index in (pattern_reinforcement._Holders(active, LessonWords(active)), pattern_reinforcement._Holders(active)):
         for surface in asked:
             found, expected = index.holding(surface), _holding_by_hand(active, surface)
             assert (found and found.id) == (expected and expected.id), surface
-    assert pattern_reinforcement._Holders([], asked).holding("restart workers after migrations") is None
+    assert pattern_reinforcement._Holders([]).holding("restart workers after migrations") is None
 
 
 DETERMINISM_SCRIPT = """

@@ -447,6 +447,17 @@ class _Inputs:
             self.after = after_session
         return [s for s in self.snapshots if s.session_number > after_session]
 
+    async def lesson_words(self):
+        """Which active lessons hold which word (`LessonWords`, read by knowledge extraction and
+        pattern reinforcement), built once per cycle over `lessons()`."""
+        from mgcp.operations.lesson_words import LessonWords
+
+        active = await self.lessons()
+        words = getattr(self, "_words", None)
+        if words is None or words.lessons is not active:
+            words = self._words = await asyncio.to_thread(LessonWords, active)
+        return words
+
 
 # Each returns (findings, summary, output): output is None or (action name, an async function of
 # the run id that writes the operation's automatic output); the engine runs it in the operation's
@@ -505,7 +516,7 @@ async def _extraction(store, project, settings, inputs):
     if not history:
         return [], {"snapshots": 0}, None
     findings = await asyncio.to_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
-                                       inputs.cache)
+                                       inputs.cache, await inputs.lesson_words())
     for finding in findings:  # the same theme in two projects is two findings
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
@@ -537,7 +548,7 @@ async def _patterns(store, project, settings, inputs):
     existing = await store.patterns.all()
     paths = await store.patterns.project_paths()
     result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
-                                     utcnow(), paths)
+                                     utcnow(), paths, await inputs.lesson_words())
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
                "snapshots": observed.snapshots, "decision_observations": observed.decisions,
                "history_read": "whole" if observed.whole else "since the last run"}
@@ -575,8 +586,9 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
     from mgcp.persistence.pattern_observations import DECISIONS, RULES
 
     kept = store.pattern_observations
+    rules = f"mgcp {__version__}: {OBSERVATION_RULES}"
     marks = await kept.marks()
-    whole = not await kept.intact(marks, OBSERVATION_RULES)
+    whole = not await kept.intact(marks, rules)
     start = {} if whole else marks
     observations = Observations()
     decisions, decided = await kept.decisions_after(start.get(DECISIONS))
@@ -596,7 +608,7 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
             for key, (said_at, said, sources) in (await kept.sized(needed, seen) if not whole else {}).items()}
     view.update(seen)
     new = bool(whole or read or decisions)
-    marked = {**read, DECISIONS: decided, RULES: (0, 0, OBSERVATION_RULES, None)}
+    marked = {**read, DECISIONS: decided, RULES: (0, 0, rules, None)}
 
     async def keep():
         if new:

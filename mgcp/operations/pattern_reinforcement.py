@@ -52,9 +52,10 @@ from array import array
 from dataclasses import dataclass, field
 from itertools import chain
 
-from mgcp import __version__, text
+from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
+from mgcp.operations.lesson_words import LessonWords
 from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
                                 pattern_id)
 
@@ -62,8 +63,9 @@ OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
 HELD = 0.6  # share of a decision's or note's keywords one lesson must hold to hold it
 MAX_SESSIONS_SHOWN = 12
-# What observations kept between cycles were made by: kept ones made otherwise are made again.
-OBSERVATION_RULES = f"mgcp {__version__}: note sentences of {NOTE_MIN_WORDS}+ words, keys of {KEY_LENGTH} characters"
+# What observations kept between cycles are made by (with the mgcp version): kept ones made otherwise
+# are made again.
+OBSERVATION_RULES = f"note sentences of {NOTE_MIN_WORDS}+ words, keys of {KEY_LENGTH} characters"
 
 
 @dataclass
@@ -85,9 +87,10 @@ class Result:
 
 
 def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, ReinforcedPattern], settings: dict,
-        now: str, project_paths: dict[str, str] | None = None) -> Result:
-    """`observed`: the decisions and notes of the context history (see `Observations`);
-    `existing`: the stored patterns by cluster key."""
+        now: str, project_paths: dict[str, str] | None = None, words: LessonWords | None = None) -> Result:
+    """`observed`: the decisions and notes of the context history (see `Observations` and
+    `Observed`); `existing`: the stored patterns by cluster key; `words`: the index of which active
+    lessons hold which word, when the cycle has it (over the active lessons in `lessons`' order)."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
     clusters: dict[str, list[_Member]] = defaultdict(list)
@@ -95,7 +98,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
         _lesson_members(lessons, clusters)
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
-    holders = _Holders(active, [observed.surface(key) for key in clusters if not key.startswith("lesson::")])
+    holders = _Holders(active, words)
     result = Result()
     paths = project_paths or {}
     drafts: list[ReinforcedPattern] = []
@@ -388,38 +391,18 @@ class _Holders:
     one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
-    def __init__(self, active: list[Lesson], asked: list[str] | None = None):
-        """`asked`: the texts `holding` will be asked about, when known: only their keywords are
-        indexed (the answers are the same)."""
+    def __init__(self, active: list[Lesson], words: LessonWords | None = None):
+        """`words`: the index of these very lessons, when the cycle has it."""
         import numpy as np
 
-        self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
+        self.index = words if words is not None and words.lessons == active else LessonWords(active)
+        self.lessons = active
+        by_recency = sorted(range(len(active)), key=lambda n: (active[n].created_at, active[n].id), reverse=True)
+        self.rank = np.empty(len(active), dtype=np.int64)  # each lesson's place, the most recent first
+        self.rank[by_recency] = np.arange(len(active))
         self.equal: dict[str, Lesson] = {}
-        wanted = None if asked is None else {word for said in asked for word in text.keywords(said)}
-        tokens: list[str] = []
-        lengths: list[int] = []
-        for lesson in self.lessons:
-            self.equal.setdefault(_full(lesson.action), lesson)
-            found = text.tokenize(f"{lesson.trigger} {lesson.action} {' '.join(lesson.tags)}")
-            tokens.extend(found)
-            lengths.append(len(found))
-        # A text's content tokens are its tokens' own: each distinct token is stemmed once, and its
-        # word numbered (-1: not a content token, or never asked about).
-        self.words: dict[str, int] = {}
-        numbered: dict[str, int] = {}
-        for token in dict.fromkeys(tokens):
-            word = next(iter(text.stems((token,))), None)
-            numbered[token] = (-1 if word is None or (wanted is not None and word not in wanted)
-                               else self.words.setdefault(word, len(self.words)))
-        ids = np.fromiter(map(numbered.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        owners = np.repeat(np.arange(len(self.lessons), dtype=np.int64), lengths)
-        kept = ids >= 0
-        size = max(len(self.lessons), 1)
-        # (word, lesson) once each, by word: a word's lessons are one slice
-        pairs = np.sort(ids[kept] * size + owners[kept])
-        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
-        word_of, self.holders = np.divmod(pairs, size)
-        self.bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
+        for number in by_recency:
+            self.equal.setdefault(_full(active[number].action), active[number])
 
     def holding(self, surface: str) -> Lesson | None:
         if _full(surface) in self.equal:
@@ -428,24 +411,18 @@ class _Holders:
         if not words:
             return None
         need = math.ceil(HELD * len(words) - 1e-9)
-        # How many of the words each lesson holds, counted in one array: a lesson's number is its
-        # rank by recency, so the first of the highest counts is the most recent among equals.
+        # How many of the words each lesson holds, counted in one array; among the highest counts,
+        # the most recent lesson.
         import numpy as np
 
         counts = np.zeros(len(self.lessons), dtype=np.int16)
         for w in words:
-            counts[self._numbers(w)] += 1
+            counts[self.index.of(w)] += 1
         best = int(counts.max()) if len(counts) else 0
         if best < need:
             return None
-        return self.lessons[int(np.argmax(counts))]
-
-    def _numbers(self, word: str):
-        """The numbers of the lessons holding `word`, as an array."""
-        number = self.words.get(word)
-        if number is None:
-            return self.holders[:0]
-        return self.holders[self.bounds[number]:self.bounds[number + 1]]
+        tied = np.flatnonzero(counts == best)
+        return self.lessons[int(tied[np.argmin(self.rank[tied])])]
 
 
 _NONE: frozenset = frozenset()
