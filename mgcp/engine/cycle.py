@@ -568,7 +568,7 @@ class _PatternHistory:
     """What pattern reinforcement observed in the history: `observed` for its run, and `keep`, which
     keeps what was read anew (when the run's output is written)."""
 
-    observed: object
+    observed: "Observed"  # mgcp.operations.pattern_reinforcement.Observed
     snapshots: int
     decisions: int
     whole: bool
@@ -596,7 +596,10 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
     read: dict[str, tuple] = {}
     for project_id in await kept.unread(start):
         mark = start.get(project_id)
-        observations.resume(project_id, mark[2], kept.decisions_of(mark)) if mark else observations.resume(None, None, [])
+        if mark:
+            observations.resume(project_id, mark[2], kept.decisions_of(mark))
+        else:
+            observations.resume(None, None, [])
         async for page in kept.history_after(project_id, mark, read):  # never the whole history in memory
             await asyncio.to_thread(observations.add_history, page)
     seen = await asyncio.to_thread(observations.seen)

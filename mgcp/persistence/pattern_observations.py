@@ -72,9 +72,11 @@ class PatternObservations:
 
     async def history_after(self, project_id: str, mark: tuple | None, read: dict[str, tuple],
                             size: int = 20_000) -> AsyncIterator[list[tuple]]:
-        """The project's history rows after its mark (all of them without one), in pages as
-        `Patterns.history_pages` gives them; when done, `read[project_id]` holds the project's new
-        mark."""
+        """The project's history rows after its mark (all of them without one), by id, in pages of
+        `size` rows: (project id, session number, timestamp, notes, recent decisions) - only what
+        patterns read. The recent decisions are None where they are the previous row's (saves carry
+        them over), so that nothing parses or compares them again. When done, `read[project_id]`
+        holds the project's new mark."""
         last_id, count, notes, raw = mark or (-1, 0, None, None)
         known = mark is not None  # the row before is known: rows that repeat its decisions carry None
         parsed: dict[str | None, list[str]] = {}
