@@ -602,21 +602,21 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
             observations.resume(None, None, [])
         async for page in kept.history_after(project_id, mark, read):  # never the whole history in memory
             await asyncio.to_thread(observations.add_history, page)
-    seen = await asyncio.to_thread(observations.seen)
-    if not whole:
-        before = await kept.seen(list(seen))
-        for key, (said_at, said, sources, firsts) in before.items():
-            seen[key] = Seen(said_at, said, sources, firsts).merge(seen[key])
-    view = {key: Seen(said_at, said, sources, None)
-            for key, (said_at, said, sources) in (await kept.sized(needed, seen) if not whole else {}).items()}
-    view.update(seen)
+    seen = await asyncio.to_thread(observations.seen)  # key -> the fields of a `Seen`
+    if whole:
+        view = {key: Seen(*fields) for key, fields in seen.items() if len(fields[2]) >= needed}
+    else:
+        for key, fields in (await kept.seen(list(seen))).items():
+            seen[key] = Seen(*fields).merge(Seen(*seen[key])).fields()
+        view = {key: Seen(said_at, said, sources, None)
+                for key, (said_at, said, sources) in (await kept.sized(needed, seen)).items()}
+        view.update((key, Seen(*fields)) for key, fields in seen.items())
     new = bool(whole or read or decisions)
     marked = {**read, DECISIONS: decided, RULES: (0, 0, rules, None)}
 
     async def keep():
         if new:
-            await kept.keep({key: (s.said_at, s.said, s.sources, s.firsts) for key, s in seen.items()}, marked,
-                            marks, whole)
+            await kept.keep(seen, marked, marks, whole)
 
     return _PatternHistory(Observed(view), observations.snapshots, len(decisions), whole, new, keep)
 

@@ -192,8 +192,9 @@ class Observations:
 
     def __init__(self, categories=("decision", "note")):
         self.decisions, self.notes = "decision" in categories, "note" in categories
-        self.sessions: dict[str, array] = {}  # key -> numbers of its (project, session) pairs
-        self.at: dict[str, list[str]] = {}  # key -> when each of its numbers was observed
+        # key -> (number of a (project, session) pair, number of the moment it was observed), flat
+        self.sessions: dict[str, array] = {}
+        self._times: list[str] = []  # each observing row's moment, by number
         self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
         self.snapshots = 0
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
@@ -229,16 +230,16 @@ class Observations:
         return number
 
     def _add(self, key: str, number: int, at: str, surface: str) -> None:
-        found = self.sessions.get(key)
+        found, times = self.sessions.get(key), self._times
         if found is None:
-            found = self.sessions[key] = array("l")
-            self.at[key] = []
-        if found and found[-1] == number:  # the same session again (its next save): only its time counts
-            if at < self.at[key][-1]:
-                self.at[key][-1] = at
-        else:
-            found.append(number)
-            self.at[key].append(at)
+            self.sessions[key] = array("l", (number, len(times)))
+            times.append(at)
+        elif found[-2] != number:
+            found.extend((number, len(times)))
+            times.append(at)
+        elif at < times[found[-1]]:  # the same session again (its next save): only the earlier time counts
+            found[-1] = len(times)
+            times.append(at)
         said = self.wording.get(key)
         if said is None or (at, surface) > said:
             self.wording[key] = (at, surface)
@@ -259,7 +260,7 @@ class Observations:
         Recent decisions of None: the same as the project's previous snapshot's."""
         project, notes_before, held_before = self._previous
         decisions_on, notes_on = self.decisions, self.notes
-        sessions, stamps, wording, note_keys, numbered = self.sessions, self.at, self.wording, self._note_keys, self._number
+        sessions, times, wording, note_keys, numbered = self.sessions, self._times, self.wording, self._note_keys, self._number
         for project_id, session, at, notes, decisions in rows:
             same_project = project_id == project
             number = None
@@ -284,16 +285,16 @@ class Observations:
                         number = numbered.get((project_id, session))
                         if number is None:
                             number = self._pair(project_id, session)
+                    moment = len(times)
+                    times.append(at)
                     for key, sentence in keyed:  # `_add`, inline: millions of observations
                         found = sessions.get(key)
                         if found is None:
-                            sessions[key] = array("l", (number,))
-                            stamps[key] = [at]
-                        elif found[-1] != number:
-                            found.append(number)
-                            stamps[key].append(at)
-                        elif at < stamps[key][-1]:
-                            stamps[key][-1] = at
+                            sessions[key] = array("l", (number, moment))
+                        elif found[-2] != number:
+                            found.extend((number, moment))
+                        elif at < times[found[-1]]:
+                            found[-1] = moment
                         said = wording.get(key)
                         if said is None or (at, sentence) > said:
                             wording[key] = (at, sentence)
@@ -301,24 +302,31 @@ class Observations:
         self.snapshots += len(rows)
         self._previous = (project, notes_before, held_before)
 
-    def seen(self) -> dict[str, "Seen"]:
-        """Every key observed, as `Seen`."""
+    def seen(self) -> dict[str, tuple]:
+        """Every key observed: key -> (said_at, said, sources, firsts), the fields of `Seen`."""
         return {key: self._seen(key) for key in self.sessions}
 
-    def _seen(self, key: str) -> "Seen":
-        first: dict[int, str] = {}
-        for number, at in zip(self.sessions[key], self.at[key]):
-            if number not in first or at < first[number]:
-                first[number] = at
-        labels = self._labels
-        ordered = sorted(first, key=lambda n: (first[n], labels[n]))
+    def _seen(self, key: str) -> tuple:
+        found, labels = self.sessions[key], self._labels
         said_at, said = self.wording[key]
-        return Seen(said_at, said, [labels[n] for n in ordered], [first[n] for n in ordered])
+        if len(found) == 2:
+            return said_at, said, [labels[found[0]]], [self._times[found[1]]]
+        numbers, stamps = found[0::2], list(map(self._times.__getitem__, found[1::2]))
+        if len(set(numbers)) == len(numbers):  # no session twice: ordered as plain tuples
+            ordered = sorted(zip(stamps, map(labels.__getitem__, numbers)))
+        else:
+            first: dict[int, str] = {}
+            for number, at in zip(numbers, stamps):
+                if number not in first or at < first[number]:
+                    first[number] = at
+            ordered = sorted((at, labels[number]) for number, at in first.items())
+        return said_at, said, [source for _, source in ordered], [at for at, _ in ordered]
 
     def keys(self, needed: int, categories) -> list[str]:
         """The cluster keys of at least `needed` sessions, in the given categories."""
         return [key for key, found in self.sessions.items()
-                if len(found) >= needed and key.split("::", 1)[0] in categories and len(set(found)) >= needed]
+                if len(found) >= 2 * needed and key.split("::", 1)[0] in categories
+                and len(set(found[0::2])) >= needed]
 
     def surface(self, key: str) -> str:
         """The latest wording of the key."""
@@ -327,10 +335,10 @@ class Observations:
     def sources(self, key: str) -> list[str]:
         """The key's members' sources ("session:<project id>:<session number>"), by when each first
         observed it, then by source: the order of `members`."""
-        return self._seen(key).sources
+        return self._seen(key)[2]
 
     def members(self, key: str) -> list["_Member"]:
-        return self._seen(key).members()
+        return Seen(*self._seen(key)).members()
 
 
 @dataclass
@@ -342,6 +350,9 @@ class Seen:
     said: str
     sources: list[str]
     firsts: list[str] | None  # None: not read (members are then dated "")
+
+    def fields(self) -> tuple:
+        return self.said_at, self.said, self.sources, self.firsts
 
     def merge(self, other: "Seen") -> "Seen":
         """The observations of both: the union of the sources, each at its earlier time, and the
