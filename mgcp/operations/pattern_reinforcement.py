@@ -94,11 +94,12 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
     clusters: dict[str, list[_Member]] = defaultdict(list)
+    full = text.Memo(_full)  # each action normalized once, for its cluster key and for `holding`
     if "lesson" in categories:
-        _lesson_members(lessons, clusters)
+        _lesson_members(lessons, clusters, full)
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
-    holders = _Holders(active, words)
+    holders = _Holders(active, words, full)
     result = Result()
     paths = project_paths or {}
     drafts: list[ReinforcedPattern] = []
@@ -168,11 +169,13 @@ def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface:
 
 # -- observations --------------------------------------------------------------------------------
 
-def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -> None:
+def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]], full: text.Memo) -> None:
+    """`full`: each action normalized without the length limit (its first KEY_LENGTH characters are
+    its cluster key's text)."""
     counted = (LessonStatus.active, LessonStatus.superseded)
     for lesson in lessons:
-        if lesson.status in counted and (key := key_of("lesson", lesson.action)):
-            clusters[key].append(_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+        if lesson.status in counted and (said := full[lesson.action]):
+            clusters["lesson::" + said[:KEY_LENGTH]].append(_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
 
 
 class Observations:
@@ -402,10 +405,12 @@ class _Holders:
     one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
-    def __init__(self, active: list[Lesson], words: LessonWords | None = None):
-        """`words`: the index of these very lessons, when the cycle has it."""
+    def __init__(self, active: list[Lesson], words: LessonWords | None = None, full: text.Memo | None = None):
+        """`words`: the index of these very lessons, when the cycle has it; `full`: `_full` of
+        texts, as far as computed already."""
         import numpy as np
 
+        full = full if full is not None else text.Memo(_full)
         self.index = words if words is not None and words.lessons == active else LessonWords(active)
         self.lessons = active
         by_recency = sorted(range(len(active)), key=lambda n: (active[n].created_at, active[n].id), reverse=True)
@@ -413,7 +418,7 @@ class _Holders:
         self.rank[by_recency] = np.arange(len(active))
         self.equal: dict[str, Lesson] = {}
         for number in by_recency:
-            self.equal.setdefault(_full(active[number].action), active[number])
+            self.equal.setdefault(full[active[number].action], active[number])
 
     def holding(self, surface: str) -> Lesson | None:
         if _full(surface) in self.equal:
