@@ -93,7 +93,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
     lessons hold which word, when the cycle has it (over the active lessons in `lessons`' order)."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
-    clusters: dict[str, list[_Member]] = defaultdict(list)
+    clusters: dict[str, list[Lesson]] = defaultdict(list)  # a lesson cluster's lessons; None: see `observed`
     full = text.Memo(_full)  # each action normalized once, for its cluster key and for `holding`
     if "lesson" in categories:
         _lesson_members(lessons, clusters, full)
@@ -106,9 +106,10 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
     for key in sorted(clusters):
         category = key.split("::", 1)[0]
         if category == "lesson":
-            members = clusters[key]
-            if len(members) < needed:
+            if len(clusters[key]) < needed:
                 continue
+            members = [_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson)
+                       for lesson in clusters[key]]
             members.sort(key=lambda m: (m.at, m.ref))
             live = [m for m in members if m.lesson.status == LessonStatus.active]
             if not live:
@@ -169,13 +170,13 @@ def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface:
 
 # -- observations --------------------------------------------------------------------------------
 
-def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]], full: text.Memo) -> None:
-    """`full`: each action normalized without the length limit (its first KEY_LENGTH characters are
-    its cluster key's text)."""
+def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[Lesson]], full: text.Memo) -> None:
+    """Each counted lesson in its cluster. `full`: each action normalized without the length limit
+    (its first KEY_LENGTH characters are its cluster key's text)."""
     counted = (LessonStatus.active, LessonStatus.superseded)
     for lesson in lessons:
         if lesson.status in counted and (said := full[lesson.action]):
-            clusters["lesson::" + said[:KEY_LENGTH]].append(_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+            clusters["lesson::" + said[:KEY_LENGTH]].append(lesson)
 
 
 class Observations:
@@ -427,17 +428,27 @@ class _Holders:
         if not words:
             return None
         need = math.ceil(HELD * len(words) - 1e-9)
-        # How many of the words each lesson holds, counted in one array; among the highest counts,
-        # the most recent lesson.
+        # How many of the words each lesson holds (over the lessons holding any when they are few,
+        # else in one array of every lesson); among the highest counts, the most recent lesson.
         import numpy as np
 
-        counts = np.zeros(len(self.lessons), dtype=np.int16)
-        for w in words:
-            counts[self.index.of(w)] += 1
-        best = int(counts.max()) if len(counts) else 0
-        if best < need:
+        found = [self.index.of(w) for w in words]
+        if sum(1 for numbers in found if len(numbers)) < need:
             return None
-        tied = np.flatnonzero(counts == best)
+        if sum(map(len, found)) * 8 < len(self.lessons):
+            held, counts = np.unique(np.concatenate(found), return_counts=True)
+            best = int(counts.max())
+            if best < need:
+                return None
+            tied = held[counts == best]
+        else:
+            counts = np.zeros(len(self.lessons), dtype=np.int16)
+            for numbers in found:
+                counts[numbers] += 1
+            best = int(counts.max())
+            if best < need:
+                return None
+            tied = np.flatnonzero(counts == best)
         return self.lessons[int(tied[np.argmin(self.rank[tied])])]
 
 
