@@ -335,7 +335,7 @@ def test_the_lesson_holding_a_text_is_the_one_the_rule_names():
 
 
 def test_the_lesson_holding_a_text_among_many_is_the_one_the_rule_names():
-    # many lessons: texts whose words few lessons hold are counted over those lessons only
+    # many lessons, rare and common words: the shared index gives what the rule names
     import random
 
     from mgcp.operations.lesson_words import LessonWords

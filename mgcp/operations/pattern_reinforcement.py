@@ -428,27 +428,20 @@ class _Holders:
         if not words:
             return None
         need = math.ceil(HELD * len(words) - 1e-9)
-        # How many of the words each lesson holds (over the lessons holding any when they are few,
-        # else in one array of every lesson); among the highest counts, the most recent lesson.
+        # How many of the words each lesson holds, counted in one array; among the highest counts,
+        # the most recent lesson.
         import numpy as np
 
-        found = [self.index.of(w) for w in words]
-        if sum(1 for numbers in found if len(numbers)) < need:
+        found = [numbers for numbers in map(self.index.of, words) if len(numbers)]
+        if len(found) < need:
             return None
-        if sum(map(len, found)) * 8 < len(self.lessons):
-            held, counts = np.unique(np.concatenate(found), return_counts=True)
-            best = int(counts.max())
-            if best < need:
-                return None
-            tied = held[counts == best]
-        else:
-            counts = np.zeros(len(self.lessons), dtype=np.int16)
-            for numbers in found:
-                counts[numbers] += 1
-            best = int(counts.max())
-            if best < need:
-                return None
-            tied = np.flatnonzero(counts == best)
+        counts = np.zeros(len(self.lessons), dtype=np.int16)
+        for numbers in found:
+            counts[numbers] += 1
+        best = int(counts.max())
+        if best < need:
+            return None
+        tied = np.flatnonzero(counts == best)
         return self.lessons[int(tied[np.argmin(self.rank[tied])])]
 
 
