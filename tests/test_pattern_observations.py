@@ -143,7 +143,8 @@ def test_repeat_cycles_read_only_new_history_and_find_what_a_cycle_with_nothing_
     kept, _ = _kept_rows(db)
     assert {key: (said_at, said, size, sources.split("\n"), firsts.split("\n"))
             for key, said_at, said, size, sources, firsts in kept} == {
-        key: (said_at, said, len(sources), sources, firsts) for key, (said_at, said, sources, firsts) in observed.items()}
+        key: (said_at, said, len(sources), sources, firsts)
+        for key, (said_at, said, sources, firsts) in observed.items()}
 
 
 def test_undoing_a_pattern_run_and_a_history_changed_below_the_marks(db, run, tmp_path):

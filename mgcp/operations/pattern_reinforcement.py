@@ -14,16 +14,17 @@ configured `categories`:
 
 The history is gathered page by page (`Observations`): the sessions of each decision and sentence
 are kept, never the snapshots. A cycle keeps what it observed (`Seen` per key, see
-mgcp.persistence.pattern_observations) and reads only the history added since. A cluster of at least `min_count` members (clamped to 2..1000) is a
-pattern. Its canonical is the most recent active lesson (lessons), or the most recent source
-(decisions, notes); it is stamped with `reinforcement_count` (the cluster's size),
-`last_reinforced_at`, `derived_from` (every member's source, oldest first) and
-`derived_via = "pattern-reinforcement"`. A decision's or note's sources are ordered by when each
-session first stated the key, then by source; its wording is the latest (at the same moment, the
-greatest text), so that the same history read at once or in parts gives the same pattern. The pattern reinforces a lesson: the canonical lesson, or
-for a decision or note the lesson holding it (its normalized action equal, else at least HELD of
-its keywords in the lesson's trigger, action and tags: how knowledge extraction judges a decision
-captured).
+mgcp.persistence.pattern_observations) and reads only the history added since. A cluster of at
+least `min_count` members (clamped to 2..1000) is a pattern. Its canonical is the most recent
+active lesson (lessons), or the most recent source (decisions, notes); it is stamped with
+`reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every member's
+source, oldest first) and `derived_via = "pattern-reinforcement"`. A decision's or note's sources
+are ordered by when each session first stated the key, then by source; its wording is the latest
+(at the same moment, the greatest text); a draft lists projects in the order of their first
+source: so the same history read at once or in parts gives the same pattern. The pattern
+reinforces a lesson: the canonical lesson, or for a decision or note the lesson holding it (its
+normalized action equal, else at least HELD of its keywords in the lesson's trigger, action and
+tags: how knowledge extraction judges a decision captured).
 
 Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
 nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,
@@ -264,7 +265,8 @@ class Observations:
         Recent decisions of None: the same as the project's previous snapshot's."""
         project, notes_before, held_before = self._previous
         decisions_on, notes_on = self.decisions, self.notes
-        sessions, times, wording, note_keys, numbered = self.sessions, self._times, self.wording, self._note_keys, self._number
+        sessions, times, wording = self.sessions, self._times, self.wording
+        note_keys, numbered = self._note_keys, self._number
         for project_id, session, at, notes, decisions in rows:
             same_project = project_id == project
             number = None

@@ -137,15 +137,17 @@ class PatternObservations:
         statements). Returns whether it kept them."""
         if await self.marks() != read_under:
             return False
+        rows = [(key, said_at, said, len(sources), "\n".join(sources), "\n".join(firsts))
+                for key, (said_at, said, sources, firsts) in seen.items()]
+        if any(row[4].count("\n") != row[3] - 1 for row in rows):
+            return False  # a project id with a line break (not one mgcp makes): nothing is kept
         conn = self.db.conn
         if rebuild:
             await conn.execute("DELETE FROM pattern_observations")
             await conn.execute("DELETE FROM pattern_observation_marks")
         await conn.executemany(
             """INSERT OR REPLACE INTO pattern_observations (key, said_at, said, size, sources, firsts)
-               VALUES (?, ?, ?, ?, ?, ?)""",
-            ((key, said_at, said, len(sources), "\n".join(sources), "\n".join(firsts))
-             for key, (said_at, said, sources, firsts) in seen.items()))
+               VALUES (?, ?, ?, ?, ?, ?)""", rows)
         await conn.executemany(
             """INSERT OR REPLACE INTO pattern_observation_marks (source, last_id, rows, notes, decisions)
                VALUES (?, ?, ?, ?, ?)""", ((source, *mark) for source, mark in marks.items()))
