@@ -310,9 +310,11 @@ def check_promises(db, tmp_path, saves, current):
     for (fid,) in sql(db, "SELECT finding_id FROM rem_actions WHERE finding_id IS NOT NULL AND undone_at IS NOT NULL"):
         assert sql(db, "SELECT status FROM rem_findings WHERE id = ?", fid)[0][0] in ("pending", "stale")
 
-    # what cycles keep of the texts is a cache: without it, the same cycle (every comparing
-    # operation run again, as a dry run) finds and would apply exactly the same
+    # what cycles keep of the texts and of the history is a cache: without it, the same cycle (every
+    # comparing operation and pattern reinforcement run again, as a dry run) finds and would apply
+    # exactly the same
     assert sql(db, "SELECT count(*) FROM kept_readings")[0][0] > 0
+    assert sql(db, "SELECT count(*) FROM pattern_observations")[0][0] > 0
     previews = []
     for source, name in ((db, "kept.db"), (db, "not-kept.db")):
         with sqlite3.connect(source) as src, sqlite3.connect(tmp_path / name) as dst:
@@ -321,7 +323,10 @@ def check_promises(db, tmp_path, saves, current):
             conn.execute("UPDATE rem_state SET last_run_result = NULL")
             if name == "not-kept.db":
                 conn.execute("DELETE FROM kept_readings")
-        ops = [a for op in ("duplicate_detection", "community_detection", "contradiction_scan") for a in ("--op", op)]
+                conn.execute("DELETE FROM pattern_observations")  # what pattern reinforcement observed
+                conn.execute("DELETE FROM pattern_observation_marks")
+        ops = [a for op in ("duplicate_detection", "community_detection", "contradiction_scan", "pattern_reinforcement")
+               for a in ("--op", op)]
         run = json.loads(cli(tmp_path / name, "rem", "run", "--auto", "--dry-run", "--project", P, *ops, "--json"))
         previews.append(sorted((f["id"], f["kind"]) for key in ("applied", "left_pending") for f in run[key]))
     assert previews[0] == previews[1] != []

@@ -325,11 +325,35 @@ def test_the_lesson_holding_a_text_is_the_one_the_rule_names():
     asked = ["Run the database migrations before the release", "restart workers after migrations",
              "Keep the pool warm", "cache schema change invalidation", "Nothing here matches at all",
              "release changelog tag", "deploy api migrations", "the the the"]
-    for index in (pattern_reinforcement._Holders(active, asked), pattern_reinforcement._Holders(active)):
+    from mgcp.operations.lesson_words import LessonWords
+
+    for index in (pattern_reinforcement._Holders(active, LessonWords(active)), pattern_reinforcement._Holders(active)):
         for surface in asked:
             found, expected = index.holding(surface), _holding_by_hand(active, surface)
             assert (found and found.id) == (expected and expected.id), surface
-    assert pattern_reinforcement._Holders([], asked).holding("restart workers after migrations") is None
+    assert pattern_reinforcement._Holders([]).holding("restart workers after migrations") is None
+
+
+def test_the_lesson_holding_a_text_among_many_is_the_one_the_rule_names():
+    # many lessons, rare and common words: the shared index gives what the rule names
+    import random
+
+    from mgcp.operations.lesson_words import LessonWords
+
+    rng = random.Random(5)
+    common = ["deploy", "release", "worker", "cache", "schema"]
+    rare = [f"zorb{a}{b}" for a in "bcdfghjklm" for b in "aeiou" * 4][:200]
+    rare = list(dict.fromkeys(f"{w}{i}x" for i, w in enumerate(rare)))
+    active = [Lesson(id=f"l{i:03d}", trigger="when " + " ".join(rng.sample(common, 2) + rng.sample(rare, 1)),
+                     action=" ".join(rng.sample(common + rare, 4)) + " first", tags=rng.sample(rare, 1),
+                     created_at=f"2026-0{1 + i % 9}-{1 + i % 28:02d}T00:00:00", last_refined="2026-01-01T00:00:00")
+              for i in range(300)]
+    asked = [" ".join(rng.sample(rare, k) + rng.sample(common, j)) for k in (1, 2, 3) for j in (0, 1, 2)
+             for _ in range(4)] + [active[7].action.upper(), "quuxalpha quuxbeta " + rare[3], "quuxgamma"]
+    holders = pattern_reinforcement._Holders(active, LessonWords(active))
+    found = [(surface, holders.holding(surface), _holding_by_hand(active, surface)) for surface in asked]
+    assert all((a and a.id) == (b and b.id) for _, a, b in found)
+    assert sum(1 for _, a, _ in found if a) >= 10 and sum(1 for _, a, _ in found if not a) >= 2
 
 
 DETERMINISM_SCRIPT = """

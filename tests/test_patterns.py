@@ -329,8 +329,9 @@ def test_every_answer_is_undone_exactly(db, dbp, run, kind, option, text):
             if f["id"] == finding["id"]] == [finding["id"]]
 
 
-def test_history_pages_observe_what_the_whole_history_holds(db, run):
-    # saves that carry their decisions over come out as None; any page size observes the same
+def test_history_read_in_pages_and_after_a_mark_observes_what_the_whole_history_holds(db, run):
+    # saves that carry their decisions over come out as None; any page size, and reading on from a
+    # mark (the notes and decisions of the row before), observes the same
     async def seed(store):
         for i in range(1, 13):
             for project in (PROJECT, "/p/other"):
@@ -345,18 +346,40 @@ def test_history_pages_observe_what_the_whole_history_holds(db, run):
     from mgcp.operations import pattern_reinforcement
 
     expected = pattern_reinforcement.Observations.of(whole, [])
+    projects = sorted({row[0] for row in whole})
 
-    async def paged(store, size):
-        observed, pages = pattern_reinforcement.Observations(), []
-        async for page in store.patterns.history_pages(size=size):
-            pages.append(page)
-            observed.add_history(page)
-        return observed, pages
+    async def paged(store, size, cut):
+        """Read each project up to its `cut`-th row, then on from the mark that left."""
+        kept = store.pattern_observations
+        observed, pages, read = pattern_reinforcement.Observations(), [], {}
+        for project_id in projects:
+            observed.resume(None, None, [])
+            first = []
+            async for page in kept.history_after(project_id, None, read, size=size):
+                first.extend(page)
+            last_id = (await store.db.fetchall("SELECT id FROM context_history WHERE project_id = ? ORDER BY id",
+                                               [project_id]))[cut - 1][0]
+            raw = await store.db.fetchone("SELECT coalesce(notes, ''), recent_decisions FROM context_history WHERE id = ?",
+                                          [last_id])
+            mark = (last_id, cut, raw[0], raw[1])
+            observed.add_history(first[:cut])
+            pages.append(first[:cut])
+            observed.resume(project_id, mark[2], kept.decisions_of(mark))
+            async for page in kept.history_after(project_id, mark, {}, size=size):
+                pages.append(page)
+                observed.add_history(page)
+        return observed, pages, read
 
-    for size in (1, 2, 5, 1000):
-        observed, pages = run(db, lambda store: paged(store, size))
+    conn = sqlite3.connect(db)
+    last = {p: (newest, n) for p, newest, n in conn.execute(
+        "SELECT project_id, max(id), count(*) FROM context_history GROUP BY project_id")}
+    conn.close()
+    assert min(n for _, n in last.values()) >= 5
+    for size, cut in ((1, 1), (2, 3), (5, 4), (1000, 5)):
+        observed, pages, read = run(db, lambda store: paged(store, size, cut))
         assert any(row[4] is None for page in pages for row in page)
         assert observed.snapshots == len(whole) == sum(map(len, pages))
+        assert {p: mark[:2] for p, mark in read.items()} == last
         assert observed.wording == expected.wording and observed.keys(2, {"decision", "note"})
         sources = {key: observed.sources(key) for key in observed.sessions}
         assert sources == {key: expected.sources(key) for key in expected.sessions}

@@ -446,6 +446,17 @@ class _Inputs:
             self.after = after_session
         return [s for s in self.snapshots if s.session_number > after_session]
 
+    async def lesson_words(self):
+        """Which active lessons hold which word (`LessonWords`, read by knowledge extraction and
+        pattern reinforcement), built once per cycle over `lessons()`."""
+        from mgcp.operations.lesson_words import LessonWords
+
+        active = await self.lessons()
+        words = getattr(self, "_words", None)
+        if words is None or words.lessons is not active:
+            words = self._words = await asyncio.to_thread(LessonWords, active)
+        return words
+
 
 # Each returns (findings, summary, output): output is None or (action name, an async function of
 # the run id that writes the operation's automatic output); the engine runs it in the operation's
@@ -504,7 +515,7 @@ async def _extraction(store, project, settings, inputs):
     if not history:
         return [], {"snapshots": 0}, None
     findings = await asyncio.to_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
-                                       inputs.cache)
+                                       inputs.cache, await inputs.lesson_words())
     for finding in findings:  # the same theme in two projects is two findings
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
@@ -532,24 +543,81 @@ async def _patterns(store, project, settings, inputs):
 
     # the active lessons the cycle shares, and the superseded copies (they count as members)
     lessons = await inputs.lessons() + await store.lessons.rows(status="superseded")
-    observed = pattern_reinforcement.Observations(settings.get("categories", ()))
-    decisions = await store.patterns.decision_observations()
-    await asyncio.to_thread(observed.add_decisions, decisions)
-    async for page in store.patterns.history_pages():  # never the whole history in memory
-        await asyncio.to_thread(observed.add_history, page)
+    observed = await _observe_patterns(store, pattern_reinforcement.min_count(settings.get("min_count", 3)))
     existing = await store.patterns.all()
     paths = await store.patterns.project_paths()
-    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed, existing, settings, utcnow(),
-                                     paths)
+    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
+                                     utcnow(), paths, await inputs.lesson_words())
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
-               "snapshots": observed.snapshots, "decision_observations": len(decisions)}
-    if not result.patterns:
+               "snapshots": observed.snapshots, "decision_observations": observed.decisions,
+               "history_read": "whole" if observed.whole else "since the last run"}
+    if not result.patterns and not observed.new:
         return result.findings, summary, None
 
     async def write(run_id):
-        await store.patterns.save(result.patterns)
+        if result.patterns:
+            await store.patterns.save(result.patterns)
+        await observed.keep()
 
     return result.findings, summary, ("write_reinforced_patterns", write)
+
+
+@dataclass
+class _PatternHistory:
+    """What pattern reinforcement observed in the history: `observed` for its run, and `keep`, which
+    keeps what was read anew (when the run's output is written)."""
+
+    observed: "Observed"  # mgcp.operations.pattern_reinforcement.Observed
+    snapshots: int
+    decisions: int
+    whole: bool
+    new: bool
+    keep: Callable
+
+
+async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
+    """The history's observations, read since the kept marks only (whole when nothing is kept, or
+    the history below a mark is not what was read, or the rules changed), merged with the kept
+    observations of the keys it touched; and the kept ones of every other key of at least `needed`
+    sessions. The same as reading the whole history (every rule of `Observations` is a union, a
+    minimum or a maximum)."""
+    from mgcp.operations.pattern_reinforcement import OBSERVATION_RULES, Observations, Observed, Seen
+    from mgcp.persistence.pattern_observations import DECISIONS, RULES
+
+    kept = store.pattern_observations
+    rules = f"mgcp {__version__}: {OBSERVATION_RULES}"
+    marks = await kept.marks()
+    whole = not await kept.intact(marks, rules)
+    start = {} if whole else marks
+    observations = Observations()
+    decisions, decided = await kept.decisions_after(start.get(DECISIONS))
+    await asyncio.to_thread(observations.add_decisions, decisions)
+    read: dict[str, tuple] = {}
+    for project_id in await kept.unread(start):
+        mark = start.get(project_id)
+        if mark:
+            observations.resume(project_id, mark[2], kept.decisions_of(mark))
+        else:
+            observations.resume(None, None, [])
+        async for page in kept.history_after(project_id, mark, read):  # never the whole history in memory
+            await asyncio.to_thread(observations.add_history, page)
+    seen = await asyncio.to_thread(observations.seen)  # key -> the fields of a `Seen`
+    if whole:
+        view = {key: Seen(*fields) for key, fields in seen.items() if len(fields[2]) >= needed}
+    else:
+        for key, fields in (await kept.seen(list(seen))).items():
+            seen[key] = Seen(*fields).merge(Seen(*seen[key])).fields()
+        view = {key: Seen(said_at, said, sources, None)
+                for key, (said_at, said, sources) in (await kept.sized(needed, seen)).items()}
+        view.update((key, Seen(*fields)) for key, fields in seen.items())
+    new = bool(whole or read or decisions)
+    marked = {**read, DECISIONS: decided, RULES: (0, 0, rules, None)}
+
+    async def keep():
+        if new:
+            await kept.keep(seen, marked, marks, whole)
+
+    return _PatternHistory(Observed(view), observations.snapshots, len(decisions), whole, new, keep)
 
 
 async def _contradictions(store, project, settings, inputs):

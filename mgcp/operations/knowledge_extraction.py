@@ -30,6 +30,7 @@ from mgcp.models import ContextSnapshot, FindingOption, HistoryRow, Lesson, RemF
 from mgcp.collector import collector_paused
 from mgcp.operations.shared import CycleCache, shared
 from mgcp.operations import draft_options, fingerprint
+from mgcp.operations.lesson_words import LessonWords
 
 OPERATION = "knowledge_extraction"
 DECISION_CAPTURED = 0.6  # share of a decision's keywords one lesson must hold to capture it
@@ -39,11 +40,12 @@ CLOSED = {"completed", "done", "closed", "cancelled", "canceled"}
 
 @collector_paused()
 def run(history: list[ContextSnapshot | HistoryRow], lessons: list[Lesson], settings: dict,
-        cache: CycleCache | None = None) -> list[RemFinding]:
+        cache: CycleCache | None = None, words: LessonWords | None = None) -> list[RemFinding]:
+    """`words`: the index of which of these lessons hold which word, when the cycle has it."""
     history = sorted(history, key=lambda s: s.id)
     if not history:
         return []
-    index = _LessonIndex(lessons)
+    index = _LessonIndex(lessons, words)
     span = sorted({s.session_number for s in history})
     # Findings are made lazily, in order: once `max_findings` are made the rest is never computed.
     limit = max(0, int(settings.get("max_findings", 50)))
@@ -58,24 +60,32 @@ def _lazy(make):
 
 
 class _LessonIndex:
-    """Stemmed words -> the lessons holding them (trigger, action, tags), as sets of lesson numbers."""
+    """Stemmed words -> the lessons holding them (trigger, action, tags), as sets of lesson numbers,
+    each made when the word is first asked about (a cycle asks about a few hundred of the words of
+    100k lessons). `words`: the index of these very lessons, when the cycle has it."""
 
-    def __init__(self, lessons: list[Lesson]):
-        postings: dict[str, set[int]] = defaultdict(set)
-        # A text's stemmed words are its tokens' own (`text.content_tokens` maps token by token),
-        # so each distinct token of the corpus is stemmed once.
-        of_token = text.Memo(text.content_tokens)
-        for number, lesson in enumerate(lessons):
-            tokens = set(text.tokenize(" ".join([lesson.trigger, lesson.action, *lesson.tags])))
-            for word in {w for token in tokens for w in of_token[token]}:
-                postings[word].add(number)
-        self.postings = dict(postings)
+    def __init__(self, lessons: list[Lesson], words: LessonWords | None = None):
+        self.index = words if words is not None and words.lessons == lessons else LessonWords(lessons)
+        self.words = self.index.words
+        self._sets: dict[str, frozenset[int]] = {}
+
+    def _of(self, word: str) -> frozenset[int]:
+        """The numbers of the lessons holding `word`."""
+        found = self._sets.get(word)
+        if found is None:
+            found = self._sets[word] = frozenset(self.index.of(word).tolist()) or _EMPTY
+        return found
+
+    @property
+    def postings(self) -> dict[str, frozenset[int]]:
+        """Every word's lessons."""
+        return {word: self._of(word) for word in self.words if self._of(word)}
 
     def covers(self, words: tuple[str, ...]) -> bool:
         """Does one lesson hold all the words?"""
         if not words:
             return True
-        sets = sorted((self.postings.get(w, _EMPTY) for w in set(words)), key=len)
+        sets = sorted((self._of(w) for w in set(words)), key=len)
         if not sets[0]:
             return False
         return bool(sets[0].intersection(*sets[1:])) if len(sets) > 1 else True
@@ -92,7 +102,7 @@ class _LessonIndex:
         m = len(distinct)
         if not m:
             return 1.0
-        sets = sorted((self.postings.get(w, _EMPTY) for w in distinct), key=len)
+        sets = sorted((self._of(w) for w in distinct), key=len)
         best = 0
         for i, own in enumerate(sets):
             if best >= m - i:

@@ -13,14 +13,18 @@ configured `categories`:
   are too slight to be a pattern.
 
 The history is gathered page by page (`Observations`): the sessions of each decision and sentence
-are kept, never the snapshots. A cluster of at least `min_count` members (clamped to 2..1000) is a
-pattern. Its canonical is the most recent active lesson (lessons), or the most recent source
-(decisions, notes); it is stamped with `reinforcement_count` (the cluster's size),
-`last_reinforced_at`, `derived_from` (every member's source, oldest first) and
-`derived_via = "pattern-reinforcement"`. The pattern reinforces a lesson: the canonical lesson, or
-for a decision or note the lesson holding it (its normalized action equal, else at least HELD of
-its keywords in the lesson's trigger, action and tags: how knowledge extraction judges a decision
-captured).
+are kept, never the snapshots. A cycle keeps what it observed (`Seen` per key, see
+mgcp.persistence.pattern_observations) and reads only the history added since. A cluster of at
+least `min_count` members (clamped to 2..1000) is a pattern. Its canonical is the most recent
+active lesson (lessons), or the most recent source (decisions, notes); it is stamped with
+`reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every member's
+source, oldest first) and `derived_via = "pattern-reinforcement"`. A decision's or note's sources
+are ordered by when each session first stated the key, then by source; its wording is the latest
+(at the same moment, the greatest text); a draft lists projects in the order of their first
+source: so the same history read at once or in parts gives the same pattern. The pattern
+reinforces a lesson: the canonical lesson, or for a decision or note the lesson holding it (its
+normalized action equal, else at least HELD of its keywords in the lesson's trigger, action and
+tags: how knowledge extraction judges a decision captured).
 
 Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
 nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,
@@ -52,6 +56,7 @@ from itertools import chain
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
+from mgcp.operations.lesson_words import LessonWords
 from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
                                 pattern_id)
 
@@ -59,6 +64,9 @@ OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
 HELD = 0.6  # share of a decision's or note's keywords one lesson must hold to hold it
 MAX_SESSIONS_SHOWN = 12
+# What observations kept between cycles are made by (with the mgcp version): kept ones made otherwise
+# are made again.
+OBSERVATION_RULES = f"note sentences of {NOTE_MIN_WORDS}+ words, keys of {KEY_LENGTH} characters"
 
 
 @dataclass
@@ -80,26 +88,29 @@ class Result:
 
 
 def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, ReinforcedPattern], settings: dict,
-        now: str, project_paths: dict[str, str] | None = None) -> Result:
-    """`observed`: the decisions and notes of the context history (see `Observations`);
-    `existing`: the stored patterns by cluster key."""
+        now: str, project_paths: dict[str, str] | None = None, words: LessonWords | None = None) -> Result:
+    """`observed`: the decisions and notes of the context history (see `Observations` and
+    `Observed`); `existing`: the stored patterns by cluster key; `words`: the index of which active
+    lessons hold which word, when the cycle has it (over the active lessons in `lessons`' order)."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
-    clusters: dict[str, list[_Member]] = defaultdict(list)
+    clusters: dict[str, list[Lesson]] = defaultdict(list)  # a lesson cluster's lessons; None: see `observed`
+    full = text.Memo(_full)  # each action normalized once, for its cluster key and for `holding`
     if "lesson" in categories:
-        _lesson_members(lessons, clusters)
+        _lesson_members(lessons, clusters, full)
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
-    holders = _Holders(active, [observed.surface(key) for key in clusters if not key.startswith("lesson::")])
+    holders = _Holders(active, words, full)
     result = Result()
     paths = project_paths or {}
     drafts: list[ReinforcedPattern] = []
     for key in sorted(clusters):
         category = key.split("::", 1)[0]
         if category == "lesson":
-            members = clusters[key]
-            if len(members) < needed:
+            if len(clusters[key]) < needed:
                 continue
+            members = [_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson)
+                       for lesson in clusters[key]]
             members.sort(key=lambda m: (m.at, m.ref))
             live = [m for m in members if m.lesson.status == LessonStatus.active]
             if not live:
@@ -160,18 +171,25 @@ def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface:
 
 # -- observations --------------------------------------------------------------------------------
 
-def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[_Member]]) -> None:
+def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[Lesson]], full: text.Memo) -> None:
+    """Each counted lesson in its cluster. `full`: each action normalized without the length limit
+    (its first KEY_LENGTH characters are its cluster key's text)."""
     counted = (LessonStatus.active, LessonStatus.superseded)
     for lesson in lessons:
-        if lesson.status in counted and (key := key_of("lesson", lesson.action)):
-            clusters[key].append(_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson))
+        if lesson.status in counted and (said := full[lesson.action]):
+            clusters["lesson::" + said[:KEY_LENGTH]].append(lesson)
 
 
 class Observations:
     """What the context history says, gathered page by page so that no history is held whole: for
     each cluster key, the (project, session) pairs that stated the decision or wrote the sentence,
-    and the latest wording of each key; for each pair, when it was first observed. Pairs are
-    numbered and each key keeps an array of numbers: millions of observations stay compact.
+    each with when it first did (its earliest observation of that key), and the latest wording of
+    the key (the greatest (observed at, sentence): the same moment's wordings are ordered by text).
+    Pairs are numbered and each key keeps an array of numbers: millions of observations stay compact.
+
+    Every rule is a union, a minimum or a maximum over single observations, so the same rows give
+    the same result in any grouping: a history read in parts (`resume`, `seen`, `merge`) gives
+    exactly what it gives read at once.
 
     `add_decisions` takes decision observations as saved; `add_history` takes snapshots as
     (project id, session number, timestamp, notes, recent decisions) tuples, ordered by project
@@ -179,14 +197,14 @@ class Observations:
 
     def __init__(self, categories=("decision", "note")):
         self.decisions, self.notes = "decision" in categories, "note" in categories
-        self.sessions: dict[str, array] = {}  # key -> numbers of its (project, session) pairs
+        # key -> (number of a (project, session) pair, number of the moment it was observed), flat
+        self.sessions: dict[str, array] = {}
+        self._times: list[str] = []  # each observing row's moment, by number
         self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
         self.snapshots = 0
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
         self._pairs: list[tuple[str, int]] = []
-        self._first_at: list[str] = []
-        self._rank: list[int] = []  # see `_ranks`
-        self._ordered: list[str] = []
+        self._labels: list[str] = []
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: key_of("decision", d))
         # Histories repeat their sentences: each distinct one is weighed and keyed once.
@@ -203,21 +221,32 @@ class Observations:
         observed.add_history(history)
         return observed
 
-    def _pair(self, project_id: str, session: int, at: str) -> int:
+    def resume(self, project_id: str, notes: str, decisions: list[str]) -> None:
+        """Continue the project's history after a snapshot read earlier, whose notes and recent
+        decisions these were: the next rows are compared with it as with the one before them."""
+        self._previous = (project_id, notes, frozenset(decisions))
+
+    def _pair(self, project_id: str, session: int) -> int:
         number = self._number.get((project_id, session))
         if number is None:
             number = self._number[(project_id, session)] = len(self._pairs)
             self._pairs.append((project_id, session))
-            self._first_at.append(at)
+            self._labels.append(_source(project_id, session))
         return number
 
     def _add(self, key: str, number: int, at: str, surface: str) -> None:
-        found = self.sessions.get(key)
+        found, times = self.sessions.get(key), self._times
         if found is None:
-            found = self.sessions[key] = array("l")
-        if not found or found[-1] != number:  # the same session again (its next save) adds nothing
-            found.append(number)
-        if key not in self.wording or at >= self.wording[key][0]:
+            self.sessions[key] = array("l", (number, len(times)))
+            times.append(at)
+        elif found[-2] != number:
+            found.extend((number, len(times)))
+            times.append(at)
+        elif at < times[found[-1]]:  # the same session again (its next save): only the earlier time counts
+            found[-1] = len(times)
+            times.append(at)
+        said = self.wording.get(key)
+        if said is None or (at, surface) > said:
             self.wording[key] = (at, surface)
 
     def add_decisions(self, rows: list[dict]) -> None:
@@ -227,8 +256,8 @@ class Observations:
         for row in rows:
             key = self._decision_key[row["decision"]]
             if key:
-                at = row["observed_at"]
-                self._add(key, self._pair(row["project_id"], row["session_number"], at), at, row["decision"])
+                self._add(key, self._pair(row["project_id"], row["session_number"]), row["observed_at"],
+                          row["decision"])
 
     def add_history(self, rows: list[tuple]) -> None:
         """Snapshots: a decision counts where it enters the recent decisions (one carried from save
@@ -236,7 +265,8 @@ class Observations:
         Recent decisions of None: the same as the project's previous snapshot's."""
         project, notes_before, held_before = self._previous
         decisions_on, notes_on = self.decisions, self.notes
-        sessions, wording, note_keys, numbered = self.sessions, self.wording, self._note_keys, self._number
+        sessions, times, wording = self.sessions, self._times, self.wording
+        note_keys, numbered = self._note_keys, self._number
         for project_id, session, at, notes, decisions in rows:
             same_project = project_id == project
             number = None
@@ -246,7 +276,7 @@ class Observations:
                     for decision in decisions or ():
                         key = self._decision_key[decision]
                         if key and not (same_project and decision in held_before):
-                            number = self._pair(project_id, session, at) if number is None else number
+                            number = self._pair(project_id, session) if number is None else number
                             self._add(key, number, at, decision)
                 held_before = held
             if notes_on and notes and not (same_project and notes == notes_before):
@@ -260,55 +290,113 @@ class Observations:
                     if number is None:
                         number = numbered.get((project_id, session))
                         if number is None:
-                            number = self._pair(project_id, session, at)
+                            number = self._pair(project_id, session)
+                    moment = len(times)
+                    times.append(at)
                     for key, sentence in keyed:  # `_add`, inline: millions of observations
                         found = sessions.get(key)
                         if found is None:
-                            sessions[key] = array("l", (number,))
-                        elif found[-1] != number:
-                            found.append(number)
+                            sessions[key] = array("l", (number, moment))
+                        elif found[-2] != number:
+                            found.extend((number, moment))
+                        elif at < times[found[-1]]:
+                            found[-1] = moment
                         said = wording.get(key)
-                        if said is None or at >= said[0]:
+                        if said is None or (at, sentence) > said:
                             wording[key] = (at, sentence)
             project, notes_before = project_id, notes
         self.snapshots += len(rows)
         self._previous = (project, notes_before, held_before)
 
+    def seen(self) -> dict[str, tuple]:
+        """Every key observed: key -> (said_at, said, sources, firsts), the fields of `Seen`."""
+        return {key: self._seen(key) for key in self.sessions}
+
+    def _seen(self, key: str) -> tuple:
+        found, labels = self.sessions[key], self._labels
+        said_at, said = self.wording[key]
+        if len(found) == 2:
+            return said_at, said, [labels[found[0]]], [self._times[found[1]]]
+        numbers, stamps = found[0::2], list(map(self._times.__getitem__, found[1::2]))
+        if len(set(numbers)) == len(numbers):  # no session twice: ordered as plain tuples
+            ordered = sorted(zip(stamps, map(labels.__getitem__, numbers)))
+        else:
+            first: dict[int, str] = {}
+            for number, at in zip(numbers, stamps):
+                if number not in first or at < first[number]:
+                    first[number] = at
+            ordered = sorted((at, labels[number]) for number, at in first.items())
+        return said_at, said, [source for _, source in ordered], [at for at, _ in ordered]
+
     def keys(self, needed: int, categories) -> list[str]:
         """The cluster keys of at least `needed` sessions, in the given categories."""
         return [key for key, found in self.sessions.items()
-                if len(found) >= needed and key.split("::", 1)[0] in categories and len(set(found)) >= needed]
+                if len(found) >= 2 * needed and key.split("::", 1)[0] in categories
+                and len(set(found[0::2])) >= needed]
 
     def surface(self, key: str) -> str:
         """The latest wording of the key."""
         return self.wording[key][1].strip()
 
     def sources(self, key: str) -> list[str]:
-        """The key's members' sources ("session:<project id>:<session number>"), by when they were
-        first observed, then by source: the order of `members`."""
-        ranks = sorted(set(map(self._ranks().__getitem__, self.sessions[key])))
-        return list(map(self._ordered.__getitem__, ranks))
-
-    def _ranks(self) -> list[int]:
-        """Each pair's place among all pairs by when it was first observed, then by source (by pair
-        number), and the sources in that order (`_ordered`): made once per history."""
-        if len(self._rank) != len(self._pairs):
-            labels = [_source(*pair) for pair in self._pairs]
-            by = sorted(range(len(labels)), key=lambda n: (self._first_at[n], labels[n]))
-            self._rank = [0] * len(by)
-            for place, number in enumerate(by):
-                self._rank[number] = place
-            self._ordered = [labels[n] for n in by]
-        return self._rank
+        """The key's members' sources ("session:<project id>:<session number>"), by when each first
+        observed it, then by source: the order of `members`."""
+        return self._seen(key)[2]
 
     def members(self, key: str) -> list["_Member"]:
-        surface = self.surface(key)
+        return Seen(*self._seen(key)).members()
+
+
+@dataclass
+class Seen:
+    """One cluster key's observations: its latest wording (`said`, observed at `said_at`) and its
+    sources, each with when it first observed the key (`firsts`), in that order, then by source."""
+
+    said_at: str
+    said: str
+    sources: list[str]
+    firsts: list[str] | None  # None: not read (members are then dated "")
+
+    def fields(self) -> tuple:
+        return self.said_at, self.said, self.sources, self.firsts
+
+    def merge(self, other: "Seen") -> "Seen":
+        """The observations of both: the union of the sources, each at its earlier time, and the
+        later wording."""
+        first = dict(zip(self.sources, self.firsts))
+        for source, at in zip(other.sources, other.firsts):
+            if source not in first or at < first[source]:
+                first[source] = at
+        ordered = sorted(first, key=lambda s: (first[s], s))
+        said_at, said = max((self.said_at, self.said), (other.said_at, other.said))
+        return Seen(said_at, said, ordered, [first[s] for s in ordered])
+
+    def members(self) -> list["_Member"]:
         out = []
-        for number in dict.fromkeys(self.sessions[key]):
-            project_id, session = self._pairs[number]
-            out.append(_Member(f"session:{project_id}:{session}", self._first_at[number], surface,
-                               project_id=project_id, session=session))
+        for source, at in zip(self.sources, self.firsts if self.firsts is not None else [""] * len(self.sources)):
+            project_id, session = source[len("session:"):].rsplit(":", 1)
+            out.append(_Member(source, at, self.said.strip(), project_id=project_id, session=int(session)))
         return out
+
+
+class Observed:
+    """The observations a run reads, one `Seen` per key: the same answers as `Observations`."""
+
+    def __init__(self, seen: dict[str, Seen]):
+        self.seen = seen
+
+    def keys(self, needed: int, categories) -> list[str]:
+        return [key for key, seen in self.seen.items()
+                if len(seen.sources) >= needed and key.split("::", 1)[0] in categories]
+
+    def surface(self, key: str) -> str:
+        return self.seen[key].said.strip()
+
+    def sources(self, key: str) -> list[str]:
+        return self.seen[key].sources
+
+    def members(self, key: str) -> list["_Member"]:
+        return self.seen[key].members()
 
 
 def _source(project_id: str, session: int) -> str:
@@ -320,38 +408,20 @@ class _Holders:
     one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
-    def __init__(self, active: list[Lesson], asked: list[str] | None = None):
-        """`asked`: the texts `holding` will be asked about, when known: only their keywords are
-        indexed (the answers are the same)."""
+    def __init__(self, active: list[Lesson], words: LessonWords | None = None, full: text.Memo | None = None):
+        """`words`: the index of these very lessons, when the cycle has it; `full`: `_full` of
+        texts, as far as computed already."""
         import numpy as np
 
-        self.lessons = sorted(active, key=lambda lesson: (lesson.created_at, lesson.id), reverse=True)
+        full = full if full is not None else text.Memo(_full)
+        self.index = words if words is not None and words.lessons == active else LessonWords(active)
+        self.lessons = active
+        by_recency = sorted(range(len(active)), key=lambda n: (active[n].created_at, active[n].id), reverse=True)
+        self.rank = np.empty(len(active), dtype=np.int64)  # each lesson's place, the most recent first
+        self.rank[by_recency] = np.arange(len(active))
         self.equal: dict[str, Lesson] = {}
-        wanted = None if asked is None else {word for said in asked for word in text.keywords(said)}
-        tokens: list[str] = []
-        lengths: list[int] = []
-        for lesson in self.lessons:
-            self.equal.setdefault(_full(lesson.action), lesson)
-            found = text.tokenize(f"{lesson.trigger} {lesson.action} {' '.join(lesson.tags)}")
-            tokens.extend(found)
-            lengths.append(len(found))
-        # A text's content tokens are its tokens' own: each distinct token is stemmed once, and its
-        # word numbered (-1: not a content token, or never asked about).
-        self.words: dict[str, int] = {}
-        numbered: dict[str, int] = {}
-        for token in dict.fromkeys(tokens):
-            word = next(iter(text.stems((token,))), None)
-            numbered[token] = (-1 if word is None or (wanted is not None and word not in wanted)
-                               else self.words.setdefault(word, len(self.words)))
-        ids = np.fromiter(map(numbered.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        owners = np.repeat(np.arange(len(self.lessons), dtype=np.int64), lengths)
-        kept = ids >= 0
-        size = max(len(self.lessons), 1)
-        # (word, lesson) once each, by word: a word's lessons are one slice
-        pairs = np.sort(ids[kept] * size + owners[kept])
-        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
-        word_of, self.holders = np.divmod(pairs, size)
-        self.bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
+        for number in by_recency:
+            self.equal.setdefault(full[active[number].action], active[number])
 
     def holding(self, surface: str) -> Lesson | None:
         if _full(surface) in self.equal:
@@ -360,24 +430,21 @@ class _Holders:
         if not words:
             return None
         need = math.ceil(HELD * len(words) - 1e-9)
-        # How many of the words each lesson holds, counted in one array: a lesson's number is its
-        # rank by recency, so the first of the highest counts is the most recent among equals.
+        # How many of the words each lesson holds, counted in one array; among the highest counts,
+        # the most recent lesson.
         import numpy as np
 
+        found = [numbers for numbers in map(self.index.of, words) if len(numbers)]
+        if len(found) < need:
+            return None
         counts = np.zeros(len(self.lessons), dtype=np.int16)
-        for w in words:
-            counts[self._numbers(w)] += 1
-        best = int(counts.max()) if len(counts) else 0
+        for numbers in found:
+            counts[numbers] += 1
+        best = int(counts.max())
         if best < need:
             return None
-        return self.lessons[int(np.argmax(counts))]
-
-    def _numbers(self, word: str):
-        """The numbers of the lessons holding `word`, as an array."""
-        number = self.words.get(word)
-        if number is None:
-            return self.holders[:0]
-        return self.holders[self.bounds[number]:self.bounds[number + 1]]
+        tied = np.flatnonzero(counts == best)
+        return self.lessons[int(tied[np.argmin(self.rank[tied])])]
 
 
 _NONE: frozenset = frozenset()

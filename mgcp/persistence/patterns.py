@@ -9,8 +9,6 @@ project and of `decision_observations` (written by `Contexts.save`).
 from __future__ import annotations
 
 import json
-from typing import AsyncIterator
-
 from mgcp.errors import PatternNotFoundError
 from mgcp.models import PatternMember, ReinforcedPattern
 from mgcp.persistence.database import Database, dumps
@@ -88,50 +86,11 @@ class Patterns:
         return [PatternMember(id=r["id"], status=r["status"], superseded_at=r["changed_at"], action=r["action"])
                 for r in rows]
 
-    # -- what the operation observes -----------------------------------------------------------
-
-    async def history_pages(self, size: int = 20_000) -> AsyncIterator[list[tuple]]:
-        """Every project's context history, by project then id, in pages of `size` rows: (project
-        id, session number, timestamp, notes, recent decisions) - only what patterns read. The
-        recent decisions are None where they are the project's previous snapshot's (saves carry
-        them over), so that nothing parses or compares them again."""
-        projects = [r[0] for r in await self.db.fetchall("SELECT DISTINCT project_id FROM context_history ORDER BY 1")]
-        parsed: dict[str | None, list[str]] = {}  # saves repeat their decisions list from row to row
-        for project_id in projects:
-            after, before = -1, None
-            while True:
-                async with self.db.conn.execute(
-                        """SELECT id, session_number, timestamp, coalesce(notes, ''), recent_decisions
-                           FROM context_history WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""",
-                        [project_id, after, size]) as cursor:
-                    cursor.row_factory = None  # plain tuples: a million rows need no names
-                    rows = await cursor.fetchall()
-                if not rows:
-                    break
-                page = []
-                for _, session, at, notes, raw in rows:
-                    if raw == before:
-                        decisions = None
-                    else:
-                        decisions = parsed.get(raw)
-                        if decisions is None:
-                            if len(parsed) > 10_000:
-                                parsed.clear()
-                            decisions = parsed[raw] = _decisions(raw)
-                        before = raw
-                    page.append((project_id, session, at, notes, decisions))
-                yield page
-                after = rows[-1][0]
+    # -- what the operation observes (read by mgcp.persistence.pattern_observations) -------------
 
     async def observations_mark(self) -> tuple:
         """How many decisions sessions stated, and the newest one's row: a new statement changes it."""
         return tuple(await self.db.fetchone("SELECT count(*), max(rowid) FROM decision_observations"))
-
-    async def decision_observations(self) -> list[dict]:
-        rows = await self.db.fetchall(
-            "SELECT project_id, session_number, decision, observed_at FROM decision_observations"
-            " ORDER BY project_id, session_number, decision")
-        return [dict(r) for r in rows]
 
     async def project_paths(self) -> dict[str, str]:
         rows = await self.db.fetchall("SELECT project_id, project_path FROM project_contexts")

@@ -19,6 +19,7 @@ from mgcp.persistence.database import Database, same_content
 from mgcp.persistence.kept_readings import KeptReadings
 from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.outcomes import Outcomes
+from mgcp.persistence.pattern_observations import PatternObservations
 from mgcp.persistence.patterns import Patterns
 from mgcp.persistence.rem import RemLedger
 from mgcp.persistence.rem_inputs import RemInputs
@@ -44,6 +45,7 @@ class Store:
         self.patterns = Patterns(db)
         self.rem_inputs = RemInputs(db)  # the history as REM cycles read it
         self.kept_readings = KeptReadings(db)  # what REM operations read from each text, kept between cycles
+        self.pattern_observations = PatternObservations(db)  # what pattern reinforcement observed, kept
 
     @classmethod
     @asynccontextmanager

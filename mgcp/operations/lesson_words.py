@@ -1,0 +1,57 @@
+"""Which lessons hold which stemmed word: the index knowledge extraction (is a theme or a decision
+captured?) and pattern reinforcement (which lesson holds a decision or a note?) both ask.
+
+A lesson's words are `text.content_tokens` of its trigger, action and tags joined by spaces. The
+index is one sorted numpy array of (word, lesson) numbers, a word's lessons one slice of it, so
+that a cycle reads each of 100k lessons once for both operations (the engine builds it once per
+cycle over the active lessons it shares).
+"""
+
+from __future__ import annotations
+
+from mgcp import text
+
+
+class _Numbered(dict):
+    """Each distinct token's word number (-1: no content word), found on first use: each token of
+    the corpus is stemmed once."""
+
+    def __init__(self, words: dict[str, int]):
+        super().__init__()
+        self.words = words
+
+    def __missing__(self, token: str) -> int:
+        word = next(iter(text.content_tokens(token)), None)
+        number = self[token] = -1 if word is None else self.words.setdefault(word, len(self.words))
+        return number
+
+
+class LessonWords:
+    """`lessons`: the lessons indexed, in the order their numbers refer to."""
+
+    def __init__(self, lessons: list):
+        import numpy as np
+
+        self.lessons = lessons
+        tokens: list[str] = []
+        lengths: list[int] = []
+        for lesson in lessons:
+            found = text.tokenize(" ".join([lesson.trigger, lesson.action, *lesson.tags]))
+            tokens.extend(found)
+            lengths.append(len(found))
+        self.words: dict[str, int] = {}
+        ids = np.fromiter(map(_Numbered(self.words).__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        owners = np.repeat(np.arange(len(lessons), dtype=np.int64), lengths)
+        kept = ids >= 0
+        size = max(len(lessons), 1)
+        pairs = np.sort(ids[kept] * size + owners[kept])
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
+        word_of, self._holders = np.divmod(pairs, size)
+        self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
+
+    def of(self, word: str):
+        """The numbers of the lessons holding `word`, ascending, as a numpy array."""
+        number = self.words.get(word)
+        if number is None:
+            return self._holders[:0]
+        return self._holders[self._bounds[number]:self._bounds[number + 1]]
