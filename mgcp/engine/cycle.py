@@ -480,10 +480,11 @@ async def _communities(store, project, settings, inputs):
     from mgcp.operations import community_detection
 
     previous = await store.rem.last_community_run() or {}
+    loaded = await store.community_kept.load()
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
         previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
-        await store.rem.settled(community_detection.OPERATION))
+        await store.rem.settled(community_detection.OPERATION), _kept_communities(loaded))
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 
@@ -491,10 +492,26 @@ async def _communities(store, project, settings, inputs):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
         for community in result.communities:
             await store.rem.write_community_summary(community)
+        if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
+            await store.community_kept.save(result.kept.settings, result.kept.runs_since_full,
+                                            {lid: (k.content, k.candidates, k.label, k.edges)
+                                             for lid, k in result.kept.lessons.items()},
+                                            loaded[2] if loaded else None)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
+                             "incremental": result.incremental, "described": result.described,
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
+
+
+def _kept_communities(loaded):
+    """What `CommunityKept.load` returned, as community detection reads it (None: nothing kept)."""
+    from mgcp.operations.community_detection import Kept, KeptLesson
+
+    if loaded is None:
+        return None
+    settings, runs_since_full, lessons = loaded
+    return Kept(settings, runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()})
 
 
 async def _extraction(store, project, settings, inputs):
