@@ -44,8 +44,9 @@ less: every run is full):
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
   into them; the rest of the partition stays as it was;
-- a community whose members and their texts are all unchanged keeps its id and its description
-  (from `previous`); the others are described anew.
+- a community whose members are unchanged keeps its id and, unless one of the members its
+  description is drawn from (its `TITLE_SAMPLE` most central) changed, its description (from
+  `previous`); the others are described anew.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it), and
 communities are not merged or rebuilt at the aggregated level until the next full run.
@@ -131,8 +132,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         changed = {lid for lid, digest in content.items()
                    if lid not in kept.lessons or kept.lessons[lid].content != digest}
         # a lesson whose candidates include one changed or gone searches again
-        stale = changed | {lid for lid, k in kept.lessons.items() if lid in content
-                           and any(c in changed or c not in content for c in k.candidates)}
+        reached = changed | (kept.lessons.keys() - content.keys())
+        stale = changed | {lid for lid, k in kept.lessons.items()
+                           if lid in content and not reached.isdisjoint(k.candidates)}
         candidates = {lid: k.candidates for lid, k in kept.lessons.items() if lid in content}
         explicit, inferred, proposed = _edges(ordered, by_id, settings, backend, cache, candidates, stale)
     else:
@@ -144,7 +146,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for pair, w in inferred.items():
         weights[pair] += w
     edges = sorted([(a, b, w) for (a, b), w in weights.items()])  # by pair: pairs are distinct
-    graph_hash = _graph_hash(edges, ordered, settings, settled)
+    lines = [f"{a}|{b}|{w:.6f}\n" for a, b, w in edges]  # each edge as the hashes read it
+    graph_hash = _graph_hash(lines, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
@@ -153,7 +156,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         adjacency[a][b] = adjacency[b][a] = w
 
     resolution = float(settings.get("resolution", 1.0))
-    edge_digests = _edge_digests(adjacency)
+    edge_digests = _edge_digests(by_id, edges, lines)
     if incremental:
         moved = [lid for lid in by_id
                  if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[lid]]
@@ -172,7 +175,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     communities, described = [], 0
     for members in members_list:
         before = described_before.get(community_id(members))
-        if before is not None and not changed.intersection(members):
+        if before is not None and not changed.intersection(_central(members, adjacency)[:TITLE_SAMPLE]):
             communities.append({"community_id": before["community_id"], "member_ids": members,
                                 "title": before["title"], "summary": before["summary"]})
             continue
@@ -251,11 +254,13 @@ def _content(lesson: Lesson) -> str:
     return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-def _edge_digests(adjacency: dict[str, dict[str, float]]) -> dict[str, str]:
-    """Each node's digest of its edges (neighbour and weight, in neighbour order)."""
-    return {node: hashlib.blake2b("".join([f"{n}|{w:.6f};" for n, w in sorted(adj.items())]).encode(),
-                                  digest_size=8).hexdigest()
-            for node, adj in adjacency.items()}
+def _edge_digests(nodes, edges: list[tuple[str, str, float]], lines: list[str]) -> dict[str, str]:
+    """Each node's digest of its edges (`lines`: each edge of `edges` written out, in their order)."""
+    of: dict[str, list[str]] = {node: [] for node in nodes}
+    for (a, b, _), line in zip(edges, lines):
+        of[a].append(line)
+        of[b].append(line)
+    return {node: hashlib.blake2b("".join(mine).encode(), digest_size=8).hexdigest() for node, mine in of.items()}
 
 
 def _move_locally(adjacency: dict[str, dict[str, float]], labels: dict[str, int], start: list[str],
@@ -270,8 +275,8 @@ def _move_locally(adjacency: dict[str, dict[str, float]], labels: dict[str, int]
     for node in adjacency:
         if node not in labels:
             labels[node], fresh = fresh, fresh + 1
-    degree = {node: math.fsum(adj.values()) for node, adj in adjacency.items()}
-    two_m = math.fsum(degree.values())
+    degree = {node: sum(adj.values()) for node, adj in adjacency.items()}
+    two_m = sum(degree.values())
     if not two_m:
         return labels
     total: dict[int, float] = defaultdict(float)
@@ -476,15 +481,16 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
     return explicit, dict(inferred), proposed
 
 
-def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], settings: dict,
+def _graph_hash(lines: list[str], ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
+    """`lines`: each edge written out ("a|b|weight"), sorted by pair."""
     h = hashlib.sha256()
     for answered in sorted(settled):
         h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
     h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    h.update("".join([f"{a}|{b}|{w:.6f}\n" for a, b, w in edges]).encode())
+    h.update("".join(lines).encode())
     return h.hexdigest()
 
 
@@ -522,15 +528,20 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
 
 def _describe(members: list[str], by_id: dict[str, Lesson], adjacency: dict[str, dict[str, float]],
               idf: dict[str, float]) -> dict:
-    inside = set(members)
-    centrality = {lid: math.fsum(w for n, w in adjacency[lid].items() if n in inside) for lid in members}
-    central = sorted(members, key=lambda lid: (-centrality[lid], lid))
+    central = _central(members, adjacency)
     # a large community is titled by its most central members (TITLE_SAMPLE of them)
     title = _title(sorted(central[:TITLE_SAMPLE]), by_id, idf)
     summary = (f"{len(members)} lessons. Central: "
                + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central[:3]))
     return {"community_id": community_id(members), "member_ids": members,
             "title": title or members[0], "summary": summary}
+
+
+def _central(members: list[str], adjacency: dict[str, dict[str, float]]) -> list[str]:
+    """The members, most central first (the weight of their edges inside), then by id."""
+    inside = set(members)
+    centrality = {lid: math.fsum(w for n, w in adjacency[lid].items() if n in inside) for lid in members}
+    return sorted(members, key=lambda lid: (-centrality[lid], lid))
 
 
 @lru_cache(maxsize=4096)  # tags repeat across a community's members; read-only results
@@ -570,7 +581,8 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
 
     words = [k for k in used if len(k) == 1]
     widest = max((used[k] for k in words), default=0)
-    phrases = [k for k, n in used.items() if n >= max(quorum, math.ceil(0.75 * widest)) and len(k) > 1]
+    enough = max(quorum, math.ceil(0.75 * widest))
+    phrases = [k for k, n in used.items() if n >= enough and len(k) > 1]
     if phrases:
         phrase = best(phrases)
         # led by a word at least as widely used, often from another field ("webhooks" tag +
@@ -589,24 +601,33 @@ def compare(previous: list[dict] | None, current: list[dict]) -> dict:
     if previous is None:
         changes["new"] = [c["community_id"] for c in current]
         return changes
-    prev = [(p["community_id"], set(p["member_ids"])) for p in previous if len(p.get("member_ids", [])) >= 2]
-    cur = [(c["community_id"], set(c["member_ids"])) for c in current]
+    prev = [(p["community_id"], len(set(p["member_ids"]))) for p in previous if len(p.get("member_ids", [])) >= 2]
+    cur = [(c["community_id"], len(set(c["member_ids"]))) for c in current]
+    # the members each current community shares with each previous one, counted through the
+    # previous community of each member (a lesson is in at most one community of a run)
+    before: dict[str, int] = {}
+    for i, p in enumerate(p for p in previous if len(p.get("member_ids", [])) >= 2):
+        before.update(dict.fromkeys(p["member_ids"], i))
+    shared: list[Counter] = [Counter(before[m] for m in set(c["member_ids"]) if m in before) for c in current]
+    into: list[dict[int, int]] = [{} for _ in prev]
+    for j, counts in enumerate(shared):
+        for i, n in counts.items():
+            into[i][j] = n
 
-    def major(part: set, whole: set) -> bool:
-        return len(part) >= 2 and len(part) * 2 >= len(whole)
+    def major(part: int, whole: int) -> bool:
+        return part >= 2 and part * 2 >= whole
 
-    for cid, members in cur:
-        sources = [pid for pid, pm in prev if major(members & pm, pm)]
+    for j, (cid, size) in enumerate(cur):
+        sources = [prev[i][0] for i in sorted(shared[j]) if major(shared[j][i], prev[i][1])]
         if len(sources) >= 2:
             changes["merged"].append({"into": cid, "from": sorted(sources)})
-        elif not any(major(members & pm, members) or major(members & pm, pm) for _, pm in prev):
+        elif not any(major(n, size) or major(n, prev[i][1]) for i, n in shared[j].items()):
             changes["new"].append(cid)
-    for pid, pm in prev:
-        pieces = [cid for cid, members in cur
-                  if len(members & pm) >= 2 and len(members & pm) * 4 >= len(pm)]
+    for i, (pid, size) in enumerate(prev):
+        pieces = [cur[j][0] for j in sorted(into[i]) if into[i][j] >= 2 and into[i][j] * 4 >= size]
         if len(pieces) >= 2:
             changes["split"].append({"from": pid, "into": sorted(pieces)})
-        elif not any(major(members & pm, pm) or major(members & pm, members) for _, members in cur):
+        elif not any(major(n, size) or major(n, cur[j][1]) for j, n in into[i].items()):
             changes["dissolved"].append(pid)
     return changes
 

@@ -154,7 +154,7 @@ class LexicalBackend(SimilarityBackend):
             if kept is not None:
                 stale = set(stale)
                 search = np.array([i for i, key in enumerate(keys) if key in stale or key not in kept
-                                   or any(other not in index for other in kept[key])], dtype=np.int64)
+                                   or not all(map(index.__contains__, kept[key]))], dtype=np.int64)
             row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, ticker(self.cache))
         searched = range(len(keys)) if search is None else search.tolist()
         proposed = dict.fromkeys([keys[i] for i in searched], ())
