@@ -158,7 +158,7 @@ class LexicalBackend(SimilarityBackend):
             row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, ticker(self.cache))
         searched = range(len(keys)) if search is None else search.tolist()
         proposed = dict.fromkeys([keys[i] for i in searched], ())
-        proposed.update(_proposed(keys, row.tolist(), other.tolist()))
+        proposed.update(_proposed(keys, row, other))
         if kept is not None:
             kept_row, kept_other = [], []
             for key in keys:
@@ -180,12 +180,15 @@ class LexicalBackend(SimilarityBackend):
                 for i, j, v in zip(a[best].tolist(), b[best].tolist(), s[best].tolist())], proposed
 
 
-def _proposed(keys: list[Doc], row: list[int], other: list[int]) -> dict[Doc, tuple[Doc, ...]]:
-    """Each searched row's candidates by key, in the order found (rows ascending, best first)."""
-    proposed: dict[Doc, list[Doc]] = {}
-    for i, j in zip(row, other):
-        proposed.setdefault(keys[i], []).append(keys[j])
-    return {key: tuple(found) for key, found in proposed.items()}
+def _proposed(keys: list[Doc], row, other) -> dict[Doc, tuple[Doc, ...]]:
+    """Each searched row's candidates by key, in the order found (`row`: an array, ascending;
+    `other`: the candidates, best first)."""
+    import numpy as np
+
+    found = [keys[j] for j in other.tolist()]
+    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]).tolist() if len(row) else []
+    return {keys[i]: tuple(found[lo:hi])
+            for i, lo, hi in zip(row[starts].tolist(), starts, starts[1:] + [len(found)])}
 
 
 class _Rows(Mapping):
