@@ -243,3 +243,28 @@ def test_every_full_every_th_run_is_full(db, run):
         return seen
 
     assert run(db, scenario) == [False, True, True, False, True]
+
+
+INCREMENTAL_SCRIPT = """
+import json, random
+from tests.test_community_incremental import SETTINGS, change, corpus
+from mgcp.operations import community_detection
+from mgcp.operations.shared import CycleCache
+
+rng = random.Random(4)
+before = corpus(rng, 300)
+first = community_detection.run(before, None, SETTINGS, cache=CycleCache())
+after = change(rng, before, 0.05)
+result = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                 cache=CycleCache(), kept=first.kept)
+print(json.dumps([result.incremental, result.communities, [f.fingerprint for f in result.findings],
+                  sorted((lid, k.candidates, k.label, k.edges) for lid, k in result.kept.lessons.items())]))
+"""
+
+
+def test_an_incremental_run_does_not_depend_on_the_hash_seed():
+    from tests.hashseeds import outputs_under_hash_seeds
+
+    outputs = outputs_under_hash_seeds(INCREMENTAL_SCRIPT)
+    assert outputs[0][0] is True
+    assert outputs[0] == outputs[1] == outputs[2]

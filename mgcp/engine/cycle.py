@@ -493,7 +493,7 @@ async def _communities(store, project, settings, inputs):
         for community in result.communities:
             await store.rem.write_community_summary(community)
         if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
-            await store.community_kept.save(result.kept.settings, result.kept.runs_since_full,
+            await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
                                             {lid: (k.content, k.candidates, k.label, k.edges)
                                              for lid, k in result.kept.lessons.items()},
                                             loaded[2] if loaded else None)
@@ -505,13 +505,14 @@ async def _communities(store, project, settings, inputs):
 
 
 def _kept_communities(loaded):
-    """What `CommunityKept.load` returned, as community detection reads it (None: nothing kept)."""
+    """What `CommunityKept.load` returned, as community detection reads it: None when nothing is
+    kept, or when another mgcp version kept it (its rules may differ)."""
     from mgcp.operations.community_detection import Kept, KeptLesson
 
-    if loaded is None:
+    if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
     settings, runs_since_full, lessons = loaded
-    return Kept(settings, runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()})
+    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()})
 
 
 async def _extraction(store, project, settings, inputs):

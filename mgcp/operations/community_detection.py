@@ -62,7 +62,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from mgcp import __version__, text
+from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
@@ -239,10 +239,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 def _settings_key(settings: dict, backend: SimilarityBackend) -> str:
     """What kept state is only valid under: the settings that shape the graph and the partition,
-    the backend, the Louvain implementation and the mgcp version."""
+    the backend and the Louvain implementation (the engine adds the mgcp version)."""
     shaping = {k: settings.get(k) for k in ("seed", "resolution", "similarity_edge_threshold",
                                             "similarity_edge_weight", "shared_tag_weight", "max_tag_frequency")}
-    described = json.dumps([shaping, type(backend).__name__, louvain(settings), __version__, NEIGHBOURS],
+    described = json.dumps([shaping, type(backend).__name__, louvain(settings), NEIGHBOURS],
                            sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
