@@ -480,11 +480,11 @@ async def _communities(store, project, settings, inputs):
     from mgcp.operations import community_detection
 
     previous = await store.rem.last_community_run() or {}
-    loaded = await store.community_kept.load()
+    kept = _kept_communities(await store.community_kept.load())
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
         previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
-        await store.rem.settled(community_detection.OPERATION), _kept_communities(loaded))
+        await store.rem.settled(community_detection.OPERATION), kept)
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 
@@ -494,14 +494,17 @@ async def _communities(store, project, settings, inputs):
             await store.rem.write_community_summary(community)
         if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
             await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
-                                            {lid: (k.content, k.candidates, k.label, k.edges)
-                                             for lid, k in result.kept.lessons.items()},
-                                            loaded[2] if loaded else None)
+                                            _kept_rows(result.kept), _kept_rows(kept) if kept else None)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
                              "incremental": result.incremental, "described": result.described,
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
+
+
+def _kept_rows(kept) -> dict:
+    """A `Kept`'s lessons as `CommunityKept` rows."""
+    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in kept.lessons.items()}
 
 
 def _kept_communities(loaded):

@@ -90,7 +90,7 @@ class CommunityResult:
     described: int = 0           # communities described anew (the others kept their description)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 100k of them at 100k lessons
 class KeptLesson:
     content: str                 # digest of what the graph reads of the lesson
     candidates: tuple[str, ...]  # its text neighbour candidates, best first
@@ -155,8 +155,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for a, b, w in edges:
         adjacency[a][b] = adjacency[b][a] = w
 
-    resolution = float(settings.get("resolution", 1.0))
     edge_digests = _edge_digests(by_id, edges, lines)
+    del lines
+    resolution = float(settings.get("resolution", 1.0))
     if incremental:
         moved = [lid for lid in by_id
                  if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[lid]]
