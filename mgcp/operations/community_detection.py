@@ -151,12 +151,12 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
+    edge_digests = _edge_digests(by_id, edges, lines)
+    del lines
     adjacency: dict[str, dict[str, float]] = {lid: {} for lid in by_id}
     for a, b, w in edges:
         adjacency[a][b] = adjacency[b][a] = w
 
-    edge_digests = _edge_digests(by_id, edges, lines)
-    del lines
     resolution = float(settings.get("resolution", 1.0))
     if incremental:
         moved = [lid for lid in by_id

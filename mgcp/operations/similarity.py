@@ -185,7 +185,7 @@ def _proposed(keys: list[Doc], row, other) -> dict[Doc, tuple[Doc, ...]]:
     `other`: the candidates, best first)."""
     import numpy as np
 
-    found = [keys[j] for j in other.tolist()]
+    found = np.array(keys, dtype=object)[other].tolist()  # no int object per candidate
     starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]).tolist() if len(row) else []
     return {keys[i]: tuple(found[lo:hi])
             for i, lo, hi in zip(row[starts].tolist(), starts, starts[1:] + [len(found)])}

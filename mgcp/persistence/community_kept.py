@@ -47,9 +47,9 @@ class CommunityKept:
             [settings, runs_since_full])
         await self.db.conn.executemany(
             "INSERT OR REPLACE INTO community_kept (lesson_id, content, candidates, label, edges) VALUES (?, ?, ?, ?, ?)",
-            [(lid, content, json.dumps(list(candidates)), label, edges)
+            ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
              for lid, (content, candidates, label, edges) in lessons.items()
-             if loaded.get(lid) != (content, tuple(candidates), label, edges)])
+             if loaded.get(lid) != (content, tuple(candidates), label, edges)))
         await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
                                        [(lid,) for lid in loaded if lid not in lessons])
 
