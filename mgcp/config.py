@@ -59,6 +59,7 @@ DEFAULTS: dict[str, dict] = {
         "seed": 42, "resolution": 1.0, "similarity_edge_threshold": 0.35,
         "similarity_edge_weight": 0.3, "shared_tag_weight": 0.1, "max_tag_frequency": 50,
         "min_cluster_size": 3, "max_findings": 50, "louvain": "auto",
+        "full_every": 10,  # a full re-clustering every this many runs; those between are incremental
     },
     "knowledge_extraction": {
         "strategy": "logarithmic", "base_interval": 10, "scale": 2.0,

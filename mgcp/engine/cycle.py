@@ -490,10 +490,11 @@ async def _communities(store, project, settings, inputs):
     from mgcp.operations import community_detection
 
     previous = await store.rem.last_community_run() or {}
+    kept = _kept_communities(await store.community_kept.load())
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
         previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
-        await store.rem.settled(community_detection.OPERATION))
+        await store.rem.settled(community_detection.OPERATION), kept)
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
 
@@ -501,10 +502,30 @@ async def _communities(store, project, settings, inputs):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
         for community in result.communities:
             await store.rem.write_community_summary(community)
+        if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
+            await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
+                                            _kept_rows(result.kept), _kept_rows(kept) if kept else None)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
+                             "incremental": result.incremental, "described": result.described,
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
+
+
+def _kept_rows(kept) -> dict:
+    """A `Kept`'s lessons as `CommunityKept` rows."""
+    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in kept.lessons.items()}
+
+
+def _kept_communities(loaded):
+    """What `CommunityKept.load` returned, as community detection reads it: None when nothing is
+    kept, or when another mgcp version kept it (its rules may differ)."""
+    from mgcp.operations.community_detection import Kept, KeptLesson
+
+    if loaded is None or not loaded[0].endswith(f"@{__version__}"):
+        return None
+    settings, runs_since_full, lessons = loaded
+    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()})
 
 
 async def _extraction(store, project, settings, inputs):

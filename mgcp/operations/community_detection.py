@@ -31,13 +31,34 @@ each kind, spread over topics and tags, the rest in one summary: see `mgcp.opera
   suggested targets (strongest inferred edges). Actions: link_suggested (recommended when there are
   suggestions), link_subset (multi_select = suggestions), keep (recommended when there are none), skip.
 Merges, splits, new and dissolved clusters are reported in `changes`, not as findings.
+
+Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
+lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
+candidates (`LexicalBackend.nearest_kept`), its community label and a digest of its edges. A run
+given the state of an earlier run with the same settings is *incremental*, unless it is the
+`full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
+less: every run is full):
+- only the lessons added or changed, and those whose candidates include a lesson changed or gone,
+  search for candidates again (against all lessons); every candidate pair is scored anew;
+- the partition starts from the kept labels (a new lesson on its own) and Louvain's local moving
+  phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
+  of each lesson that moves, until no move gains modularity; a community left in pieces is split
+  into them; the rest of the partition stays as it was;
+- a community whose members are unchanged keeps its id and, unless one of the members its
+  description is drawn from (its `TITLE_SAMPLE` most central) changed, its description (from
+  `previous`); the others are described anew.
+What may drift from a full run on the same data: an unchanged lesson does not see a better
+candidate that arrived after its search (the newcomer's own search usually finds it), and
+communities are not merged or rebuilt at the aggregated level until the next full run.
+`tests/test_community_incremental.py` bounds the drift; benchmarks/README.md gives the figures.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -64,6 +85,25 @@ class CommunityResult:
     modularity: float
     changes: dict = field(default_factory=lambda: {"new": [], "merged": [], "split": [], "dissolved": []})
     unchanged: bool = False
+    kept: "Kept | None" = None   # what the next run starts from (None: nothing new to keep)
+    incremental: bool = False
+    described: int = 0           # communities described anew (the others kept their description)
+
+
+@dataclass(frozen=True, slots=True)  # 100k of them at 100k lessons
+class KeptLesson:
+    content: str                 # digest of what the graph reads of the lesson
+    candidates: tuple[str, ...]  # its text neighbour candidates, best first
+    label: int                   # its community in the partition
+    edges: str                   # digest of its edges and their weights
+
+
+@dataclass
+class Kept:
+    """What a run keeps for the next (see the module docstring)."""
+    settings: str                # digest of what shapes the graph and the partition
+    runs_since_full: int         # incremental runs since the last full one
+    lessons: dict[str, KeptLesson]
 
 
 def community_id(member_ids: list[str]) -> str:
@@ -74,14 +114,31 @@ def community_id(member_ids: list[str]) -> str:
 def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         previous_hash: str | None = None, previous_modularity: float = 0.0,
         cache: CycleCache | None = None, backend: SimilarityBackend | None = None,
-        settled: frozenset[str] = frozenset()) -> CommunityResult:
+        settled: frozenset[str] = frozenset(), kept: Kept | None = None) -> CommunityResult:
     """`previous`, `previous_hash`, `previous_modularity`: the last stored run, if any. When the
     graph hashes the same, Louvain is not run again and the result says `unchanged`. `settled`:
     findings answered "don't ask again" (see `mgcp.operations.cap`); they are part of the hash, so
-    that such answers make room for the next findings."""
+    that such answers make room for the next findings. `kept`: what an earlier run kept (see the
+    module docstring); the result's `kept` is what this one keeps."""
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     by_id = {lesson.id: lesson for lesson in ordered}
-    explicit, inferred = _edges(ordered, by_id, settings, backend or LexicalBackend(cache), cache)
+    backend = backend or LexicalBackend(cache)
+    key = _settings_key(settings, backend)
+    content = {lesson.id: _content(lesson) for lesson in ordered}
+    incremental = (kept is not None and kept.settings == key and isinstance(backend, LexicalBackend)
+                   and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
+    changed: set[str] = set()
+    if incremental:
+        changed = {lid for lid, digest in content.items()
+                   if lid not in kept.lessons or kept.lessons[lid].content != digest}
+        # a lesson whose candidates include one changed or gone searches again
+        reached = changed | (kept.lessons.keys() - content.keys())
+        stale = changed | {lid for lid, k in kept.lessons.items()
+                           if lid in content and not reached.isdisjoint(k.candidates)}
+        candidates = {lid: k.candidates for lid, k in kept.lessons.items() if lid in content}
+        explicit, inferred, proposed = _edges(ordered, by_id, settings, backend, cache, candidates, stale)
+    else:
+        explicit, inferred, proposed = _edges(ordered, by_id, settings, backend, cache)
 
     weights: dict[tuple[str, str], float] = defaultdict(float)
     for pair in explicit:
@@ -89,23 +146,44 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     for pair, w in inferred.items():
         weights[pair] += w
     edges = sorted([(a, b, w) for (a, b), w in weights.items()])  # by pair: pairs are distinct
-    graph_hash = _graph_hash(edges, ordered, settings, settled)
+    lines = [f"{a}|{b}|{w:.6f}\n" for a, b, w in edges]  # each edge as the hashes read it
+    graph_hash = _graph_hash(lines, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
+    edge_digests = _edge_digests(by_id, edges, lines)
+    del lines
     adjacency: dict[str, dict[str, float]] = {lid: {} for lid in by_id}
     for a, b, w in edges:
         adjacency[a][b] = adjacency[b][a] = w
 
-    partition = partition_with(louvain(settings))(adjacency, edges, float(settings.get("resolution", 1.0)),
-                                                  int(settings.get("seed", 42)))
+    resolution = float(settings.get("resolution", 1.0))
+    if incremental:
+        moved = [lid for lid in by_id
+                 if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[lid]]
+        partition = _move_locally(adjacency, {lid: k.label for lid, k in kept.lessons.items() if lid in by_id},
+                                  moved, resolution)
+    else:
+        partition = partition_with(louvain(settings))(adjacency, edges, resolution, int(settings.get("seed", 42)))
     groups: dict[int, list[str]] = defaultdict(list)
     for node, label in partition.items():
         groups[label].append(node)
     members_list = sorted((sorted(m) for m in groups.values() if len(m) >= 2),
                           key=lambda m: (-len(m), m[0]))
-    idf = _idf(ordered)
-    communities = [_describe(members, by_id, adjacency, idf) for members in members_list]
+    described_before = ({c["community_id"]: c for c in previous or [] if "title" in c and "summary" in c}
+                        if incremental else {})
+    idf: dict[str, float] | None = None
+    communities, described = [], 0
+    for members in members_list:
+        before = described_before.get(community_id(members))
+        if before is not None and not changed.intersection(_central(members, adjacency)[:TITLE_SAMPLE]):
+            communities.append({"community_id": before["community_id"], "member_ids": members,
+                                "title": before["title"], "summary": before["summary"]})
+            continue
+        if idf is None:
+            idf = _idf(ordered)
+        communities.append(_describe(members, by_id, adjacency, idf))
+        described += 1
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
@@ -148,8 +226,103 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         return finding.data["topic"]
 
     findings = cap(findings, int(settings.get("max_findings", 50)), group_of, settled)
+    new_kept = None
+    if proposed is not None:
+        new_kept = Kept(settings=key, runs_since_full=kept.runs_since_full + 1 if incremental else 0,
+                        lessons={lid: KeptLesson(content[lid], proposed[lid], partition[lid], edge_digests[lid])
+                                 for lid in by_id})
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
-                           modularity=_modularity(partition, adjacency, edges), changes=changes)
+                           modularity=_modularity(partition, adjacency, edges), changes=changes,
+                           kept=new_kept, incremental=incremental, described=described)
+
+
+# -- kept between runs ---------------------------------------------------------------------------
+
+def _settings_key(settings: dict, backend: SimilarityBackend) -> str:
+    """What kept state is only valid under: the settings that shape the graph and the partition,
+    the backend and the Louvain implementation (the engine adds the mgcp version)."""
+    shaping = {k: settings.get(k) for k in ("seed", "resolution", "similarity_edge_threshold",
+                                            "similarity_edge_weight", "shared_tag_weight", "max_tag_frequency")}
+    described = json.dumps([shaping, type(backend).__name__, louvain(settings), NEIGHBOURS],
+                           sort_keys=True)
+    return hashlib.sha256(described.encode()).hexdigest()[:16]
+
+
+def _content(lesson: Lesson) -> str:
+    """A digest of what the graph and the descriptions read of a lesson: text, tags and links."""
+    links = sorted(rel.target for rel in lesson.relationships)
+    read = "\0".join([lesson.trigger or "", lesson.action or "", "\1".join(lesson.tags), "\1".join(links)])
+    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _edge_digests(nodes, edges: list[tuple[str, str, float]], lines: list[str]) -> dict[str, str]:
+    """Each node's digest of its edges (`lines`: each edge of `edges` written out, in their order)."""
+    of: dict[str, list[str]] = {node: [] for node in nodes}
+    for (a, b, _), line in zip(edges, lines):
+        of[a].append(line)
+        of[b].append(line)
+    return {node: hashlib.blake2b("".join(mine).encode(), digest_size=8).hexdigest() for node, mine in of.items()}
+
+
+def _move_locally(adjacency: dict[str, dict[str, float]], labels: dict[str, int], start: list[str],
+                  resolution: float) -> dict[str, int]:
+    """Louvain's local moving phase from `labels` (a node without one starts on its own): the
+    nodes of `start` and their neighbours are visited first (in that order, then sorted), then the
+    neighbours of every node that moves, until no move gains modularity. A node moves to the
+    neighbouring community with the highest gain (ties to the lower label) when that beats
+    staying. Communities a visited node belonged to are then split into their connected pieces."""
+    labels = dict(labels)
+    fresh = max(labels.values(), default=-1) + 1
+    for node in adjacency:
+        if node not in labels:
+            labels[node], fresh = fresh, fresh + 1
+    degree = {node: sum(adj.values()) for node, adj in adjacency.items()}
+    two_m = sum(degree.values())
+    if not two_m:
+        return labels
+    total: dict[int, float] = defaultdict(float)
+    for node, label in labels.items():
+        total[label] += degree[node]
+    first = list(dict.fromkeys(start))
+    first += sorted({n for node in first for n in adjacency[node]} - set(first))
+    queue, queued = deque(first), set(first)
+    touched: set[int] = set()
+    steps = 0
+    while queue and steps < 50 * len(adjacency):  # each move gains modularity; the cap is a guard
+        steps += 1
+        node = queue.popleft()
+        queued.discard(node)
+        current = labels[node]
+        touched.add(current)
+        links: dict[int, float] = defaultdict(float)
+        for n, w in adjacency[node].items():
+            links[labels[n]] += w
+        total[current] -= degree[node]
+        scale = resolution * degree[node] / two_m
+        best, best_gain = current, links.get(current, 0.0) - total[current] * scale
+        for label in sorted(links):
+            gain = links[label] - total[label] * scale
+            if gain > best_gain + 1e-12:
+                best, best_gain = label, gain
+        total[best] += degree[node]
+        if best != current:
+            labels[node] = best
+            touched.add(best)
+            for n in adjacency[node]:
+                if n not in queued:
+                    queued.add(n)
+                    queue.append(n)
+    members: dict[int, list[str]] = defaultdict(list)
+    for node, label in labels.items():
+        if label in touched:
+            members[label].append(node)
+    for label in sorted(members):
+        for piece in _parts({n: {m: w for m, w in adjacency[n].items() if labels[m] == label}
+                             for n in members[label]})[1:]:
+            for node in piece:
+                labels[node] = fresh
+            fresh += 1
+    return labels
 
 
 # -- graph ---------------------------------------------------------------------------------------
@@ -272,7 +445,9 @@ def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]
 
 
 def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend,
-           cache: CycleCache | None = None):
+           cache: CycleCache | None = None, candidates: dict | None = None, stale: set[str] = frozenset()):
+    """(explicit pairs, inferred pair weights, each lesson's text candidates or None when the
+    backend does not keep them). `candidates`, `stale`: see `LexicalBackend.nearest_kept`."""
     explicit: set[tuple[str, str]] = set()
     for lesson in ordered:
         for rel in lesson.relationships:
@@ -285,7 +460,13 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
         for lesson in ordered:
             joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)])
     edge_weight = float(settings["similarity_edge_weight"])
-    for a, b, _ in backend.nearest(docs, float(settings["similarity_edge_threshold"]), NEIGHBOURS):
+    threshold = float(settings["similarity_edge_threshold"])
+    proposed = None
+    if isinstance(backend, LexicalBackend):
+        nearest, proposed = backend.nearest_kept(docs, threshold, NEIGHBOURS, candidates, stale)
+    else:
+        nearest = backend.nearest(docs, threshold, NEIGHBOURS)
+    for a, b, _ in nearest:
         inferred[(a, b) if a < b else (b, a)] += edge_weight
 
     by_tag: dict[str, list[str]] = defaultdict(list)
@@ -298,18 +479,19 @@ def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, back
             for i, a in enumerate(ids):
                 for b in ids[i + 1:]:
                     inferred[(a, b)] += tag_weight
-    return explicit, dict(inferred)
+    return explicit, dict(inferred), proposed
 
 
-def _graph_hash(edges: list[tuple[str, str, float]], ordered: list[Lesson], settings: dict,
+def _graph_hash(lines: list[str], ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
+    """`lines`: each edge written out ("a|b|weight"), sorted by pair."""
     h = hashlib.sha256()
     for answered in sorted(settled):
         h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
     h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    h.update("".join([f"{a}|{b}|{w:.6f}\n" for a, b, w in edges]).encode())
+    h.update("".join(lines).encode())
     return h.hexdigest()
 
 
@@ -347,15 +529,20 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
 
 def _describe(members: list[str], by_id: dict[str, Lesson], adjacency: dict[str, dict[str, float]],
               idf: dict[str, float]) -> dict:
-    inside = set(members)
-    centrality = {lid: math.fsum(w for n, w in adjacency[lid].items() if n in inside) for lid in members}
-    central = sorted(members, key=lambda lid: (-centrality[lid], lid))
+    central = _central(members, adjacency)
     # a large community is titled by its most central members (TITLE_SAMPLE of them)
     title = _title(sorted(central[:TITLE_SAMPLE]), by_id, idf)
     summary = (f"{len(members)} lessons. Central: "
                + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central[:3]))
     return {"community_id": community_id(members), "member_ids": members,
             "title": title or members[0], "summary": summary}
+
+
+def _central(members: list[str], adjacency: dict[str, dict[str, float]]) -> list[str]:
+    """The members, most central first (the weight of their edges inside), then by id."""
+    inside = set(members)
+    centrality = {lid: math.fsum(w for n, w in adjacency[lid].items() if n in inside) for lid in members}
+    return sorted(members, key=lambda lid: (-centrality[lid], lid))
 
 
 @lru_cache(maxsize=4096)  # tags repeat across a community's members; read-only results
@@ -395,7 +582,8 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
 
     words = [k for k in used if len(k) == 1]
     widest = max((used[k] for k in words), default=0)
-    phrases = [k for k, n in used.items() if n >= max(quorum, math.ceil(0.75 * widest)) and len(k) > 1]
+    enough = max(quorum, math.ceil(0.75 * widest))
+    phrases = [k for k, n in used.items() if n >= enough and len(k) > 1]
     if phrases:
         phrase = best(phrases)
         # led by a word at least as widely used, often from another field ("webhooks" tag +
@@ -414,24 +602,33 @@ def compare(previous: list[dict] | None, current: list[dict]) -> dict:
     if previous is None:
         changes["new"] = [c["community_id"] for c in current]
         return changes
-    prev = [(p["community_id"], set(p["member_ids"])) for p in previous if len(p.get("member_ids", [])) >= 2]
-    cur = [(c["community_id"], set(c["member_ids"])) for c in current]
+    prev = [(p["community_id"], len(set(p["member_ids"]))) for p in previous if len(p.get("member_ids", [])) >= 2]
+    cur = [(c["community_id"], len(set(c["member_ids"]))) for c in current]
+    # the members each current community shares with each previous one, counted through the
+    # previous community of each member (a lesson is in at most one community of a run)
+    before: dict[str, int] = {}
+    for i, p in enumerate(p for p in previous if len(p.get("member_ids", [])) >= 2):
+        before.update(dict.fromkeys(p["member_ids"], i))
+    shared: list[Counter] = [Counter(before[m] for m in set(c["member_ids"]) if m in before) for c in current]
+    into: list[dict[int, int]] = [{} for _ in prev]
+    for j, counts in enumerate(shared):
+        for i, n in counts.items():
+            into[i][j] = n
 
-    def major(part: set, whole: set) -> bool:
-        return len(part) >= 2 and len(part) * 2 >= len(whole)
+    def major(part: int, whole: int) -> bool:
+        return part >= 2 and part * 2 >= whole
 
-    for cid, members in cur:
-        sources = [pid for pid, pm in prev if major(members & pm, pm)]
+    for j, (cid, size) in enumerate(cur):
+        sources = [prev[i][0] for i in sorted(shared[j]) if major(shared[j][i], prev[i][1])]
         if len(sources) >= 2:
             changes["merged"].append({"into": cid, "from": sorted(sources)})
-        elif not any(major(members & pm, members) or major(members & pm, pm) for _, pm in prev):
+        elif not any(major(n, size) or major(n, prev[i][1]) for i, n in shared[j].items()):
             changes["new"].append(cid)
-    for pid, pm in prev:
-        pieces = [cid for cid, members in cur
-                  if len(members & pm) >= 2 and len(members & pm) * 4 >= len(pm)]
+    for i, (pid, size) in enumerate(prev):
+        pieces = [cur[j][0] for j in sorted(into[i]) if into[i][j] >= 2 and into[i][j] * 4 >= size]
         if len(pieces) >= 2:
             changes["split"].append({"from": pid, "into": sorted(pieces)})
-        elif not any(major(members & pm, pm) or major(members & pm, members) for _, members in cur):
+        elif not any(major(n, size) or major(n, cur[j][1]) for j, n in into[i].items()):
             changes["dissolved"].append(pid)
     return changes
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from itertools import chain
 
 from mgcp import text
@@ -130,22 +130,65 @@ class LexicalBackend(SimilarityBackend):
     # -- nearest neighbours ----------------------------------------------------------------------
 
     def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
+        return self.nearest_kept(docs, min_similarity, k)[0]
+
+    def nearest_kept(self, docs: dict[Doc, str], min_similarity: float, k: int,
+                     kept: Mapping[Doc, Sequence[Doc]] | None = None, stale: Collection[Doc] = ()
+                     ) -> tuple[list[tuple[Doc, Doc, float]], dict[Doc, tuple[Doc, ...]]]:
+        """`nearest`, and each document's candidates (the documents its own search proposed, best
+        first). With `kept` (candidates by document, from an earlier call), a document keeps those
+        unless it is in `stale`, is not in `kept` or one of them is no longer in `docs`; only the
+        others are searched again (against every document). Every candidate pair is scored anew,
+        so kept candidates cost only the search; with no `kept` the result is `nearest`'s."""
+        import numpy as np
+
         from mgcp.operations import sparse
 
+        keys = list(docs)
+        index = {key: i for i, key in enumerate(keys)}
         with stage(self.cache, 0.0, 0.6):  # reading the words is most of the work
             m = self.matrix(docs)
         with stage(self.cache, 0.6, 1.0):
             width = CANDIDATES_PER_NEIGHBOUR * k
-            a, b = sparse.neighbours(m, m.df <= DISTINCTIVE_DF, width, ticker(self.cache))
+            search = None
+            if kept is not None:
+                stale = set(stale)
+                search = np.array([i for i, key in enumerate(keys) if key in stale or key not in kept
+                                   or not all(map(index.__contains__, kept[key]))], dtype=np.int64)
+            row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, ticker(self.cache))
+        searched = range(len(keys)) if search is None else search.tolist()
+        proposed = dict.fromkeys([keys[i] for i in searched], ())
+        proposed.update(_proposed(keys, row, other))
+        if kept is not None:
+            kept_row, kept_other = [], []
+            for key in keys:
+                if key not in proposed:
+                    proposed[key] = tuple(kept[key])
+                    kept_row += [index[key]] * len(kept[key])
+                    kept_other += [index[o] for o in kept[key]]
+            row = np.concatenate([row, np.array(kept_row, dtype=np.int64)])
+            other = np.concatenate([other, np.array(kept_other, dtype=np.int64)])
+        codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
+        a, b = codes // max(m.n, 1), codes % max(m.n, 1)
         s = m.dots(a, b)
         keep = s >= min_similarity - 1e-12
         a, b, s = a[keep], b[keep], s[keep]
         order = sparse.strongest_first(a, b, s)
         a, b, s = a[order], b[order], s[order]
-        kept = sparse.among_k_best(a, b, k)
-        keys = list(docs)
+        best = sparse.among_k_best(a, b, k)
         return [(keys[i], keys[j], min(v, 1.0))
-                for i, j, v in zip(a[kept].tolist(), b[kept].tolist(), s[kept].tolist())]
+                for i, j, v in zip(a[best].tolist(), b[best].tolist(), s[best].tolist())], proposed
+
+
+def _proposed(keys: list[Doc], row, other) -> dict[Doc, tuple[Doc, ...]]:
+    """Each searched row's candidates by key, in the order found (`row`: an array, ascending;
+    `other`: the candidates, best first)."""
+    import numpy as np
+
+    found = np.array(keys, dtype=object)[other].tolist()  # no int object per candidate
+    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]).tolist() if len(row) else []
+    return {keys[i]: tuple(found[lo:hi])
+            for i, lo, hi in zip(row[starts].tolist(), starts, starts[1:] + [len(found)])}
 
 
 class _Rows(Mapping):

@@ -327,16 +327,31 @@ def neighbours(m: Matrix, eligible: np.ndarray, width: int,
     """For each row, the `width` other rows sharing the most of its eligible words (`eligible`: a
     boolean per word rank), ties going to the row sharing the rarer word, then to the lower row:
     (a, b) arrays of those pairs, a < b, each pair once, in no particular order."""
+    row, other = proposals(m, eligible, width, tick=tick)
+    codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
+    return codes // m.n, codes % m.n
+
+
+def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | None = None,
+              tick: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """What `neighbours` finds, row by row: (row, other) arrays of each row's `width` partners
+    (fewer when fewer rows share its eligible words), rows ascending, each row's partners best
+    first. `rows`: only these rows' partners (searched among all rows); all rows when None."""
     entries = np.flatnonzero(eligible[m.rank])  # in row order, ranks ascending within a row
     by_word = entries[np.lexsort((m.row[entries], m.rank[entries]))]
     holder = m.row[by_word]  # the rows holding each word, word after word
     word_start = np.searchsorted(m.rank[by_word], np.arange(m.size + 1))
+    if rows is not None:  # the rows searched for; every row can be found
+        wanted = np.zeros(m.n, dtype=bool)
+        wanted[rows] = True
+        entries = entries[wanted[m.row[entries]]]
     rows = m.row[entries]
     cum = np.cumsum(m.df[m.rank[entries]])
     # a (row, other row, rank) triple packed into one integer, so one sort groups and orders them
     row_bits, rank_bits = max(1, (m.n - 1).bit_length()), max(1, (m.size - 1).bit_length())
     packed = 2 * row_bits + rank_bits < 63
-    found: list[np.ndarray] = []
+    found_row: list[np.ndarray] = []
+    found_other: list[np.ndarray] = []
     for lo, hi in _blocks(rows, cum, m.n, tick):
         # every row holding one of the block's eligible words, with the word's rank
         group = m.rank[entries[lo:hi]]
@@ -374,11 +389,11 @@ def neighbours(m: Matrix, eligible: np.ndarray, width: int,
         starts = np.flatnonzero(np.r_[True, px[1:] != px[:-1]])
         place = np.arange(len(px)) - np.repeat(starts, np.diff(np.r_[starts, len(px)]))
         keep = place < width
-        found.append(np.minimum(px[keep], py[keep]) * m.n + np.maximum(px[keep], py[keep]))
-    if not found:
+        found_row.append(px[keep])
+        found_other.append(py[keep])
+    if not found_row:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    codes = np.unique(np.concatenate(found))
-    return codes // m.n, codes % m.n
+    return np.concatenate(found_row), np.concatenate(found_other)
 
 
 def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,59 @@
+"""What community detection keeps between cycles (`community_kept`, `community_kept_runs`,
+migration 0013).
+
+A row per active lesson (see `mgcp.operations.community_detection`, "Kept between runs"), and one
+row for the settings the state holds under. It is a cache: nothing else refers to it, and deleting
+it only makes the next run a full one. Saving writes only the rows that differ from the loaded
+state, and drops the rows of lessons no longer in it, in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+
+from mgcp.persistence.database import Database
+
+
+class CommunityKept:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]]] | None:
+        """(settings, runs since the last full run, lesson id -> (content, candidates, label,
+        edges)), or None when nothing is kept."""
+        head = await self.db.fetchone("SELECT settings, runs_since_full FROM community_kept_runs WHERE id = 1")
+        if head is None:
+            return None
+        rows = await self.db.fetchall("SELECT lesson_id, content, candidates, label, edges FROM community_kept")
+        lessons = {lid: (content, tuple(json.loads(candidates)), label, edges)
+                   for lid, content, candidates, label, edges in rows}
+        return head[0], head[1], lessons
+
+    async def save(self, settings: str, runs_since_full: int,
+                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]],
+                   loaded: dict[str, tuple[str, tuple[str, ...], int, str]] | None = None) -> None:
+        """Make the kept state `lessons` (`loaded`: what `load` returned, so that only the rows
+        that differ are written), in one transaction (a savepoint of the caller's, when one is open)."""
+        loaded = loaded or {}
+        async with self.db.transaction():
+            await self._save(settings, runs_since_full, lessons, loaded)
+
+    async def _save(self, settings, runs_since_full, lessons, loaded) -> None:
+        if not loaded:
+            await self.db.conn.execute("DELETE FROM community_kept")
+        await self.db.conn.execute(
+            "INSERT INTO community_kept_runs (id, settings, runs_since_full) VALUES (1, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET settings = excluded.settings, runs_since_full = excluded.runs_since_full",
+            [settings, runs_since_full])
+        await self.db.conn.executemany(
+            "INSERT OR REPLACE INTO community_kept (lesson_id, content, candidates, label, edges) VALUES (?, ?, ?, ?, ?)",
+            ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
+             for lid, (content, candidates, label, edges) in lessons.items()
+             if loaded.get(lid) != (content, tuple(candidates), label, edges)))
+        await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
+                                       [(lid,) for lid in loaded if lid not in lessons])
+
+    async def clear(self) -> None:
+        async with self.db.transaction():
+            await self.db.conn.execute("DELETE FROM community_kept")
+            await self.db.conn.execute("DELETE FROM community_kept_runs")
