@@ -117,6 +117,7 @@ def w_migrate(a) -> dict:
 
 REM_TABLES = ["rem_actions", "rem_findings", "rem_runs", "rem_state", "community_runs",
               "context_summaries", "community_summaries", "reinforced_patterns", "kept_readings"]
+REM_TABLES += ["kept_pairs"]
 
 
 def w_rem(a) -> dict:

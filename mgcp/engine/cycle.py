@@ -197,6 +197,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         yield analysis
     if keep:
         await inputs.keep_readings()
+        await inputs.keep_searches()
 
 
 # Operations whose findings (and writes) depend only on the active lessons' content, their own
@@ -447,6 +448,17 @@ class _Inputs:
             self.after = after_session
         return [s for s in self.snapshots if s.session_number > after_session]
 
+    def hold_search(self, name: str, state: bytes | None) -> None:
+        """What search `name` keeps for the next cycles, written by `keep_searches` (None: what
+        is kept holds as it is)."""
+        if state is not None:
+            self._searches = {**getattr(self, "_searches", {}), name: state}
+
+    async def keep_searches(self) -> None:
+        """Keep what the searches of this cycle left to keep (a cache, see `mgcp.persistence.kept_pairs`)."""
+        for name, state in getattr(self, "_searches", {}).items():
+            await self.store.kept_pairs.keep(name, state)
+
 
 # Each returns (findings, summary, output): output is None or (action name, an async function of
 # the run id that writes the operation's automatic output); the engine runs it in the operation's
@@ -469,10 +481,14 @@ async def _staleness(store, project, settings, inputs):
 
 async def _duplicates(store, project, settings, inputs):
     from mgcp.operations import duplicate_detection
+    from mgcp.operations.kept_search import KeptSearch
 
     active = await inputs.lessons()
+    search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
     findings = await asyncio.to_thread(duplicate_detection.run, active, settings, inputs.similarity,
-                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION))
+                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
+                                       search)
+    inputs.hold_search(duplicate_detection.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 
 

@@ -55,10 +55,10 @@ SLACK = 1e-9              # bounds are widened by this, so that rounding never d
 class Matrix:
     """Rows of sparse vectors over ranked words; see the module docstring. `row`, `word` and
     `weight`: one entry per (row, word) with its weight, in any order; `words`: the words, and
-    `df`: how many rows hold each."""
+    `df`: how many rows hold each; `tf`, when known, each entry's count of its word in its row."""
 
     def __init__(self, n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, words: Sequence[str],
-                 df: np.ndarray):
+                 df: np.ndarray, tf: np.ndarray | None = None):
         order = sorted(range(len(words)), key=lambda i: (int(df[i]), words[i]))  # rarest first, then the word
         rank_of = np.empty(len(words), dtype=np.int64)
         rank_of[order] = np.arange(len(words))
@@ -71,6 +71,7 @@ class Matrix:
         order_in_row = np.argsort(row * max(len(words), 1) + ranks, kind="stable")
         self.rank = ranks[order_in_row]
         self.weight = np.asarray(weight, dtype=np.float64)[order_in_row]
+        self.tf = None if tf is None else np.asarray(tf, dtype=np.int64)[order_in_row]  # each entry's count
         self.row = np.repeat(np.arange(n, dtype=np.int64), self.lengths)
         self.n = n
         self.size = len(words)
@@ -179,7 +180,7 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     idf = np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
     weight = sublinear[tf - 1] * idf[word]
     norm = np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))
-    return Matrix(n, row, word, weight / norm[row], stems, df)
+    return Matrix(n, row, word, weight / norm[row], stems, df, tf)
 
 
 def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
@@ -277,33 +278,73 @@ def pairs(m: Matrix, t: float, tick: Callable[[int, int], None] | None = None
     for lo, hi in _blocks(rows, cum, m.n, tick):
         y_entry, x_entry = _earlier_in_group(place[entries[lo:hi]], word_start, words)
         x_entry, y_entry = by_word[x_entry], by_word[y_entry]  # x: the later row, y: an earlier one
+        ys, xs, scores = _verified(m, x_entry, y_entry, floor)
+        found_a.append(ys)
+        found_b.append(xs)
+        found_s.append(scores)
+    return _joined(found_a, found_b, found_s)
+
+
+def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int, int], None] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, cosine) arrays of every pair of rows a < b with cosine >= t of which at least one row
+    is `touched` (a boolean per row), in no particular order: what `pairs` finds of those pairs,
+    by the same stages, with only the touched rows' prefix entries proposing candidates (a pair
+    with one touched row is proposed by it alone, two touched rows by the later one)."""
+    floor = t - 1e-12
+    entries = _prefix_entries(m, t)
+    by_word = entries[np.lexsort((m.row[entries], m.rank[entries]))]
+    word_start = np.searchsorted(m.rank[by_word], np.arange(m.size + 1))
+    mine = entries[touched[m.row[entries]]]  # in row order
+    counts = word_start[m.rank[mine] + 1] - word_start[m.rank[mine]]
+    cum = np.cumsum(counts)
+    found_a, found_b, found_s = [], [], []
+    for lo, hi in _blocks(m.row[mine], cum, m.n, tick):
+        x_entry = np.repeat(mine[lo:hi], counts[lo:hi])
+        y_entry = by_word[_expand(word_start, m.rank[mine[lo:hi]])]
         x, y = m.row[x_entry], m.row[y_entry]
-        # how many words two rows can share: the bits their signatures share, plus the words one of
-        # them lost to bits it sets twice; Cauchy-Schwarz over that many words bounds the cosine
-        # by the norm of each row's that many heaviest weights
-        shared = np.bitwise_count(m.mask[x] & m.mask[y]).sum(axis=1, dtype=np.int64)
-        c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
-        keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
-        x_entry, y_entry = x_entry[keep], y_entry[keep]
-        if not len(x_entry):
-            continue
-        code = m.row[x_entry] * m.n + m.row[y_entry]
-        order = np.lexsort((m.rank[x_entry], code))
-        code, x_entry, y_entry = code[order], x_entry[order], y_entry[order]
-        first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
-        last = np.r_[first[1:], len(code)] - 1
-        exact = np.add.reduceat(m.weight[x_entry] * m.weight[y_entry], first)
-        bound = exact + m.tail_after(x_entry[last]) * m.tail_after(y_entry[last])
-        pick = bound >= floor - SLACK
-        xs, ys = m.row[x_entry[first[pick]]], m.row[y_entry[first[pick]]]
-        scores = m.dots(xs, ys)
-        good = scores >= floor
-        found_a.append(ys[good])
-        found_b.append(xs[good])
-        found_s.append(scores[good])
-    if not found_a:
+        keep = (x != y) & (~touched[y] | (y < x))
+        ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor)
+        found_a.append(np.minimum(xs, ys))
+        found_b.append(np.maximum(xs, ys))
+        found_s.append(scores)
+    return _joined(found_a, found_b, found_s)
+
+
+def _verified(m: Matrix, x_entry: np.ndarray, y_entry: np.ndarray, floor: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of the candidates met at prefix entries (x_entry[k] of one row, y_entry[k] of the other;
+    every prefix word a pair shares met once, always with the same row on the x side), the pairs
+    whose exact cosine is >= floor: (y rows, x rows, cosines), after stages 2 and 3 (see the
+    module docstring) dropped most of them unscored."""
+    x, y = m.row[x_entry], m.row[y_entry]
+    # how many words two rows can share: the bits their signatures share, plus the words one of
+    # them lost to bits it sets twice; Cauchy-Schwarz over that many words bounds the cosine
+    # by the norm of each row's that many heaviest weights
+    shared = np.bitwise_count(m.mask[x] & m.mask[y]).sum(axis=1, dtype=np.int64)
+    c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
+    keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
+    x_entry, y_entry = x_entry[keep], y_entry[keep]
+    if not len(x_entry):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
+    code = m.row[x_entry] * m.n + m.row[y_entry]
+    order = np.lexsort((m.rank[x_entry], code))
+    code, x_entry, y_entry = code[order], x_entry[order], y_entry[order]
+    first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    last = np.r_[first[1:], len(code)] - 1
+    exact = np.add.reduceat(m.weight[x_entry] * m.weight[y_entry], first)
+    bound = exact + m.tail_after(x_entry[last]) * m.tail_after(y_entry[last])
+    pick = bound >= floor - SLACK
+    xs, ys = m.row[x_entry[first[pick]]], m.row[y_entry[first[pick]]]
+    scores = m.dots(xs, ys)
+    good = scores >= floor
+    return ys[good], xs[good], scores[good]
+
+
+def _joined(a: list[np.ndarray], b: list[np.ndarray], s: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not a:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(a), np.concatenate(b), np.concatenate(s)
 
 
 def _blocks(rows: np.ndarray, cum: np.ndarray, n: int,

@@ -56,6 +56,7 @@ MIGRATION_TABLES = {
     "0008_reinforced_patterns": ("reinforced_patterns", "decision_observations"),
     "0009_change_marks": ("change_marks",),
     "0011_kept_readings": ("kept_readings",),
+    "0012_kept_pairs": ("kept_pairs",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only

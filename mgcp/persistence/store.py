@@ -16,6 +16,7 @@ from typing import AsyncIterator
 from mgcp.models import Lesson, LessonStatus
 from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
+from mgcp.persistence.kept_pairs import KeptPairs
 from mgcp.persistence.kept_readings import KeptReadings
 from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.outcomes import Outcomes
@@ -44,6 +45,7 @@ class Store:
         self.patterns = Patterns(db)
         self.rem_inputs = RemInputs(db)  # the history as REM cycles read it
         self.kept_readings = KeptReadings(db)  # what REM operations read from each text, kept between cycles
+        self.kept_pairs = KeptPairs(db)  # what duplicate detection's pair search keeps between cycles
 
     @classmethod
     @asynccontextmanager
