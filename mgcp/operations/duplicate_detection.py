@@ -28,6 +28,10 @@ similarity the same trigger can lift to `review_threshold` (see
 `mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), plus
 the contained pairs, found through their rarest terms (`_containing`: their cosine may be lower;
 searching all pairs that low cost four times the time at 100k lessons), then scored as above.
+In a REM cycle (lexical backend) the all-pairs search is kept between cycles: a repeat compares
+only the actions that changed (or whose words' weights moved too far) with all the others, and
+scores the kept pairs again, with exactly the pairs and values of a full search (proved in
+`mgcp.operations.kept_search`).
 
 Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
 summary, see `mgcp.operations.cap`):

@@ -58,7 +58,7 @@ from mgcp.operations import similarity, sparse
 from mgcp.operations.shared import WORDS, digest, ticker
 
 FORMAT = 1
-DRIFT = 1.01          # how far a row may stretch (see the module docstring) and still count as unchanged
+DRIFT = 1.005         # how far a row may stretch (see the module docstring) and still count as unchanged
 CHANGED_SHARE = 0.05  # more changed rows than this: a full search, which makes a new base
 SLACK = 1e-9          # LOW is lowered by this, so that rounding never drops a pair
 

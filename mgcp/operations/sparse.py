@@ -31,6 +31,10 @@ word) meeting is packed into one integer and one sort groups and orders them.
 
 `contained(matrix, ...)`: pairs where one row's words are all in the other's.
 
+`pairs_touching(matrix, t, touched)`: what `pairs` finds of the pairs with a touched row, with only
+the touched rows' prefix entries proposing candidates (a repeat search over the rows that changed;
+see `mgcp.operations.kept_search`). It skips stage 2, whose bound needs a pass over every row.
+
 Memory is bounded by the blocks: a block's candidates are generated, filtered and dropped before the
 next block (BLOCK_ENTRIES), and scoring lays out at most DENSE_CELLS cells at once.
 """
@@ -304,27 +308,29 @@ def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int
         y_entry = by_word[_expand(word_start, m.rank[mine[lo:hi]])]
         x, y = m.row[x_entry], m.row[y_entry]
         keep = (x != y) & (~touched[y] | (y < x))
-        ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor)
+        ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor, counted=False)
         found_a.append(np.minimum(xs, ys))
         found_b.append(np.maximum(xs, ys))
         found_s.append(scores)
     return _joined(found_a, found_b, found_s)
 
 
-def _verified(m: Matrix, x_entry: np.ndarray, y_entry: np.ndarray, floor: float
+def _verified(m: Matrix, x_entry: np.ndarray, y_entry: np.ndarray, floor: float, counted: bool = True
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of the candidates met at prefix entries (x_entry[k] of one row, y_entry[k] of the other;
     every prefix word a pair shares met once, always with the same row on the x side), the pairs
-    whose exact cosine is >= floor: (y rows, x rows, cosines), after stages 2 and 3 (see the
-    module docstring) dropped most of them unscored."""
-    x, y = m.row[x_entry], m.row[y_entry]
-    # how many words two rows can share: the bits their signatures share, plus the words one of
-    # them lost to bits it sets twice; Cauchy-Schwarz over that many words bounds the cosine
-    # by the norm of each row's that many heaviest weights
-    shared = np.bitwise_count(m.mask[x] & m.mask[y]).sum(axis=1, dtype=np.int64)
-    c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
-    keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
-    x_entry, y_entry = x_entry[keep], y_entry[keep]
+    whose exact cosine is >= floor: (y rows, x rows, cosines), after stages 2 (unless not
+    `counted`: it costs a pass over the whole matrix, which few candidates do not repay) and 3
+    (see the module docstring) dropped most of them unscored."""
+    if counted:
+        x, y = m.row[x_entry], m.row[y_entry]
+        # how many words two rows can share: the bits their signatures share, plus the words one of
+        # them lost to bits it sets twice; Cauchy-Schwarz over that many words bounds the cosine
+        # by the norm of each row's that many heaviest weights
+        shared = np.bitwise_count(m.mask[x] & m.mask[y]).sum(axis=1, dtype=np.int64)
+        c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
+        keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
+        x_entry, y_entry = x_entry[keep], y_entry[keep]
     if not len(x_entry):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     code = m.row[x_entry] * m.n + m.row[y_entry]
@@ -426,7 +432,8 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     """(smaller, larger) arrays of the pairs of rows where every word of the smaller is in the
     larger, the smaller has at least `min_words` words and the larger more words but at most
     `max_growth` times as many. A smaller row is looked up through its rarest word, and only when
-    that word is in at most `max_df` rows, so the search stays linear."""
+    that word is in at most `max_df` rows, so the search stays linear; a candidate whose signature
+    (`mask`) lacks a bit of the smaller's cannot hold all its words, and only the rest are counted."""
     small = np.flatnonzero((m.lengths >= min_words) & (m.lengths > 0))
     small = small[m.df[m.rank[m.start[small]]] <= max_df]
     if not len(small):
@@ -439,12 +446,12 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     y = m.row[order[_expand(word_start, rarest)]]
     fits = (m.lengths[x] < m.lengths[y]) & (m.lengths[y] <= max_growth * m.lengths[x])
     x, y = x[fits], y[fits]
-    # the larger must hold the smaller's second rarest word too: one binary search per candidate
-    size = max(m.size, 1)
-    keys = m.row * size + m.rank  # sorted: rows in order, ranks ascending within a row
-    wanted = y * size + m.rank[m.start[x] + np.minimum(1, m.lengths[x] - 1)]
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    x, y = x[keys[at] == wanted], y[keys[at] == wanted]
+    # the larger must set every bit of the smaller's signature (`mask`)
+    mask = m.mask
+    covers = np.ones(len(x), dtype=bool)
+    for k in range(MASK_WORDS):
+        covers &= (mask[x, k] & ~mask[y, k]) == 0
+    x, y = x[covers], y[covers]
     _, shared = m.overlap(x, y)
     holds = shared == m.lengths[x]
     return x[holds], y[holds]
