@@ -313,6 +313,7 @@ def check_promises(db, tmp_path, saves, current):
     # what cycles keep of the texts is a cache: without it, the same cycle (every comparing
     # operation run again, as a dry run) finds and would apply exactly the same
     assert sql(db, "SELECT count(*) FROM kept_readings")[0][0] > 0
+    assert sql(db, "SELECT search FROM kept_pairs") == [("duplicate_detection",)]  # and the pair search's state
     previews = []
     for source, name in ((db, "kept.db"), (db, "not-kept.db")):
         with sqlite3.connect(source) as src, sqlite3.connect(tmp_path / name) as dst:
@@ -321,6 +322,7 @@ def check_promises(db, tmp_path, saves, current):
             conn.execute("UPDATE rem_state SET last_run_result = NULL")
             if name == "not-kept.db":
                 conn.execute("DELETE FROM kept_readings")
+                conn.execute("DELETE FROM kept_pairs")
         ops = [a for op in ("duplicate_detection", "community_detection", "contradiction_scan") for a in ("--op", op)]
         run = json.loads(cli(tmp_path / name, "rem", "run", "--auto", "--dry-run", "--project", P, *ops, "--json"))
         previews.append(sorted((f["id"], f["kind"]) for key in ("applied", "left_pending") for f in run[key]))

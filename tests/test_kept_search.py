@@ -250,3 +250,28 @@ def test_a_dry_run_keeps_no_search_state(tmp_path, run):
 
     run(path, dry)
     assert _kept(path) == []
+
+
+DETERMINISM_SCRIPT = """
+import hashlib, json
+from tests.test_operations_duplicate_detection import SETTINGS, lesson, synthetic
+from mgcp.operations import duplicate_detection, kept_search
+
+kept_search.DRIFT = 1.05
+lessons, _ = synthetic()
+first = kept_search.KeptSearch()
+duplicate_detection.run(lessons, SETTINGS, search=first)
+lessons = lessons[5:] + [lesson("n1", "when copying", lessons[7].action), lesson("n2", "when x", lessons[9].action + " Twice.")]
+again = kept_search.KeptSearch(first.keep)
+findings = duplicate_detection.run(lessons, {**SETTINGS, "max_findings": 25}, search=again)
+print(json.dumps([again.changed, hashlib.sha256(first.keep).hexdigest(), hashlib.sha256(again.keep or b"").hexdigest(),
+                  [(f.kind, f.fingerprint, f.data.get("similarity")) for f in findings]]))
+"""
+
+
+def test_the_kept_state_and_the_repeat_findings_do_not_depend_on_the_hash_seed():
+    from hashseeds import outputs_under_hash_seeds
+
+    outputs = outputs_under_hash_seeds(DETERMINISM_SCRIPT)
+    assert 0 < outputs[0][0] < 300 and outputs[0][3]
+    assert outputs[0] == outputs[1] == outputs[2]
