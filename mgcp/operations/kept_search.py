@@ -108,8 +108,9 @@ class KeptSearch:
 
 
 def _codes(m: sparse.Matrix) -> np.ndarray:
-    """Per row: (how many stems, and two 64-bit sums over its stems of a hash of the stem times an
-    odd number of its count): equal rows have equal codes; others, by chance once in 2^128."""
+    """Per row: how many stems it has, and two sums (mod 2^64) over its stems of a 64-bit hash of
+    the stem times (2 x its count + 1), an odd factor, so no count maps two hashes to one value.
+    Equal rows have equal codes; two different rows, only by a chance of about 2^-128."""
     hashes = np.frombuffer(b"".join(hashlib.blake2b(w.encode("utf-8", "surrogatepass"), digest_size=16).digest()
                                     for w in m.words), dtype=np.uint64).reshape(-1, 2)
     values = hashes[m.rank] * (2 * m.tf.astype(np.uint64) + np.uint64(1))[:, None]
