@@ -117,7 +117,8 @@ def w_migrate(a) -> dict:
 
 REM_TABLES = ["rem_actions", "rem_findings", "rem_runs", "rem_state", "community_runs",
               "context_summaries", "community_summaries", "reinforced_patterns", "kept_readings",
-              "pattern_observations", "pattern_observation_marks", "community_kept", "community_kept_runs"]
+              "pattern_observations", "pattern_observation_marks", "community_kept", "community_kept_runs",
+              "kept_pairs"]
 
 
 def w_rem(a) -> dict:

@@ -314,6 +314,7 @@ def check_promises(db, tmp_path, saves, current):
     # comparing operation and pattern reinforcement run again, as a dry run) finds and would apply
     # exactly the same
     assert sql(db, "SELECT count(*) FROM kept_readings")[0][0] > 0
+    assert sql(db, "SELECT search FROM kept_pairs") == [("duplicate_detection",)]  # and the pair search's state
     assert sql(db, "SELECT count(*) FROM community_kept")[0][0] > 0
     assert sql(db, "SELECT count(*) FROM pattern_observations")[0][0] > 0
     previews = []
@@ -324,6 +325,7 @@ def check_promises(db, tmp_path, saves, current):
             conn.execute("UPDATE rem_state SET last_run_result = NULL")
             if name == "not-kept.db":
                 conn.execute("DELETE FROM kept_readings")
+                conn.execute("DELETE FROM kept_pairs")
                 conn.execute("DELETE FROM community_kept")
                 conn.execute("DELETE FROM pattern_observations")  # what pattern reinforcement observed
                 conn.execute("DELETE FROM pattern_observation_marks")

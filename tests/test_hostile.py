@@ -346,7 +346,7 @@ def test_a_full_disk_is_named_and_the_database_is_unchanged(tmp_path):
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         before, rows = digest(path), dump(path)
-        with open(disk / "filler", "wb") as fh:  # fill the disk
+        with open(disk / "filler", "wb", buffering=0) as fh:  # fill the disk (unbuffered: nothing left to flush)
             try:
                 while True:
                     fh.write(b"\0" * 65536)

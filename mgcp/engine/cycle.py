@@ -196,6 +196,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         yield analysis
     if keep:
         await inputs.keep_readings()
+        await inputs.keep_searches()
 
 
 # Operations whose findings (and writes) depend only on the active lessons' content, their own
@@ -387,6 +388,8 @@ class _Inputs:
         self.snapshots: list = []
         self._reader: Reader | None = None
         self.complete: set[str] = set()  # the readings asked for of every text in this cycle
+        self._words = None  # `lesson_words`, over `active`
+        self._searches: dict[str, bytes] = {}  # what the searches keep (`hold_search`)
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
@@ -404,7 +407,7 @@ class _Inputs:
             del self.caches[group]
         self.cache, self.similarity = CycleCache(), None
         if not LESSON_READERS.intersection(later):
-            self.active = None
+            self.active = self._words = None
         if not HISTORY_READERS.intersection(later):
             self.snapshots, self.after = [], None
 
@@ -452,10 +455,20 @@ class _Inputs:
         from mgcp.operations.lesson_words import LessonWords
 
         active = await self.lessons()
-        words = getattr(self, "_words", None)
-        if words is None or words.lessons is not active:
-            words = self._words = await asyncio.to_thread(LessonWords, active)
-        return words
+        if self._words is None or self._words.lessons is not active:
+            self._words = await asyncio.to_thread(LessonWords, active)
+        return self._words
+
+    def hold_search(self, name: str, state: bytes | None) -> None:
+        """What search `name` keeps for the next cycles, written by `keep_searches` (None: what
+        is kept holds as it is)."""
+        if state is not None:
+            self._searches[name] = state
+
+    async def keep_searches(self) -> None:
+        """Keep what the searches of this cycle left to keep (a cache, see `mgcp.persistence.kept_pairs`)."""
+        for name, state in self._searches.items():
+            await self.store.kept_pairs.keep(name, state)
 
 
 # Each returns (findings, summary, output): output is None or (action name, an async function of
@@ -479,10 +492,14 @@ async def _staleness(store, project, settings, inputs):
 
 async def _duplicates(store, project, settings, inputs):
     from mgcp.operations import duplicate_detection
+    from mgcp.operations.kept_search import KeptSearch
 
     active = await inputs.lessons()
+    search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
     findings = await asyncio.to_thread(duplicate_detection.run, active, settings, inputs.similarity,
-                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION))
+                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
+                                       search)
+    inputs.hold_search(duplicate_detection.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 
 

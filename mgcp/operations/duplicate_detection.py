@@ -28,6 +28,10 @@ similarity the same trigger can lift to `review_threshold` (see
 `mgcp.operations.similarity`: exact, sub-quadratic in practice, memory linear in the text), plus
 the contained pairs, found through their rarest terms (`_containing`: their cosine may be lower;
 searching all pairs that low cost four times the time at 100k lessons), then scored as above.
+In a REM cycle (lexical backend) the all-pairs search is kept between cycles: a repeat compares
+only the actions that changed (or whose words' weights moved too far) with all the others, and
+scores the kept pairs again, with exactly the pairs and values of a full search (proved in
+`mgcp.operations.kept_search`).
 
 Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
 summary, see `mgcp.operations.cap`):
@@ -41,12 +45,16 @@ more usage, then more versions, then older, then smaller id.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache, stage
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
 from mgcp.text import shorten
+
+if TYPE_CHECKING:
+    from mgcp.operations.kept_search import KeptSearch
 
 OPERATION = "duplicate_detection"
 CONTAINED_MIN_TERMS = 3     # a shorter action of fewer terms is not judged by containment
@@ -62,14 +70,17 @@ class Score:
 
 
 def run(lessons: list[Lesson], settings: dict, backend: SimilarityBackend | None = None,
-        cache: CycleCache | None = None, settled: frozenset[str] = frozenset()) -> list[RemFinding]:
-    """The findings, capped (`settled`: see `mgcp.operations.cap`)."""
+        cache: CycleCache | None = None, settled: frozenset[str] = frozenset(),
+        search: "KeptSearch | None" = None) -> list[RemFinding]:
+    """The findings, capped (`settled`: see `mgcp.operations.cap`). With `search` (the lexical
+    backend only), the action pairs are found from what earlier cycles kept, and what to keep for
+    the next is left in it (`mgcp.operations.kept_search`): the same findings, bit for bit."""
     cache = cache or CycleCache()  # the action vectors are read twice: scoring and the pair search
     backend = backend or LexicalBackend(cache)
     by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
     merge_at = float(settings["merge_threshold"])
     review_at = float(settings["review_threshold"])
-    scored = score_pairs(list(by_id.values()), settings, backend, cache)
+    scored = score_pairs(list(by_id.values()), settings, backend, cache, search)
     found = [(a, b, score) for (a, b), score in scored.items() if score.value >= review_at]
     found.sort(key=lambda p: (-round(p[2].value, 9), -_shared_tags(by_id[p[0]], by_id[p[1]]), p[0], p[1]))
     findings = [_finding(by_id[a], by_id[b], score, merge_at) for a, b, score in found]
@@ -83,8 +94,10 @@ def _group(lesson: Lesson) -> str:
 
 
 def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBackend,
-                cache: CycleCache | None = None) -> dict[tuple[str, str], Score]:
-    """Every candidate pair (ids in order) with its score; see the module docstring."""
+                cache: CycleCache | None = None, search: "KeptSearch | None" = None
+                ) -> dict[tuple[str, str], Score]:
+    """Every candidate pair (ids in order) with its score; see the module docstring. `search`:
+    see `run`."""
     merge_at = float(settings["merge_threshold"])
     trigger_weight = float(settings.get("trigger_weight", 0.1))
     trigger_support = float(settings.get("trigger_support", 0.05))
@@ -103,7 +116,10 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
     for lesson_id in sorted(copy_of):
         first.setdefault(copy_of[lesson_id], lesson_id)
     with stage(cache, 0.8, 1.0):
-        found = backend.pairs(actions, floor)
+        if search is not None and type(backend) is LexicalBackend:
+            found = search.pairs(actions, floor, backend)
+        else:
+            found = backend.pairs(actions, floor)
     candidates = {(a, b) if a < b else (b, a): s for a, b, s in found if _asked(a, b, copy_of, first)}
     for a, b in _containing(actions, action_vecs, backend):
         if _asked(a, b, copy_of, first):

@@ -31,6 +31,10 @@ word) meeting is packed into one integer and one sort groups and orders them.
 
 `contained(matrix, ...)`: pairs where one row's words are all in the other's.
 
+`pairs_touching(matrix, t, touched)`: what `pairs` finds of the pairs with a touched row, with only
+the touched rows' prefix entries proposing candidates (a repeat search over the rows that changed;
+see `mgcp.operations.kept_search`). It skips stage 2, whose bound needs a pass over every row.
+
 Memory is bounded by the blocks: a block's candidates are generated, filtered and dropped before the
 next block (BLOCK_ENTRIES), and scoring lays out at most DENSE_CELLS cells at once.
 """
@@ -55,10 +59,10 @@ SLACK = 1e-9              # bounds are widened by this, so that rounding never d
 class Matrix:
     """Rows of sparse vectors over ranked words; see the module docstring. `row`, `word` and
     `weight`: one entry per (row, word) with its weight, in any order; `words`: the words, and
-    `df`: how many rows hold each."""
+    `df`: how many rows hold each; `tf`, when known, each entry's count of its word in its row."""
 
     def __init__(self, n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, words: Sequence[str],
-                 df: np.ndarray):
+                 df: np.ndarray, tf: np.ndarray | None = None):
         order = sorted(range(len(words)), key=lambda i: (int(df[i]), words[i]))  # rarest first, then the word
         rank_of = np.empty(len(words), dtype=np.int64)
         rank_of[order] = np.arange(len(words))
@@ -71,6 +75,7 @@ class Matrix:
         order_in_row = np.argsort(row * max(len(words), 1) + ranks, kind="stable")
         self.rank = ranks[order_in_row]
         self.weight = np.asarray(weight, dtype=np.float64)[order_in_row]
+        self.tf = None if tf is None else np.asarray(tf, dtype=np.int64)[order_in_row]  # each entry's count
         self.row = np.repeat(np.arange(n, dtype=np.int64), self.lengths)
         self.n = n
         self.size = len(words)
@@ -179,7 +184,7 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     idf = np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
     weight = sublinear[tf - 1] * idf[word]
     norm = np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))
-    return Matrix(n, row, word, weight / norm[row], stems, df)
+    return Matrix(n, row, word, weight / norm[row], stems, df, tf)
 
 
 def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
@@ -277,6 +282,47 @@ def pairs(m: Matrix, t: float, tick: Callable[[int, int], None] | None = None
     for lo, hi in _blocks(rows, cum, m.n, tick):
         y_entry, x_entry = _earlier_in_group(place[entries[lo:hi]], word_start, words)
         x_entry, y_entry = by_word[x_entry], by_word[y_entry]  # x: the later row, y: an earlier one
+        ys, xs, scores = _verified(m, x_entry, y_entry, floor)
+        found_a.append(ys)
+        found_b.append(xs)
+        found_s.append(scores)
+    return _joined(found_a, found_b, found_s)
+
+
+def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int, int], None] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, cosine) arrays of every pair of rows a < b with cosine >= t of which at least one row
+    is `touched` (a boolean per row), in no particular order: what `pairs` finds of those pairs,
+    by the same stages, with only the touched rows' prefix entries proposing candidates (a pair
+    with one touched row is proposed by it alone, two touched rows by the later one)."""
+    floor = t - 1e-12
+    entries = _prefix_entries(m, t)
+    by_word = entries[np.lexsort((m.row[entries], m.rank[entries]))]
+    word_start = np.searchsorted(m.rank[by_word], np.arange(m.size + 1))
+    mine = entries[touched[m.row[entries]]]  # in row order
+    counts = word_start[m.rank[mine] + 1] - word_start[m.rank[mine]]
+    cum = np.cumsum(counts)
+    found_a, found_b, found_s = [], [], []
+    for lo, hi in _blocks(m.row[mine], cum, m.n, tick):
+        x_entry = np.repeat(mine[lo:hi], counts[lo:hi])
+        y_entry = by_word[_expand(word_start, m.rank[mine[lo:hi]])]
+        x, y = m.row[x_entry], m.row[y_entry]
+        keep = (x != y) & (~touched[y] | (y < x))
+        ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor, counted=False)
+        found_a.append(np.minimum(xs, ys))
+        found_b.append(np.maximum(xs, ys))
+        found_s.append(scores)
+    return _joined(found_a, found_b, found_s)
+
+
+def _verified(m: Matrix, x_entry: np.ndarray, y_entry: np.ndarray, floor: float, counted: bool = True
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of the candidates met at prefix entries (x_entry[k] of one row, y_entry[k] of the other;
+    every prefix word a pair shares met once, always with the same row on the x side), the pairs
+    whose exact cosine is >= floor: (y rows, x rows, cosines), after stages 2 (unless not
+    `counted`: it costs a pass over the whole matrix, which few candidates do not repay) and 3
+    (see the module docstring) dropped most of them unscored."""
+    if counted:
         x, y = m.row[x_entry], m.row[y_entry]
         # how many words two rows can share: the bits their signatures share, plus the words one of
         # them lost to bits it sets twice; Cauchy-Schwarz over that many words bounds the cosine
@@ -285,25 +331,26 @@ def pairs(m: Matrix, t: float, tick: Callable[[int, int], None] | None = None
         c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
         keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
         x_entry, y_entry = x_entry[keep], y_entry[keep]
-        if not len(x_entry):
-            continue
-        code = m.row[x_entry] * m.n + m.row[y_entry]
-        order = np.lexsort((m.rank[x_entry], code))
-        code, x_entry, y_entry = code[order], x_entry[order], y_entry[order]
-        first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
-        last = np.r_[first[1:], len(code)] - 1
-        exact = np.add.reduceat(m.weight[x_entry] * m.weight[y_entry], first)
-        bound = exact + m.tail_after(x_entry[last]) * m.tail_after(y_entry[last])
-        pick = bound >= floor - SLACK
-        xs, ys = m.row[x_entry[first[pick]]], m.row[y_entry[first[pick]]]
-        scores = m.dots(xs, ys)
-        good = scores >= floor
-        found_a.append(ys[good])
-        found_b.append(xs[good])
-        found_s.append(scores[good])
-    if not found_a:
+    if not len(x_entry):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
+    code = m.row[x_entry] * m.n + m.row[y_entry]
+    order = np.lexsort((m.rank[x_entry], code))
+    code, x_entry, y_entry = code[order], x_entry[order], y_entry[order]
+    first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    last = np.r_[first[1:], len(code)] - 1
+    exact = np.add.reduceat(m.weight[x_entry] * m.weight[y_entry], first)
+    bound = exact + m.tail_after(x_entry[last]) * m.tail_after(y_entry[last])
+    pick = bound >= floor - SLACK
+    xs, ys = m.row[x_entry[first[pick]]], m.row[y_entry[first[pick]]]
+    scores = m.dots(xs, ys)
+    good = scores >= floor
+    return ys[good], xs[good], scores[good]
+
+
+def _joined(a: list[np.ndarray], b: list[np.ndarray], s: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not a:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(a), np.concatenate(b), np.concatenate(s)
 
 
 def _blocks(rows: np.ndarray, cum: np.ndarray, n: int,
@@ -400,7 +447,8 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     """(smaller, larger) arrays of the pairs of rows where every word of the smaller is in the
     larger, the smaller has at least `min_words` words and the larger more words but at most
     `max_growth` times as many. A smaller row is looked up through its rarest word, and only when
-    that word is in at most `max_df` rows, so the search stays linear."""
+    that word is in at most `max_df` rows, so the search stays linear; a candidate whose signature
+    (`mask`) lacks a bit of the smaller's cannot hold all its words, and only the rest are counted."""
     small = np.flatnonzero((m.lengths >= min_words) & (m.lengths > 0))
     small = small[m.df[m.rank[m.start[small]]] <= max_df]
     if not len(small):
@@ -413,12 +461,12 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     y = m.row[order[_expand(word_start, rarest)]]
     fits = (m.lengths[x] < m.lengths[y]) & (m.lengths[y] <= max_growth * m.lengths[x])
     x, y = x[fits], y[fits]
-    # the larger must hold the smaller's second rarest word too: one binary search per candidate
-    size = max(m.size, 1)
-    keys = m.row * size + m.rank  # sorted: rows in order, ranks ascending within a row
-    wanted = y * size + m.rank[m.start[x] + np.minimum(1, m.lengths[x] - 1)]
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    x, y = x[keys[at] == wanted], y[keys[at] == wanted]
+    # the larger must set every bit of the smaller's signature (`mask`)
+    mask = m.mask
+    covers = np.ones(len(x), dtype=bool)
+    for k in range(MASK_WORDS):
+        covers &= (mask[x, k] & ~mask[y, k]) == 0
+    x, y = x[covers], y[covers]
     _, shared = m.overlap(x, y)
     holds = shared == m.lengths[x]
     return x[holds], y[holds]

@@ -56,6 +56,7 @@ MIGRATION_TABLES = {
     "0008_reinforced_patterns": ("reinforced_patterns", "decision_observations"),
     "0009_change_marks": ("change_marks",),
     "0011_kept_readings": ("kept_readings",),
+    "0012_kept_pairs": ("kept_pairs",),
     "0013_community_kept": ("community_kept", "community_kept_runs"),
     "0014_pattern_observations": ("pattern_observations", "pattern_observation_marks"),
 }

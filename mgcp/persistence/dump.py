@@ -85,6 +85,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesson_search_docs"}
 # Derived from the rows they watch or read; a database gets its own when it is created or cycled.
 NOT_EXPORTED |= {"change_marks", "kept_readings"}
+NOT_EXPORTED |= {"kept_pairs"}
 NOT_EXPORTED |= {"community_kept", "community_kept_runs"}  # community detection's cache
 NOT_EXPORTED |= {"pattern_observations", "pattern_observation_marks"}
 NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")

@@ -16,6 +16,7 @@ from typing import AsyncIterator
 from mgcp.models import Lesson, LessonStatus
 from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
+from mgcp.persistence.kept_pairs import KeptPairs
 from mgcp.persistence.kept_readings import KeptReadings
 from mgcp.persistence.community_kept import CommunityKept
 from mgcp.persistence.lessons import Lessons
@@ -46,6 +47,7 @@ class Store:
         self.patterns = Patterns(db)
         self.rem_inputs = RemInputs(db)  # the history as REM cycles read it
         self.kept_readings = KeptReadings(db)  # what REM operations read from each text, kept between cycles
+        self.kept_pairs = KeptPairs(db)  # what duplicate detection's pair search keeps between cycles
         self.community_kept = CommunityKept(db)  # community detection's graph and partition, kept between cycles
         self.pattern_observations = PatternObservations(db)  # what pattern reinforcement observed, kept
 

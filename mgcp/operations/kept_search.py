@@ -1,0 +1,259 @@
+"""Duplicate detection's pair search kept between cycles: a repeat cycle compares only the actions
+that changed with all the others, and finds exactly the pairs a full search finds.
+
+The search finds every pair of actions whose TF-IDF cosine is at least t (`floor` of
+`mgcp.operations.duplicate_detection.score_pairs`). A full search keeps, for the corpus it ran on
+(the *base*, of n0 actions):
+
+- each stem's document frequency df0, so each stem's idf0 = log((1 + n0) / (1 + df0)) + 1;
+- for each distinct action text (by a digest of the text and of the rules it is read by): a code
+  of its row, the stems and their counts (`_codes`);
+- every pair of distinct texts whose cosine was >= LOW = t / DRIFT^2 (less SLACK).
+
+A later corpus reads every text again (the words are kept elsewhere) and builds its matrix in full,
+with the idf of now. For a row whose text is in the base with the same code (the same stems and
+counts: the stems of a text can move when another text adds a compound word), let r be each of
+its stems' idf now over its idf0, x0 its base weights (L2-normalised) and N = |x0 r|, the norm of
+its base weights times r (computable from its counts and both idfs). Its weights now are x0 r / N.
+The row is *unchanged* when its *stretch* g = max(r) / N is at most DRIFT; any other row is
+*changed*.
+
+Claim: two unchanged rows whose texts are not a kept pair have a cosine below t now.
+Proof: for unchanged rows x and y (all weights positive),
+
+    cos = sum(x0 y0 r^2) / (N_x N_y)  <=  cos0 * max_x(r) max_y(r) / (N_x N_y)  =  cos0 * g_x * g_y
+        <=  cos0 * DRIFT^2,
+
+since each shared stem's r is at most both rows' max(r). A pair not kept had cos0 < LOW, so
+cos < t. (SLACK, far above the rounding of these sums, keeps this true of the computed values.)
+g >= 1, and g = 1 when every idf moved by one factor (as when only n changes much); a stem whose
+idf moved far stretches its rows in proportion to its weight in them.
+
+So the pairs at or above t are: those with a changed row, found by `sparse.pairs_touching`; the
+kept pairs of unchanged rows, scored again on the matrix of now; and the pairs of unchanged rows
+with the same text. Each is scored by `Matrix.dots` on the matrix of now, so every pair carries
+the value, bit for bit, that the full search gives it.
+
+The base stays the base: the pairs of texts added since are found again by each later search,
+until more than CHANGED_SHARE of the rows are changed; then a full search (at LOW) makes a new base.
+Texts no longer in the corpus are dropped from the base with their pairs (a text that comes back is
+new). The state is stale, and a full search runs, when it is missing or unreadable, was made by
+other rules (`RULES`: how texts are read and weighed, this module and the searches) or for another
+t (the review threshold and trigger support set it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from collections.abc import Hashable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mgcp.operations import similarity, sparse
+from mgcp.operations.shared import WORDS, digest, ticker
+
+FORMAT = 1
+DRIFT = 1.005         # how far a row may stretch (see the module docstring) and still count as unchanged
+CHANGED_SHARE = 0.05  # more changed rows than this: a full search, which makes a new base
+SLACK = 1e-9          # LOW is lowered by this, so that rounding never drops a pair
+
+RULES = hashlib.blake2b(
+    b"kept-search\0" + str(FORMAT).encode() + WORDS
+    + b"".join(Path(module.__file__).read_bytes() for module in (sparse, similarity))
+    + Path(__file__).read_bytes(), digest_size=16).digest()
+
+
+class KeptSearch:
+    """The kept state in (`state`: bytes as the store keeps them, or None) and out (`keep`: the
+    bytes to keep after the cycle, or None when the kept state holds as it is). `changed`: how many
+    rows the last search compared with all the others (None: it searched all pairs)."""
+
+    def __init__(self, state: bytes | None = None):
+        self.state = state
+        self.keep: bytes | None = None
+        self.changed: int | None = None
+
+    def pairs(self, docs: dict[Hashable, str], min_similarity: float,
+              backend: similarity.LexicalBackend) -> list[tuple[Hashable, Hashable, float]]:
+        """What `backend.pairs(docs, min_similarity)` returns, the same pairs and values."""
+        t = max(min_similarity, 1e-9)
+        low = t / DRIFT ** 2 - SLACK
+        m = backend.matrix(docs)
+        tick = ticker(backend.cache)
+        digests = [digest(RULES, doc) for doc in docs.values()]
+        codes = _codes(m)
+        base = _Base.decode(self.state, low)
+        touched = base.touched(m, digests, codes) if base is not None else None
+        if touched is None or int(touched.sum()) > CHANGED_SHARE * m.n:
+            self.changed = None
+            a, b, s = sparse.pairs(m, low, tick)
+            self.keep = _Base.of(m, digests, codes, a, b, low).encode()
+            good = s >= t - 1e-12
+            a, b, s = a[good], b[good], s[good]
+        else:
+            self.changed = int(touched.sum())
+            a1, b1, s1 = sparse.pairs_touching(m, t, touched, tick)
+            a2, b2 = base.rows_of_pairs(digests, ~touched)
+            s2 = m.dots(a2, b2)
+            good = s2 >= t - 1e-12
+            a, b, s = np.r_[a1, a2[good]], np.r_[b1, b2[good]], np.r_[s1, s2[good]]
+            kept = base.without_texts_other_than(set(digests))
+            self.keep = None if kept is base else kept.encode()
+        return similarity._sorted_pairs(list(docs), a, b, s)
+
+
+def _codes(m: sparse.Matrix) -> np.ndarray:
+    """Per row: how many stems it has, and two sums (mod 2^64) over its stems of a 64-bit hash of
+    the stem times (2 x its count + 1), an odd factor, so no count maps two hashes to one value.
+    Equal rows have equal codes; two different rows, only by a chance of about 2^-128."""
+    hashes = np.frombuffer(b"".join(hashlib.blake2b(w.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                                    for w in m.words), dtype=np.uint64).reshape(-1, 2)
+    values = hashes[m.rank] * (2 * m.tf.astype(np.uint64) + np.uint64(1))[:, None]
+    running = np.zeros((len(values) + 1, 2), dtype=np.uint64)
+    np.cumsum(values, axis=0, dtype=np.uint64, out=running[1:])
+    sums = running[m.start[1:]] - running[m.start[:-1]]  # wraps around 2^64, as the sums do
+    return np.column_stack([m.lengths.astype(np.uint64), sums])
+
+
+def _idf(n: int, df: np.ndarray) -> np.ndarray:
+    return np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
+
+
+@dataclass
+class _Base:
+    """The corpus the kept pairs were found in; see the module docstring."""
+
+    low: float
+    n: int
+    stems: list[str]
+    df: np.ndarray      # per stem
+    texts: list[bytes]  # digests of the distinct texts
+    codes: np.ndarray   # per text: its row's code
+    a: np.ndarray       # kept pairs of texts (indexes into `texts`, a < b)
+    b: np.ndarray
+
+    @classmethod
+    def of(cls, m: sparse.Matrix, digests: list[bytes], codes: np.ndarray, a: np.ndarray, b: np.ndarray,
+           low: float) -> "_Base":
+        """The base of matrix m, from its pairs (rows a, b) at or above `low`."""
+        first: dict[bytes, int] = {}
+        for row, d in enumerate(digests):
+            first.setdefault(d, row)
+        texts = sorted(first)
+        index = {d: i for i, d in enumerate(texts)}
+        text_of = np.array([index[d] for d in digests], dtype=np.int64)
+        ta, tb = text_of[a], text_of[b]
+        ta, tb = np.minimum(ta, tb), np.maximum(ta, tb)
+        distinct = ta != tb
+        pair = np.unique(ta[distinct] * max(len(texts), 1) + tb[distinct])
+        rows = np.array([first[d] for d in texts], dtype=np.int64)
+        return cls(low, m.n, list(m.words), m.df.copy(), texts, codes[rows] if len(rows) else codes[:0],
+                   pair // max(len(texts), 1), pair % max(len(texts), 1))
+
+    def touched(self, m: sparse.Matrix, digests: list[bytes], codes: np.ndarray) -> np.ndarray:
+        """Per row of m, whether it is changed since the base (see the module docstring)."""
+        index = {d: i for i, d in enumerate(self.texts)}
+        at = np.array([index.get(d, -1) for d in digests], dtype=np.int64)
+        same = at >= 0
+        same[same] = (self.codes[at[same]] == codes[same]).all(axis=1)
+        known = dict(zip(self.stems, self.df.tolist()))
+        df0 = np.array([known.get(w, -1) for w in m.words], dtype=np.int64)
+        idf0 = np.where(df0 >= 0, _idf(self.n, np.maximum(df0, 0)), np.nan)
+        idf = _idf(m.n, m.df)
+        ratio = idf[m.rank] / idf0[m.rank]  # per entry; nan for a stem new since the base
+        sublinear = 1.0 + np.log(np.maximum(m.tf, 1))
+        then = np.bincount(m.row, weights=(sublinear * idf0[m.rank]) ** 2, minlength=m.n)
+        now = np.bincount(m.row, weights=(sublinear * idf[m.rank]) ** 2, minlength=m.n)
+        filled = m.lengths > 0
+        high = np.ones(m.n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if filled.any():
+                high[filled] = np.maximum.reduceat(ratio, m.start[:-1][filled])
+            stretch = np.where(filled, high * np.sqrt(then / np.where(filled, now, 1.0)), 1.0)
+            steady = stretch <= DRIFT  # False where a ratio is nan
+        return ~(same & steady)
+
+    def rows_of_pairs(self, digests: list[bytes], unchanged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b) arrays, a < b, of the pairs of unchanged rows whose texts are a kept pair or the
+        same text."""
+        index = {d: i for i, d in enumerate(self.texts)}
+        rows = np.flatnonzero(unchanged)
+        text = np.array([index[digests[r]] for r in rows.tolist()], dtype=np.int64)
+        order = np.argsort(text, kind="stable")
+        rows, text = rows[order], text[order]
+        count = np.bincount(text, minlength=len(self.texts))
+        start = np.zeros(len(self.texts) + 1, dtype=np.int64)
+        np.cumsum(count, out=start[1:])
+        # every row of text a with every row of text b, for each kept pair (a, b)
+        ca, cb = count[self.a], count[self.b]
+        total = ca * cb
+        pair = np.repeat(np.arange(len(total)), total)
+        k = np.arange(int(total.sum())) - np.repeat(np.cumsum(total) - total, total)
+        ra = rows[start[self.a[pair]] + k // cb[pair]]
+        rb = rows[start[self.b[pair]] + k % cb[pair]]
+        # every two rows of one text
+        same_a, same_b = [], []
+        for t in np.flatnonzero(count > 1).tolist():
+            held = rows[start[t]:start[t + 1]].tolist()
+            for i, x in enumerate(held):
+                same_a += [x] * (len(held) - i - 1)
+                same_b += held[i + 1:]
+        a = np.r_[ra, np.array(same_a, dtype=np.int64)]
+        b = np.r_[rb, np.array(same_b, dtype=np.int64)]
+        return np.minimum(a, b), np.maximum(a, b)
+
+    def without_texts_other_than(self, present: set[bytes]) -> "_Base":
+        """The base without the texts not `present` and their pairs (itself when all are)."""
+        held = np.array([d in present for d in self.texts], dtype=bool)
+        if held.all():
+            return self
+        new_index = np.cumsum(held) - 1
+        both = held[self.a] & held[self.b]
+        return _Base(self.low, self.n, self.stems, self.df, [d for d, h in zip(self.texts, held) if h],
+                     self.codes[held], new_index[self.a[both]], new_index[self.b[both]])
+
+    # -- as bytes ------------------------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        stems = "\n".join(self.stems).encode("utf-8", "surrogatepass")
+        parts = [stems, self.df.astype("<i8").tobytes(), b"".join(self.texts),
+                 self.codes.astype("<u8").tobytes(), self.a.astype("<i8").tobytes(), self.b.astype("<i8").tobytes()]
+        header = json.dumps({"format": FORMAT, "rules": RULES.hex(), "low": self.low, "n": self.n,
+                             "stems": len(self.stems), "texts": len(self.texts), "pairs": len(self.a),
+                             "sizes": [len(p) for p in parts]}).encode()
+        return struct.pack("<I", len(header)) + header + b"".join(parts)
+
+    @classmethod
+    def decode(cls, state: bytes | None, low: float) -> "_Base | None":
+        """The base kept in `state`, or None when there is none, it is unreadable, or it was made by
+        other rules or for another threshold."""
+        if not state:
+            return None
+        try:
+            (size,) = struct.unpack_from("<I", state)
+            header = json.loads(state[4:4 + size])
+            if header.get("format") != FORMAT or header.get("rules") != RULES.hex() or header.get("low") != low:
+                return None
+            parts, at = [], 4 + size
+            for length in header["sizes"]:
+                parts.append(state[at:at + length])
+                at += length
+            if at != len(state):
+                return None
+            stems_bytes, df, texts, codes, a, b = parts
+            stems = stems_bytes.decode("utf-8", "surrogatepass").split("\n") if header["stems"] else []
+            base = cls(low, int(header["n"]), stems, np.frombuffer(df, dtype="<i8").astype(np.int64),
+                       [texts[i:i + 16] for i in range(0, len(texts), 16)],
+                       np.frombuffer(codes, dtype="<u8").astype(np.uint64).reshape(-1, 3),
+                       np.frombuffer(a, dtype="<i8").astype(np.int64), np.frombuffer(b, dtype="<i8").astype(np.int64))
+        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
+            return None
+        consistent = (len(base.stems) == header["stems"] == len(base.df) and len(base.texts) == header["texts"]
+                      == len(base.codes) and len(base.a) == len(base.b) == header["pairs"]
+                      and (not len(base.a) or (base.a.min() >= 0 and base.b.max() < len(base.texts))))
+        return base if consistent else None

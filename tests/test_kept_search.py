@@ -1,0 +1,277 @@
+"""Duplicate detection's kept pair search (`mgcp.operations.kept_search`, `kept_pairs`): a repeat
+cycle that compares only the changed actions with the others finds exactly what a full search finds,
+and the kept state is a cache."""
+
+import json
+import random
+import shutil
+import sqlite3
+
+import numpy as np
+import pytest
+
+import planted
+from mgcp import engine
+from mgcp.config import DEFAULTS, parse_config
+from mgcp.engine import actions, cycle
+from mgcp.models import LessonStatus
+from mgcp.operations import duplicate_detection, kept_search, sparse
+from mgcp.operations.similarity import LexicalBackend
+from tests.test_operations_duplicate_detection import lesson, synthetic
+
+SETTINGS = {**DEFAULTS["duplicate_detection"], "max_findings": 10_000}
+P = planted.PROJECT
+
+
+@pytest.fixture
+def spied(monkeypatch) -> list[int]:
+    """How many rows each search touched (-1: a full search), any share of changed rows allowed."""
+    monkeypatch.setattr(kept_search, "CHANGED_SHARE", 1.0)
+    calls = []
+    full, touching = sparse.pairs, sparse.pairs_touching
+
+    def pairs(m, t, tick=None):
+        calls.append(-1)
+        return full(m, t, tick)
+
+    def pairs_touching(m, t, touched, tick=None):
+        calls.append(int(touched.sum()))
+        return touching(m, t, touched, tick)
+
+    monkeypatch.setattr(sparse, "pairs", pairs)
+    monkeypatch.setattr(sparse, "pairs_touching", pairs_touching)
+    return calls
+
+
+def _json(findings) -> list:
+    return [f.model_dump(mode="json") for f in findings]
+
+
+def _words(rng, vocabulary, n):
+    return " ".join(rng.choice(vocabulary) for _ in range(n))
+
+
+def _docs_sweep(rng):
+    """A small corpus of few words (so that idf moves a lot when a few documents change)."""
+    vocabulary = [f"w{i}" for i in range(rng.randint(8, 40))] + ["file", "name", "filename", "names"]
+    return vocabulary, {f"d{i:03d}": _words(rng, vocabulary, rng.randint(0, 7)) for i in range(rng.randint(2, 50))}
+
+
+def test_the_kept_search_finds_the_pairs_and_values_of_a_full_search_over_random_changes(spied, monkeypatch):
+    """Random small corpora changed at random over several cycles (texts edited, removed, added,
+    copied; a compound word added, which changes how other texts are read), under several DRIFT
+    bounds: each repeat search gives the full search's pairs with the same values, bit for bit,
+    without a full search, and many with rows left unchanged."""
+    rng = random.Random(5)
+    incremental = partly = 0
+    for corpus in range(60):
+        monkeypatch.setattr(kept_search, "DRIFT", rng.choice([kept_search.DRIFT, 1.02, 1.1]))
+        vocabulary, docs = _docs_sweep(rng)
+        t = rng.choice([0.2, 0.4, 0.6, 0.79])
+        state = None
+        for step in range(4):
+            search = kept_search.KeptSearch(state)
+            got = search.pairs(docs, t, LexicalBackend())
+            assert got == LexicalBackend().pairs(docs, t), (corpus, step)
+            incremental += search.changed is not None
+            partly += search.changed is not None and search.changed < len(docs)
+            assert (search.changed is None) == (step == 0)
+            state = search.keep or state
+            keys = list(docs)
+            for _ in range(rng.randint(1, 4)):
+                what = rng.random()
+                if what < 0.3 and keys:
+                    docs[rng.choice(keys)] += " " + _words(rng, vocabulary, 1)
+                elif what < 0.5 and len(keys) > 2:
+                    docs.pop(keys.pop(rng.randrange(len(keys))))
+                elif what < 0.7 and keys:
+                    docs[f"c{corpus}-{step}-{len(docs)}"] = docs[rng.choice(keys)]
+                else:
+                    docs[f"n{corpus}-{step}-{len(docs)}"] = _words(rng, vocabulary, rng.randint(1, 6))
+    assert incremental == 60 * 3 and partly > 60
+
+
+def _edit(rng, action: str) -> str:
+    words = action.split()
+    words.insert(rng.randrange(len(words) + 1), rng.choice(["carefully", "again", "first", "quietly"]))
+    return " ".join(words)
+
+
+def test_repeat_duplicate_detection_equals_a_full_run_on_the_same_lessons(spied, monkeypatch):
+    """Findings (their JSON, order and cap included) after refines, archives, added lessons and
+    copies, and a rare word's idf moved a lot, equal those of a run with nothing kept. (A corpus
+    this small moves every idf by more than DRIFT allows; a wider bound leaves rows unchanged.)"""
+    monkeypatch.setattr(kept_search, "DRIFT", 1.05)
+    rng = random.Random(3)
+    lessons, _ = synthetic(300)
+    search = kept_search.KeptSearch()
+    first = duplicate_detection.run(lessons, SETTINGS, search=search)
+    state = search.keep
+    assert state and spied == [-1]
+    assert _json(first) == _json(duplicate_detection.run(lessons, SETTINGS))
+    for step in range(3):
+        for i in rng.sample(range(len(lessons)), 3):  # refined
+            old = lessons[i]
+            lessons[i] = lesson(old.id, old.trigger, _edit(rng, old.action), version=old.version + 1,
+                                tags=old.tags)
+        for i in sorted(rng.sample(range(len(lessons)), 3), reverse=True):  # archived
+            del lessons[i]
+        source = rng.choice(lessons)
+        lessons.append(lesson(f"copy-{step}", "when it comes up again", source.action))  # a copy
+        lessons.append(lesson(f"new-{step}", "when naming flags", f"Name each flag zyzzyva{step} after "
+                              "what it switches, never after a ticket."))
+        # a rare word held by one lesson becomes common: its idf falls far
+        holder = rng.choice(lessons)
+        rare = f"quokka{step}"
+        i = lessons.index(holder)
+        lessons[i] = lesson(holder.id, holder.trigger, holder.action + f" Mind the {rare}.",
+                            version=holder.version + 1, tags=holder.tags)
+        lessons += [lesson(f"rare-{step}-{k}", f"when {rare} {k}", f"Feed the {rare} {k} times a day.")
+                    for k in range(4)]
+        calls = len(spied)
+        search = kept_search.KeptSearch(state)
+        repeat = duplicate_detection.run(lessons, SETTINGS, search=search)
+        assert spied[calls:] == [search.changed] and 0 < search.changed < len(lessons)
+        assert _json(repeat) == _json(duplicate_detection.run(lessons, SETTINGS))
+        assert repeat and any(f.data["copy"] for f in repeat)
+        state = search.keep or state
+
+
+def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(spied):
+    lessons, _ = synthetic(120)
+    search = kept_search.KeptSearch()
+    expected = _json(duplicate_detection.run(lessons, SETTINGS, search=search))
+    good = search.keep
+    other = {**SETTINGS, "review_threshold": 0.75}
+    for state, settings in [(good[:-5], SETTINGS), (b"nonsense", SETTINGS), (good, other),
+                            (good.replace(kept_search.RULES.hex().encode(), b"0" * 32), SETTINGS)]:
+        calls = len(spied)
+        search = kept_search.KeptSearch(state)
+        found = _json(duplicate_detection.run(lessons, settings, search=search))
+        assert spied[calls:] == [-1] and search.keep  # a full search, and a new state to keep
+        assert found == (expected if settings is SETTINGS else _json(duplicate_detection.run(lessons, settings)))
+
+
+def test_too_many_changed_rows_make_a_new_base(monkeypatch):
+    docs = {f"d{i}": f"alpha beta gamma{i % 7} delta{i % 5}" for i in range(40)}
+    search = kept_search.KeptSearch()
+    search.pairs(docs, 0.5, LexicalBackend())
+    state = search.keep
+    docs.update({f"e{i}": f"epsilon zeta gamma{i % 3}" for i in range(10)})  # a fifth of the rows new
+    again = kept_search.KeptSearch(state)
+    assert again.pairs(docs, 0.5, LexicalBackend()) == LexicalBackend().pairs(docs, 0.5)
+    assert again.changed is None and again.keep and again.keep != state
+
+
+def test_pairs_touching_is_pairs_with_a_touched_end():
+    rng = random.Random(9)
+    for _ in range(100):
+        vocabulary, docs = _docs_sweep(rng)
+        m = sparse.tf_idf([doc.split() for doc in docs.values()])
+        t = rng.uniform(0.1, 0.95)
+        touched = np.array([rng.random() < 0.3 for _ in range(m.n)], dtype=bool)
+        whole = {(a, b): s for a, b, s in zip(*(x.tolist() for x in sparse.pairs(m, t)))}
+        part = list(zip(*(x.tolist() for x in sparse.pairs_touching(m, t, touched))))
+        assert len(part) == len({(a, b) for a, b, _ in part})
+        assert {(a, b): s for a, b, s in part} == {k: s for k, s in whole.items() if touched[k[0]] or touched[k[1]]}
+
+
+# -- in the engine: kept between cycles in `kept_pairs` ------------------------------------------------
+
+CONFIG = parse_config({"rem": {"duplicate_detection": {"max_findings": 500}}}, "test")
+
+
+def _kept(path) -> list:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT search, length(state) FROM kept_pairs").fetchall()
+    finally:
+        conn.close()
+
+
+async def _analysed(store) -> tuple:
+    """Duplicate detection's findings (before those already pending are left out) and summary, then
+    the cycle's stored findings."""
+    project = await store.context.known_project(P)
+    plan = cycle._plan(CONFIG, project, await store.rem.state(project.project_id), ["duplicate_detection"])
+    [analysis] = [a async for a in cycle._analyse(store, CONFIG, project, plan, None)]
+    found = (analysis.error, {k: v for k, v in analysis.summary.items() if k != "input_digest"}, _json(analysis.findings))
+    report = await engine.run_cycle(store, CONFIG, P, ["duplicate_detection"])
+    return found, sorted((f.fingerprint, json.dumps(f.data, sort_keys=True)) for f in report.findings)
+
+
+async def _change(store):
+    """Refined, archived, added (a copy, a new rule), a rare word made common, and a merge answered
+    in review."""
+    ids = sorted(row.id for row in await store.lessons.rows())
+    first = await store.lessons.get(ids[0])
+    await store.lessons.refine(ids[0], "sharper", action=first.action + " Check the result twice.")
+    await store.lessons.set_lifecycle(ids[1], LessonStatus.archived, "not needed")
+    copied = await store.lessons.get(ids[2])
+    await store.lessons.add("copied-rule", "when the same rule comes up again", copied.action, tags=["copies"])
+    await store.lessons.add("new-rule", "when naming feature flags",
+                            "Name feature flags after the behaviour they switch, never after a ticket.")
+    held = await store.lessons.get(ids[3])
+    rare = held.action.split()[-1].strip(".").lower()
+    for k in range(3):
+        await store.lessons.add(f"rare-{k}", f"when {rare} comes up {k}", f"Mention {rare} in the log {k} times.")
+    merges = [f for f in await store.rem.findings(None, None) if f.kind == "duplicate_merge" and f.status == "pending"]
+    assert merges
+    await actions.resolve(store, CONFIG, merges[0].id, 1)
+
+
+def test_a_repeat_cycle_finds_what_a_cycle_with_nothing_kept_finds(tmp_path, run, spied):
+    path = tmp_path / "a.db"
+    planted.build(path)
+    run(path, lambda store: engine.run_cycle(store, CONFIG, P, ["duplicate_detection"]))
+    assert _kept(path)[0][0] == "duplicate_detection" and spied == [-1]
+    run(path, _change)
+    other = tmp_path / "b.db"
+    shutil.copy(path, other)
+    conn = sqlite3.connect(other)
+    conn.execute("DELETE FROM kept_pairs")
+    conn.commit()
+    conn.close()
+
+    repeat = run(path, _analysed)
+    assert spied[1] > 0 and spied[2] > 0  # the analysis and the cycle each compared only the changed rows
+    full = run(other, _analysed)
+    assert spied[3:] == [-1, 0] and _kept(other)  # nothing kept: a full search, whose state the cycle used
+    assert repeat == full
+    assert repeat[0][0] is None and repeat[0][2]
+
+
+def test_a_dry_run_keeps_no_search_state(tmp_path, run):
+    path = tmp_path / "a.db"
+    planted.build(path)
+
+    async def dry(store):
+        return await engine.run(store, CONFIG, P, ["duplicate_detection"], auto=True, dry_run=True)
+
+    run(path, dry)
+    assert _kept(path) == []
+
+
+DETERMINISM_SCRIPT = """
+import hashlib, json
+from tests.test_operations_duplicate_detection import SETTINGS, lesson, synthetic
+from mgcp.operations import duplicate_detection, kept_search
+
+kept_search.DRIFT = 1.05
+lessons, _ = synthetic()
+first = kept_search.KeptSearch()
+duplicate_detection.run(lessons, SETTINGS, search=first)
+lessons = lessons[5:] + [lesson("n1", "when copying", lessons[7].action), lesson("n2", "when x", lessons[9].action + " Twice.")]
+again = kept_search.KeptSearch(first.keep)
+findings = duplicate_detection.run(lessons, {**SETTINGS, "max_findings": 25}, search=again)
+print(json.dumps([again.changed, hashlib.sha256(first.keep).hexdigest(), hashlib.sha256(again.keep or b"").hexdigest(),
+                  [(f.kind, f.fingerprint, f.data.get("similarity")) for f in findings]]))
+"""
+
+
+def test_the_kept_state_and_the_repeat_findings_do_not_depend_on_the_hash_seed():
+    from hashseeds import outputs_under_hash_seeds
+
+    outputs = outputs_under_hash_seeds(DETERMINISM_SCRIPT)
+    assert 0 < outputs[0][0] < 300 and outputs[0][3]
+    assert outputs[0] == outputs[1] == outputs[2]
