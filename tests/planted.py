@@ -52,3 +52,19 @@ def lesson_subject(finding) -> tuple:
     if finding.kind == "contradiction":
         return tuple(sorted(finding.subject))
     return (finding.data["lesson"],)
+
+
+async def change_a_few(store) -> list[str]:
+    """A few of the changes a day brings to the active lessons: the first (by id) refined, the second
+    archived, the third's action copied into a new lesson, and a new rule. The active ids before, in order."""
+    from mgcp.models import LessonStatus
+
+    ids = [row.id for row in await store.lessons.rows()]
+    first = await store.lessons.get(ids[0])
+    await store.lessons.refine(ids[0], "sharper", action=first.action + " Check the result twice.")
+    await store.lessons.set_lifecycle(ids[1], LessonStatus.archived, "not needed")
+    copied = await store.lessons.get(ids[2])
+    await store.lessons.add("copied-rule", "when the same rule comes up again", copied.action, tags=["copies"])
+    await store.lessons.add("new-rule", "when naming feature flags",
+                            "Name feature flags after the behaviour they switch, never after a ticket.")
+    return ids

@@ -13,7 +13,6 @@ import planted
 from mgcp import engine, text
 from mgcp.config import parse_config
 from mgcp.engine import cycle
-from mgcp.models import LessonStatus
 
 CONFIG = parse_config({"rem": {op: {"max_findings": 500} for op in (
     "duplicate_detection", "community_detection", "contradiction_scan", "knowledge_extraction")}}, "test")
@@ -75,14 +74,7 @@ async def _analysed_and_cycle(store):
 
 async def _change(store):
     """A few of everything: refined, archived, added (one a copy of a kept rule), and new history."""
-    ids = [r[0] for r in await store.db.fetchall("SELECT id FROM lessons ORDER BY id")]
-    first = await store.lessons.get(ids[0])
-    await store.lessons.refine(ids[0], "sharper", action=first.action + " Check the result twice.")
-    await store.lessons.set_lifecycle(ids[1], LessonStatus.archived, "not needed")
-    copied = await store.lessons.get(ids[2])
-    await store.lessons.add("copied-rule", "when the same rule comes up again", copied.action, tags=["copies"])
-    await store.lessons.add("new-rule", "when naming feature flags",
-                            "Name feature flags after the behaviour they switch, never after a ticket.")
+    await planted.change_a_few(store)
     for i in range(3):
         await store.context.register_session(P, f"kept-words-{i}")
         await store.context.save(P, notes=f"Session {i}: tuned the connection pool size again",

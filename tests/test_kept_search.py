@@ -14,7 +14,6 @@ import planted
 from mgcp import engine
 from mgcp.config import DEFAULTS, parse_config
 from mgcp.engine import actions, cycle
-from mgcp.models import LessonStatus
 from mgcp.operations import duplicate_detection, kept_search, sparse
 from mgcp.operations.similarity import LexicalBackend
 from tests.test_operations_duplicate_detection import lesson, synthetic
@@ -203,14 +202,7 @@ async def _analysed(store) -> tuple:
 async def _change(store):
     """Refined, archived, added (a copy, a new rule), a rare word made common, and a merge answered
     in review."""
-    ids = sorted(row.id for row in await store.lessons.rows())
-    first = await store.lessons.get(ids[0])
-    await store.lessons.refine(ids[0], "sharper", action=first.action + " Check the result twice.")
-    await store.lessons.set_lifecycle(ids[1], LessonStatus.archived, "not needed")
-    copied = await store.lessons.get(ids[2])
-    await store.lessons.add("copied-rule", "when the same rule comes up again", copied.action, tags=["copies"])
-    await store.lessons.add("new-rule", "when naming feature flags",
-                            "Name feature flags after the behaviour they switch, never after a ticket.")
+    ids = await planted.change_a_few(store)
     held = await store.lessons.get(ids[3])
     rare = held.action.split()[-1].strip(".").lower()
     for k in range(3):
