@@ -263,7 +263,7 @@ print(json.dumps([result.incremental, result.communities, [f.fingerprint for f i
 
 
 def test_an_incremental_run_does_not_depend_on_the_hash_seed():
-    from tests.hashseeds import outputs_under_hash_seeds
+    from hashseeds import outputs_under_hash_seeds
 
     outputs = outputs_under_hash_seeds(INCREMENTAL_SCRIPT)
     assert outputs[0][0] is True

@@ -16,7 +16,7 @@ from mgcp.config import DEFAULTS, parse_config
 from mgcp.engine import actions, cycle
 from mgcp.operations import duplicate_detection, kept_search, sparse
 from mgcp.operations.similarity import LexicalBackend
-from tests.test_operations_duplicate_detection import lesson, synthetic
+from test_operations_duplicate_detection import lesson, synthetic
 
 SETTINGS = {**DEFAULTS["duplicate_detection"], "max_findings": 10_000}
 P = planted.PROJECT
