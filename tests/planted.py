@@ -2,6 +2,8 @@
 REM operation has known true cases to find, and a helper to load it into a database."""
 
 import asyncio
+import shutil
+import sqlite3
 from datetime import datetime, timezone
 
 import yaml
@@ -68,3 +70,15 @@ async def change_a_few(store) -> list[str]:
     await store.lessons.add("new-rule", "when naming feature flags",
                             "Name feature flags after the behaviour they switch, never after a ticket.")
     return ids
+
+
+def copy_without(path, to, *tables):
+    """A copy of the database at `to` with every row of `tables` deleted (what a cycle keeps, to
+    compare with a cycle that has none of it)."""
+    shutil.copy(path, to)
+    conn = sqlite3.connect(to)
+    for table in tables:
+        conn.execute(f"DELETE FROM {table}")
+    conn.commit()
+    conn.close()
+    return to

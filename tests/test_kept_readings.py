@@ -4,7 +4,6 @@ finds exactly what the same cycle finds with nothing kept."""
 
 import importlib
 import json
-import shutil
 import sqlite3
 
 import pytest
@@ -89,12 +88,7 @@ def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_c
     kept_first = _kept(path)
     assert {reading for reading, _ in kept_first.values()} == {"words", "screen", "claims"}
     run(path, _change)
-    other = tmp_path / "b.db"
-    shutil.copy(path, other)
-    conn = sqlite3.connect(other)
-    conn.execute("DELETE FROM kept_readings")
-    conn.commit()
-    conn.close()
+    other = planted.copy_without(path, tmp_path / "b.db", "kept_readings")
 
     reads = _spy(monkeypatch)
     repeat = run(path, _analysed_and_cycle)

@@ -4,7 +4,6 @@ and the kept state is a cache."""
 
 import json
 import random
-import shutil
 import sqlite3
 
 import numpy as np
@@ -218,12 +217,7 @@ def test_a_repeat_cycle_finds_what_a_cycle_with_nothing_kept_finds(tmp_path, run
     run(path, lambda store: engine.run_cycle(store, CONFIG, P, ["duplicate_detection"]))
     assert _kept(path)[0][0] == "duplicate_detection" and spied == [-1]
     run(path, _change)
-    other = tmp_path / "b.db"
-    shutil.copy(path, other)
-    conn = sqlite3.connect(other)
-    conn.execute("DELETE FROM kept_pairs")
-    conn.commit()
-    conn.close()
+    other = planted.copy_without(path, tmp_path / "b.db", "kept_pairs")
 
     repeat = run(path, _analysed)
     assert spied[1] > 0 and spied[2] > 0  # the analysis and the cycle each compared only the changed rows

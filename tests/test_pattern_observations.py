@@ -5,11 +5,11 @@ several projects, changed lessons, an undone run, or a history changed below wha
 the history is read whole again). A dry run keeps nothing."""
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
 
+import planted
 from mgcp import engine
 from mgcp.config import parse_config
 from mgcp.engine import actions, cycle
@@ -50,17 +50,6 @@ async def _change_lessons(store):
     await store.lessons.add("copy-c", "when the copy test runs", "Always run the copy test twice!")
 
 
-def _cleared(path, to):
-    """A copy of the database with nothing kept."""
-    shutil.copy(path, to)
-    conn = sqlite3.connect(to)
-    for table in KEPT:
-        conn.execute(f"DELETE FROM {table}")
-    conn.commit()
-    conn.close()
-    return to
-
-
 def _count(path, table) -> int:
     conn = sqlite3.connect(path)
     try:
@@ -92,7 +81,7 @@ async def _cycle(store) -> dict:
 
 def _same(run, path, tmp_path, name) -> dict:
     """The cycle on the database and on a copy with nothing kept: the same analysis and patterns."""
-    other = _cleared(path, tmp_path / f"{name}.db")
+    other = planted.copy_without(path, tmp_path / f"{name}.db", *KEPT)
     kept, full = run(path, _cycle), run(other, _cycle)
     assert full["read"] == "whole"
     assert {k: v for k, v in kept.items() if k != "read"} == {k: v for k, v in full.items() if k != "read"}
