@@ -65,7 +65,7 @@ class _LessonIndex:
     100k lessons). `words`: the index of these very lessons, when the cycle has it."""
 
     def __init__(self, lessons: list[Lesson], words: LessonWords | None = None):
-        self.index = words if words is not None and words.lessons == lessons else LessonWords(lessons)
+        self.index = LessonWords.over(lessons, words)
         self.words = self.index.words
         self._sets: dict[str, frozenset[int]] = {}
 

@@ -49,6 +49,11 @@ class LessonWords:
         word_of, self._holders = np.divmod(pairs, size)
         self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
+    @classmethod
+    def over(cls, lessons: list, index: "LessonWords | None" = None) -> "LessonWords":
+        """`index` when it is the index of these lessons (the cycle's), else one built for them."""
+        return index if index is not None and index.lessons == lessons else cls(lessons)
+
     def of(self, word: str):
         """The numbers of the lessons holding `word`, ascending, as a numpy array."""
         number = self.words.get(word)

@@ -414,7 +414,7 @@ class _Holders:
         import numpy as np
 
         full = full if full is not None else text.Memo(_full)
-        self.index = words if words is not None and words.lessons == active else LessonWords(active)
+        self.index = LessonWords.over(active, words)
         self.lessons = active
         by_recency = sorted(range(len(active)), key=lambda n: (active[n].created_at, active[n].id), reverse=True)
         self.rank = np.empty(len(active), dtype=np.int64)  # each lesson's place, the most recent first
