@@ -1,6 +1,6 @@
 """How right mgcp's duplicate findings and lesson retrieval are on real, public agent guidance.
 
-    python benchmarks/quality.py [--lessons N] [--json FILE] [--data DIR] [--keep-db FILE]
+    python benchmarks/quality.py [--lessons N] [--json FILE] [--data DIR] [--keep-db FILE] [--floor F]
 
 Reads the evaluation set in benchmarks/quality/ (see its README.md): `lessons.jsonl.gz` (rules
 converted from public rule collections and style guides), `pairs.jsonl` (hand-labelled lesson
@@ -8,9 +8,11 @@ pairs: duplicate / related / distinct) and `queries.jsonl` (task queries with th
 relevant). Loads the lessons into a fresh temporary database through the public store API, then
 prints one table:
 
-* duplicate detection: `duplicate_detection.run` on every lesson with the configured settings, except
-  `max_findings` lifted and `review_threshold` lowered to 0.5, so that every pair scoring 0.5 or more
-  is seen (a labelled pair without a finding scored below 0.5). Precision and recall of the label
+* duplicate detection: `duplicate_detection.run` on every lesson with the configured settings (and
+  the configured similarity backend), except `max_findings` lifted and, for the score bands,
+  `review_threshold` lowered to the floor (0.5 unless `--floor` says otherwise), so that every pair
+  scoring that much is seen (a labelled pair without a finding scored below it). With the semantic
+  backend, give `--floor 0.8`: at 0.5 the embeddings pair most rules of one topic, millions of pairs. Precision and recall of the label
   "duplicate" at the review threshold and at the merge threshold (both read from the config), the
   share of verbatim copies in the corpus (pairs of lessons whose actions are equal once lowercased
   with punctuation and spacing removed) scored at or above the merge threshold, the labelled pairs
@@ -124,22 +126,39 @@ def pr(pairs: list[dict], scores: dict, threshold: float) -> dict:
             "recall": tp / positives if positives else None}
 
 
-def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], config) -> dict:
+def semantic_model(config):
+    """The model2vec model the config's `similarity` setting names, or None for the lexical backend
+    (what a REM cycle with this config would compare texts with)."""
+    if config.similarity["backend"] != "semantic":
+        return None
+    from mgcp.operations import semantic
+
+    return semantic.load_model(config.similarity["model"])
+
+
+def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], config, floor: float) -> dict:
     settings = dict(config.operation("duplicate_detection"))
     review_at, merge_at = float(settings["review_threshold"]), float(settings["merge_threshold"])
     settings["max_findings"] = 10**9
 
+    model = semantic_model(config)
+
     def pair_findings(settings) -> dict:
-        findings = duplicate_detection.run(lessons_in_db, settings)
+        backend = None
+        if model is not None:
+            from mgcp.operations.semantic import SemanticBackend
+
+            backend = SemanticBackend(model)
+        findings = duplicate_detection.run(lessons_in_db, settings, backend)
         return {frozenset((f.data["canonical"], f.data["other"])): float(f.data["similarity"])
                 for f in findings if "canonical" in f.data and "other" in f.data}   # pair findings only
 
     # Precision and recall come from the run as configured (what a user gets: no pair scoring under
-    # the review threshold is ever searched for); the bands from a second run searching down to FLOOR.
+    # the review threshold is ever searched for); the bands from a second run searching down to `floor`.
     t0 = time.perf_counter()
     live = pair_findings(settings)
     seconds = time.perf_counter() - t0
-    found = pair_findings({**settings, "review_threshold": min(FLOOR, review_at)})
+    found = pair_findings({**settings, "review_threshold": min(floor, review_at)})
 
     # mgcp asks about a rule copied into several places once per copy: each copy is paired with the
     # first of its group (by id), and only that first one with other lessons. A pair is scored as
@@ -165,7 +184,7 @@ def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], conf
         p["key"] = (p["a"], p["b"])
         scores[p["key"]] = score(p["a"], p["b"], found)
         live_scores[p["key"]] = score(p["a"], p["b"], live)
-    low = min(FLOOR, review_at)
+    low = min(floor, review_at)
     cuts = sorted({merge_at, review_at, 0.70, low}, reverse=True)
     cuts = [c for c in cuts if c >= low]
     bands = [(f">={cuts[0]:.2f}", cuts[0])]
@@ -318,8 +337,8 @@ async def main_async(args) -> dict:
         log(f"loading {len(lessons)} lessons into {db} ...")
         load_seconds = await load(store, lessons)
         active = await store.lessons.list()
-        log(f"duplicate detection on {len(active)} lessons (every pair >= {FLOOR}) ...")
-        dup = duplicates_report(active, lessons, pairs, config)
+        log(f"duplicate detection on {len(active)} lessons (every pair >= {args.floor}) ...")
+        dup = duplicates_report(active, lessons, pairs, config, args.floor)
         del active
         log("bulk import REM cycle ...")
         bulk = await bulk_report(store, config)
@@ -337,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write every figure (and each pair's score, each query's top 5) here")
     parser.add_argument("--data", default=str(DATA), help="folder holding lessons.jsonl.gz, pairs.jsonl, queries.jsonl")
     parser.add_argument("--keep-db", help="build the database at this path and keep it (default: a temporary file)")
+    parser.add_argument("--floor", type=float, default=FLOOR,
+                        help=f"the lowest score the bands look at (default {FLOOR}; 0.8 with the semantic backend)")
     args = parser.parse_args(argv)
     try:
         result = asyncio.run(main_async(args))
