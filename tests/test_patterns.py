@@ -383,3 +383,20 @@ def test_history_read_in_pages_and_after_a_mark_observes_what_the_whole_history_
         assert observed.wording == expected.wording and observed.keys(2, {"decision", "note"})
         sources = {key: observed.sources(key) for key in observed.sessions}
         assert sources == {key: expected.sources(key) for key in expected.sessions}
+
+
+def test_a_draft_from_one_projects_decisions_is_reviewed_there_not_in_the_project_that_ran(db, dbp, run):
+    seed_sessions(run, db, n=3)
+    other = "/p/elsewhere"
+
+    async def elsewhere(store):
+        await store.context.save(other, session_id="e1", notes="Nothing about workspaces here.")
+    run(db, elsewhere)
+    ran = cli_json("rem", "run", "--project", other, "--op", "pattern_reinforcement", "--db", dbp)
+    [draft] = [f for f in ran["report"]["findings"] if f["kind"] == "reinforced_draft"]
+    assert draft["project_id"] != ran["report"]["project_id"]
+    assert cli_json("rem", "status", "--project", other, "--db", dbp)["pending_findings"] == 0
+    assert [f["id"] for f in cli_json("rem", "report", "--project", other, "--db", dbp)["pending"]] == []
+    assert [f["id"] for f in cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]] == [draft["id"]]
+    code, out, _ = mgcp("rem", "resolve", draft["id"], "--option", "1", "--project", PROJECT, "--db", dbp)
+    assert code == 0 and "added lesson" in out

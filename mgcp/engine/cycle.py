@@ -320,7 +320,7 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
             if finding.kind == "summary":  # the latest count of the rest replaces the last one
                 await store.rem.retire_summaries(project_id, finding.operation, finding.data["of_kind"])
             finding = finding.model_copy(update={
-                "id": _finding_id(finding.fingerprint, run_id), "project_id": project_id,
+                "id": _finding_id(finding.fingerprint, run_id), "project_id": finding.project_id or project_id,
                 "run_id": run_id, "created_at": now})
             await store.rem.insert_finding(finding)
             stored.append(finding)
@@ -586,6 +586,11 @@ async def _patterns(store, project, settings, inputs):
     paths = await store.patterns.project_paths()
     result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
                                      utcnow(), paths, await inputs.lesson_words())
+    for finding in result.findings:  # a draft is a context finding: reviewed in a project whose sessions
+        # it cites (this one if it is among them, else the first cited), never in another
+        owners = [where["project_id"] for where in finding.data.get("sessions", ())]
+        if owners and project.project_id not in owners:
+            finding.project_id = owners[0]
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
                "snapshots": observed.snapshots, "decision_observations": observed.decisions,
                "history_read": "whole" if observed.whole else "since the last run"}
