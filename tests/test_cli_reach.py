@@ -153,6 +153,18 @@ def test_context_diff_between_two_sessions(tmp_path):
     assert "-todo [ ]: write tests" in out and "+todo [x]: write tests" in out and "+decision: Use WAL" in out
 
 
+def test_done_marks_one_todo_and_keeps_the_others(tmp_path):
+    path, project = tmp_path / "c.db", "/work/shop"
+    mgcp("context", "save", "--project", project, "--todo", "one", "--todo", "two", "--todo", "three", "--db", path)
+    code, _, err = mgcp("context", "save", "--project", project, "--done", "two", "--done", "four", "--db", path)
+    assert (code, err) == (0, "")
+    code, out, _ = mgcp("context", "show", "--project", project, "--db", path, "--json")
+    assert [(t["content"], t["status"]) for t in json.loads(out)["todos"]] == [
+        ("one", "pending"), ("two", "completed"), ("three", "pending"), ("four", "completed")]
+    code, _, err = mgcp("context", "save", "--project", project, "--done", " ", "--db", path)
+    assert code == 2 and "todo" in err
+
+
 @pytest.mark.parametrize("args", [["lesson", "show", "nope"], ["lesson", "diff", "nope", "1"],
                                   ["lesson", "list", "--limit", "x"]])
 def test_errors_under_json_are_json_on_stderr(tmp_path, args):

@@ -145,18 +145,22 @@ class Contexts:
     async def save(self, path: str, session_id: str | None = None, notes: str | None = None,
                    todos: list[Todo] | None = None, decisions: list[str] | None = None,
                    active_files: list[str] | None = None,
-                   catalogue: dict | None = None, at: str | None = None) -> ContextSnapshot | None:
+                   catalogue: dict | None = None, at: str | None = None,
+                   done: list[str] | None = None) -> ContextSnapshot | None:
         """Save the project's state; returns the new history row, or None when nothing changed.
 
         The save belongs to the project's current session (a new session id opens the next one;
         a known id continues the current one). A decision already among the recent decisions is
-        not appended again, so repeating a save changes nothing. `at` backdates the save (imports
-        and the demo); by default it is now."""
+        not appended again, so repeating a save changes nothing. `todos` replace the list; `done`
+        marks todos completed: each of the list (the `todos` given, else the current list) whose
+        content it names, and one it names that the list lacks is added as completed. `at` backdates
+        the save (imports and the demo); by default it is now."""
         notes = check_text("notes", notes, required=False)
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
         if todos is not None:  # trimmed like every other text
             todos = [todo.model_copy(update={"content": check_text("todo", todo.content)}) for todo in todos]
+        done = check_list("todo", done)
         if catalogue is not None:
             check_catalogue(catalogue)
         if session_id is not None:
@@ -171,6 +175,8 @@ class Contexts:
                 await self.db.update("project_contexts", {"project_id": project.project_id},
                                      {"session_count": 1})
             old_todos = {t.content: t for t in project.todos}
+            if done:
+                todos = _completed(project.todos if todos is None else todos, done)
             now = at or utcnow()
             new_todos = project.todos if todos is None else [
                 t.model_copy(update={"created_at": t.created_at or (old_todos[t.content].created_at
@@ -280,3 +286,11 @@ class Contexts:
             raise NotFoundError(f"no context for {project.project_path} at session {session}: "
                                 f"nothing was saved by then{first}")
         return last, catalogue
+
+
+def _completed(todos: list[Todo], done: list[str]) -> list[Todo]:
+    """The todos with those `done` names marked completed, and the names the list lacks added so."""
+    named = set(done)
+    marked = [t.model_copy(update={"status": "completed"}) if t.content in named else t for t in todos]
+    held = {t.content for t in todos}
+    return marked + [Todo(content=c, status="completed") for c in dict.fromkeys(done) if c not in held]

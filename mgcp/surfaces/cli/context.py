@@ -14,7 +14,7 @@ def save(project: Project = None,
          session_id: Annotated[Optional[str], typer.Option("--session-id")] = None,
          notes: Annotated[Optional[str], typer.Option("--notes")] = None,
          todo: Annotated[Optional[list[str]], typer.Option("--todo", help="A pending todo (repeatable); the todos given replace the list.")] = None,
-         done: Annotated[Optional[list[str]], typer.Option("--done", help="A completed todo (repeatable).")] = None,
+         done: Annotated[Optional[list[str]], typer.Option("--done", help="A todo now completed (repeatable); the others stay as they are.")] = None,
          decision: Annotated[Optional[list[str]], typer.Option("--decision", help="A decision made (repeatable; appended).")] = None,
          active_file: Annotated[Optional[list[str]], typer.Option("--active-file", help="A file in play (repeatable; replaces the list).")] = None,
          catalogue: Annotated[Optional[str], typer.Option("--catalogue", help="A JSON file with the catalogue, or - for stdin.")] = None,
@@ -28,10 +28,9 @@ def save(project: Project = None,
 
     path = project_path(project)
     cat = read_catalogue(catalogue) if catalogue else None
-    todos = None
-    if todo is not None or done is not None:
-        todos = [Todo(content=t) for t in todo or []] + [Todo(content=t, status="completed") for t in done or []]
-    snap = with_store(db, lambda s: s.context.save(path, session_id, notes, todos, decision, active_file, cat))
+    todos = None if todo is None else [Todo(content=t) for t in todo]
+    snap = with_store(db, lambda s: s.context.save(path, session_id, notes, todos, decision, active_file, cat,
+                                                   done=done))
     if json:
         return print_json({"saved": snap is not None, "snapshot": snap})
     echo(f"saved session {snap.session_number} of {path}" if snap else "nothing changed; no history row written")
