@@ -83,7 +83,7 @@ class Recall:
 # What every credential pattern of mgcp.validation needs to find in a text (the last ones
 # lowercased): a text holding none of them goes by without the patterns themselves.
 _SECRET_MARKS = ("-----BEGIN", "AKIA", "ASIA", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
-                 "xox", "AIza", "k_live_", "k_test_", "eyJ")
+                 "xox", "AIza", "k_live_", "k_test_", "eyJ", "Bearer", "://")
 _SECRET_WORDS = ("password", "passwd", "secret", "apikey", "api_key", "api-key", "accesstoken", "access_token",
                  "access-token")
 

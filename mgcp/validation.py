@@ -27,8 +27,15 @@ SECRET_PATTERNS = [
     ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("a Stripe key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{20,}")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
+    # "password=hunter2", "secret: 8-or-more"; a colon also begins prose ("password: required"),
+    # hence the longer value it needs
     ("a password or secret assignment",
-     re.compile(r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token)\s*[:=]\s*['\"]?[^\s'\"]{8,}")),
+     re.compile(r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token)"
+                r"(?:\s*=\s*['\"]?[^\s'\"]{6,}|\s*:\s*['\"]?[^\s'\"]{8,})")),
+    ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+    # scheme://user:password@host, but not a placeholder ($VAR, <pw>, {pw}, ***, "password")
+    ("a password in a URL",
+     re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?![$<{*])(?!(?:password|secret)@)[^\s/@]{6,}@")),
 ]
 
 

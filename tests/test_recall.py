@@ -160,8 +160,21 @@ def test_a_budget_under_the_minimum_is_refused(template, tmp_path):
     "-----BEGIN RSA PRIVATE KEY-----", "AKIAABCDEFGHIJKLMNOP", "sk-ant-abcdefghijklmnopqrstuvwxyz",
     "ghp_" + "a" * 36, "xoxb-1234567890-abcdef", "AIza" + "b" * 35, "sk_live_" + "c" * 24,
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop", "password = hunter2hunter2",
+    "password=hunter2", "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    "redis://:Prod-Redis-Pass-2024@cache.internal:6379/0", "postgres://admin:S3cretPass@db.internal/app",
 ])
 def test_every_kind_of_credential_is_redacted(secret):
     from mgcp.validation import find_secret
 
     assert find_secret(secret) and not find_secret(recall.redact(f"before {secret} after"))
+
+
+@pytest.mark.parametrize("text", [
+    "Use postgres://user:password@localhost/app for local development", "postgres://$USER:$PASS@db/app",
+    "Send a Bearer token in the Authorization header", "git@github.com:org/repo.git",
+    "http://localhost:8080/api/v1", "Never default to password=None", "A secret: keep it short",
+])
+def test_placeholders_and_prose_are_not_credentials(text):
+    from mgcp.validation import find_secret
+
+    assert find_secret(text) is None and recall.redact(text) == text
