@@ -75,6 +75,20 @@ def test_no_finding_arrives_about_lessons_this_database_kept(tmp_path):
     assert mgcp("db", "check", "--db", b)[0] == 0
 
 
+def test_a_link_to_a_lesson_whose_id_is_another_lesson_here_stays_out(tmp_path):
+    source, db = tmp_path / "source.db", tmp_path / "here.db"
+    for lesson_id, words in (("verify-api", "calling an unfamiliar API"), ("read-tests", "changing code")):
+        mgcp("lesson", "add", lesson_id, "--trigger", words, "--action", f"Read first when {words}", "--db", source)
+    assert mgcp("lesson", "link", "verify-api", "read-tests", "--db", source)[0] == 0
+    mgcp("lesson", "add", "verify-api", "--trigger", "deploying on Fridays", "--action", "Deploy before 3pm", "--db", db)
+    report = merge(source, db, tmp_path)
+    assert {"kind": "link", "id": "read-tests -> verify-api",
+            "reason": "lesson verify-api here is another lesson (this database's kept)"} in report["skipped"]
+    code, out, _ = mgcp("lesson", "show", "read-tests", "--db", db, "--json")
+    assert json.loads(out)["relationships"] == []
+    assert mgcp("db", "check", "--db", db)[0] == 0
+
+
 def test_a_finding_about_lessons_identical_here_arrives(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     copies(a, "l")

@@ -50,6 +50,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import migrate
+from mgcp.persistence.database import dumps
 from mgcp.validation import check_unicode
 
 FORMAT = "mgcp-export"
@@ -352,6 +353,7 @@ async def _write(store, rows: Iterable[tuple[str, dict]], columns: dict[str, set
             merge = _Merge(db, report, with_history)
             for table, row in rows:
                 await merge.add(table, row)
+            await merge.drop_links_to_others()
             lessons_in = merge.lessons_in
         for lesson_id in lessons_in:
             await store.lessons.reindex(lesson_id)
@@ -517,6 +519,25 @@ class _Merge:
         self.report.imported[table] = self.report.imported.get(table, 0) + 1
         if table == "lessons":
             self.lessons_in.append(row["id"])
+
+
+    async def drop_links_to_others(self) -> None:
+        """An imported lesson's links to a lesson left out because another lesson has its id here
+        would point at that other lesson: they are left out too (each reported)."""
+        others = self.skipped["lessons"] - self.identical
+        if not others:
+            return
+        for lesson_id in self.lessons_in:
+            row = await self.db.row("lessons", {"id": lesson_id})
+            links = json.loads(row["relationships"] or "[]")
+            kept = [link for link in links if link.get("target") not in others]
+            if len(kept) == len(links):
+                continue
+            await self.db.update("lessons", {"id": lesson_id}, {"relationships": dumps(kept)})
+            for link in links:
+                if link.get("target") in others:
+                    self.report.skipped.append({"kind": "link", "id": f"{lesson_id} -> {link['target']}", "reason": (
+                        f"lesson {link['target']} here is another lesson (this database's kept)")})
 
 
 def _same(existing: dict, row: dict) -> bool:
