@@ -34,6 +34,15 @@ def test_kind_and_confidence_are_set_shown_and_versioned(dbp):
     assert "constraint, confidence 0.70, candidate, importance" in out
 
 
+def test_refine_reports_the_importance_of_what_it_wrote(dbp):
+    add(dbp, "t1", "--trigger", "changing code you did not write", "--action", "Read its tests before editing it")
+    code, out, err = mgcp("lesson", "refine", "t1", "--action", "Read its tests before editing it, and run them first "
+                          "to see they pass", "--reason", "tests may already fail", "--db", dbp, "--json")
+    assert code == 0, err
+    shown = json.loads(mgcp("lesson", "show", "t1", "--db", dbp, "--json")[1])
+    assert json.loads(out)["importance"] == shown["importance"] and shown["version"] == 2
+
+
 @pytest.mark.parametrize("args, message", [
     (["--kind", "rule"], "unknown kind 'rule'"),
     (["--confidence", "1.5"], "confidence must be a number from 0 to 1"),

@@ -265,9 +265,11 @@ class Lessons:
             await self.db.update("lessons", {"id": lesson_id}, values)
             await self.write_traits(lesson_id, version, traits["kind"], traits["confidence"], now)
             await self.reindex(lesson_id, new)
+        tags = json.loads(new["tags"])
         return current.model_copy(update={
-            **{k: v for k, v in new.items() if k != "tags"}, "tags": json.loads(new["tags"]),
+            **{k: v for k, v in new.items() if k != "tags"}, "tags": tags,
             "version": version, "last_refined": now, **traits,
+            "importance": quality.importance(new["trigger"], new["action"], new["rationale"], tags),
             **({"examples": examples} if examples is not None else {}),
             **({"relationships": [Relationship(**r) for r in relationships]} if relationships is not None else {}),
         })
