@@ -171,8 +171,18 @@ def same_path_twice(lines):
     lines.append({"table": "project_contexts", "row": {**project["row"], "project_id": "0123456789ab"}})
 
 
+def says_other_than_its_version(lines):
+    next(x for x in lines if x.get("table") == "lessons")["row"]["action"] = "Tampered with after export"
+
+
+def catalogue_not_as_recorded(lines):
+    next(x for x in lines if x.get("table") == "context_history")["row"]["catalogue_hash"] = "0" * 64
+
+
 @pytest.mark.parametrize("spoil, words", [
     (without_trigger, ["lessons", "'mine'", "trigger"]),
+    (says_other_than_its_version, ["lesson mine says other than its version 1"]),
+    (catalogue_not_as_recorded, ["context_history row", "does not match the recorded hash"]),
     (tags_not_json, ["lessons", "'mine'", "tags is not JSON"]),
     (no_versions, ["mine", "lesson_versions"]),
     (same_path_twice, ["project_contexts", "0123456789ab", "UNIQUE"]),  # (a merge keeps the first: see above)

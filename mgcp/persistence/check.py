@@ -183,7 +183,7 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
     last = [r for r in rows if r["version"] == n]
     if len(last) != 1:
         return  # reported above: missing or recorded twice
-    differs = [c for c in CONTENT if _text(c, last[0][c]) != _text(c, lesson[c])]
+    differs = content_differs(lesson, last[0])
     if differs:
         yield Problem("lessons", subject, f"its lessons row differs from its version {n} in {', '.join(differs)}; "
                                           f"compare them with `mgcp lesson history {lesson['id']}`")
@@ -515,6 +515,23 @@ def _count(conn: sqlite3.Connection, table: str) -> int | None:
         return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
     except sqlite3.DatabaseError:  # a damaged table (the checks report it)
         return None
+
+
+def content_differs(lesson: dict, version: dict) -> list[str]:
+    """The content columns in which a lessons row and a lesson_versions row differ."""
+    return [c for c, a, b in zip(CONTENT, content(lesson), content(version)) if a != b]
+
+
+def content(row: dict) -> tuple:
+    """A lessons or lesson_versions row's content as compared (tags as the set they hold)."""
+    return tuple(_text(c, row.get(c)) for c in CONTENT)
+
+
+def replay_problem(path: str, rows: list[dict]) -> str | None:
+    """Why a project's context history (its rows in order) does not replay to its recorded
+    catalogue hashes, or None."""
+    problem = next(_replay(path, rows), None)
+    return f"{problem.subject} {problem.message}" if problem else None
 
 
 def _text(column: str, value):

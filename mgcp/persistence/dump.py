@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
-from mgcp.persistence import migrate
+from mgcp.persistence import check, migrate
 from mgcp.persistence.database import dumps
 from mgcp.validation import check_unicode
 
@@ -281,12 +281,18 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
                source: str) -> set:
     """Every row checked before anything is written: its table and columns exist here, its key and
     required columns are there, its values are plain SQLite values, its JSON columns hold JSON, a
-    lesson's text passes the checks `lesson add` makes, and every lesson comes with its version
-    rows. Returns the projects the rows bring history for (what a merge needs to know up front)."""
+    lesson's text passes the checks `lesson add` makes, every lesson comes with its version rows and
+    says what its current version says, and each project's context history replays to the catalogue
+    hashes it records (what `db check` verifies). Returns the projects the rows bring history for
+    (what a merge needs to know up front)."""
     required = {t: set(TABLES[t]) | {c["name"] for c in cols if c["notnull"] and c["dflt_value"] is None}
                 for t, cols in info.items()}
     json_columns = {t: {c["name"] for c in cols if (c["type"] or "").upper() == "JSON"} for t, cols in info.items()}
     lessons, versioned, with_history = [], set(), set()
+    current: dict[str, tuple] = {}   # lesson id -> (its version, the digest of its content)
+    said: dict[tuple, bytes] = {}    # (lesson id, version) -> the digest of that version's content
+    histories: dict[str, list[dict]] = {}  # project id -> its context_history rows (what a replay reads)
+    paths: dict[str, str] = {}
     for table, row in rows:
         if not columns[table]:
             raise InvalidInputError(f"{source}: this database has no table {table!r} (run `mgcp db migrate`); "
@@ -295,8 +301,12 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
         if unknown:
             raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
                                     "newer mgcp?); nothing was imported")
+        if table == "project_contexts":
+            paths[row.get("project_id")] = row.get("project_path")
         if table == "context_history":
             with_history.add(row.get("project_id"))
+            histories.setdefault(row.get("project_id"), []).append(
+                {k: row.get(k) for k in ("id", "session_number", "catalogue_hash", "catalogue_delta")})
         bad = _refusal(source, table, row)
         missing = sorted(c for c in required[table] if row.get(c) is None)
         if missing:
@@ -328,12 +338,28 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
                 raise bad(str(exc)) from None
             if table == "lessons":
                 lessons.append(row["id"])
+                current[row["id"]] = (row.get("version"), _content_digest(row))
             else:
                 versioned.add(row["lesson_id"])
+                said[(row["lesson_id"], row.get("version"))] = _content_digest(row)
     unversioned = [lesson_id for lesson_id in lessons if lesson_id not in versioned]
     if unversioned:
         raise InvalidInputError(f"{source}: lesson {unversioned[0]} has no lesson_versions rows; nothing was imported")
+    for lesson_id, (version, digest) in current.items():
+        if said.get((lesson_id, version), digest) != digest:
+            raise InvalidInputError(f"{source}: lesson {lesson_id} says other than its version {version} "
+                                    "(`db check` would fail); nothing was imported")
+    for project_id, rows in histories.items():
+        rows.sort(key=lambda r: r["id"] or 0)
+        problem = check.replay_problem(paths.get(project_id) or str(project_id), rows)
+        if problem:
+            raise InvalidInputError(f"{source}: {problem}; nothing was imported")
     return with_history
+
+
+def _content_digest(row: dict) -> bytes:
+    """What `db check` compares of a lesson and its current version, as one digest."""
+    return hashlib.blake2b(repr(check.content(row)).encode(), digest_size=16).digest()
 
 
 async def _write(store, rows: Iterable[tuple[str, dict]], columns: dict[str, set], with_history: set,
