@@ -179,10 +179,16 @@ def catalogue_not_as_recorded(lines):
     next(x for x in lines if x.get("table") == "context_history")["row"]["catalogue_hash"] = "0" * 64
 
 
+def history_out_of_order(lines):
+    row = next(x for x in lines if x.get("table") == "context_history")
+    lines.insert(lines.index(row) + 1, {"table": "context_history", "row": {**row["row"], "id": row["row"]["id"] - 1}})
+
+
 @pytest.mark.parametrize("spoil, words", [
     (without_trigger, ["lessons", "'mine'", "trigger"]),
     (says_other_than_its_version, ["lesson mine says other than its version 1"]),
     (catalogue_not_as_recorded, ["context_history row", "does not match the recorded hash"]),
+    (history_out_of_order, ["context_history row", "in id order"]),
     (tags_not_json, ["lessons", "'mine'", "tags is not JSON"]),
     (no_versions, ["mine", "lesson_versions"]),
     (same_path_twice, ["project_contexts", "0123456789ab", "UNIQUE"]),  # (a merge keeps the first: see above)

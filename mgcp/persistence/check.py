@@ -219,20 +219,30 @@ def _replay(path: str, rows: list[dict]) -> Iterator[Problem]:
     (`Contexts._replay` needs the async store and stops at the first mismatch with an error, so the
     loop is repeated here over the same pure helpers.) It stops at the first row that fails: the
     rows after it cannot be verified."""
-    catalogue: dict = {}
+    replay = CatalogueReplay()
     for row in rows:
-        subject = f"context_history row {row['id']} of {path}"
+        problem = replay.step(row)
+        if problem:
+            yield Problem("context_history", f"context_history row {row['id']} of {path}", problem)
+            return
+
+
+class CatalogueReplay:
+    """A project's catalogue rebuilt from its context_history rows, one row at a time, in order."""
+
+    def __init__(self):
+        self.catalogue: dict = {}
+
+    def step(self, row: dict) -> str | None:
+        """Apply the row's delta; what is wrong with the row, or None."""
         delta = _delta(row["catalogue_delta"])
         if delta is None:
-            yield Problem("context_history", subject,
-                          "holds a catalogue delta that is not a delta object; later rows were not verified")
-            return
-        catalogue = apply_delta(catalogue, delta)
-        if row["catalogue_hash"] and catalogue_hash(catalogue) != row["catalogue_hash"]:
-            yield Problem("context_history", subject,
-                          f"session {row['session_number']}: the catalogue replayed from the deltas does not "
-                          "match the recorded hash (`mgcp context at` refuses it); later rows were not verified")
-            return
+            return "holds a catalogue delta that is not a delta object; later rows were not verified"
+        self.catalogue = apply_delta(self.catalogue, delta)
+        if row["catalogue_hash"] and catalogue_hash(self.catalogue) != row["catalogue_hash"]:
+            return (f"session {row['session_number']}: the catalogue replayed from the deltas does not "
+                    "match the recorded hash (`mgcp context at` refuses it); later rows were not verified")
+        return None
 
 
 def project_sessions(conn: sqlite3.Connection) -> Iterator[Problem]:
@@ -525,13 +535,6 @@ def content_differs(lesson: dict, version: dict) -> list[str]:
 def content(row: dict) -> tuple:
     """A lessons or lesson_versions row's content as compared (tags as the set they hold)."""
     return tuple(_text(c, row.get(c)) for c in CONTENT)
-
-
-def replay_problem(path: str, rows: list[dict]) -> str | None:
-    """Why a project's context history (its rows in order) does not replay to its recorded
-    catalogue hashes, or None."""
-    problem = next(_replay(path, rows), None)
-    return f"{problem.subject} {problem.message}" if problem else None
 
 
 def _text(column: str, value):

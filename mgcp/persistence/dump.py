@@ -291,8 +291,7 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
     lessons, versioned, with_history = [], set(), set()
     current: dict[str, tuple] = {}   # lesson id -> (its version, the digest of its content)
     said: dict[tuple, bytes] = {}    # (lesson id, version) -> the digest of that version's content
-    histories: dict[str, list[dict]] = {}  # project id -> its context_history rows (what a replay reads)
-    paths: dict[str, str] = {}
+    replays: dict[str, tuple] = {}  # project id -> (its last context_history id, its catalogue replayed so far)
     for table, row in rows:
         if not columns[table]:
             raise InvalidInputError(f"{source}: this database has no table {table!r} (run `mgcp db migrate`); "
@@ -301,12 +300,8 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
         if unknown:
             raise InvalidInputError(f"{source}: table {table} has no column {unknown[0]!r} here (an export from a "
                                     "newer mgcp?); nothing was imported")
-        if table == "project_contexts":
-            paths[row.get("project_id")] = row.get("project_path")
         if table == "context_history":
             with_history.add(row.get("project_id"))
-            histories.setdefault(row.get("project_id"), []).append(
-                {k: row.get(k) for k in ("id", "session_number", "catalogue_hash", "catalogue_delta")})
         bad = _refusal(source, table, row)
         missing = sorted(c for c in required[table] if row.get(c) is None)
         if missing:
@@ -319,6 +314,8 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
                     json.loads(value)
                 except (TypeError, ValueError):
                     raise bad(f"{column} is not JSON") from None
+        if table == "context_history":
+            _replay_row(replays, row, bad)
         if table in ("lessons", "lesson_versions"):
             # What was stored goes back as it was: the rules for new lessons (lengths, id format,
             # the secret screen) do not apply, or a database's own export could not come back. A
@@ -349,12 +346,19 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
         if said.get((lesson_id, version), digest) != digest:
             raise InvalidInputError(f"{source}: lesson {lesson_id} says other than its version {version} "
                                     "(`db check` would fail); nothing was imported")
-    for project_id, rows in histories.items():
-        rows.sort(key=lambda r: r["id"] or 0)
-        problem = check.replay_problem(paths.get(project_id) or str(project_id), rows)
-        if problem:
-            raise InvalidInputError(f"{source}: {problem}; nothing was imported")
     return with_history
+
+
+def _replay_row(replays: dict, row: dict, bad: Callable[[str], InvalidInputError]) -> None:
+    """Replay one context_history row onto its project's catalogue (rows come in id order, as
+    `export jsonl` writes them), refusing it as `db check` would."""
+    last, replay = replays.get(row.get("project_id")) or (None, check.CatalogueReplay())
+    if last is not None and not (isinstance(row["id"], int) and row["id"] > last):
+        raise bad(f"comes after row {last} of its project: a project's history must be in id order")
+    problem = replay.step(row)
+    if problem:
+        raise bad(problem)
+    replays[row.get("project_id")] = (row["id"], replay)
 
 
 def _content_digest(row: dict) -> bytes:
