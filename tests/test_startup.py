@@ -18,14 +18,14 @@ from mgcp.persistence.store import Store
 from planted import PROJECT, build
 
 CONFIG = parse_config({}, "defaults")
-# What running a cycle needs, and a cheap command must not load.
-CYCLE_ONLY = ["numpy", "networkx", "community", "igraph", "mgcp.operations", "mgcp.engine.cycle",
-              "mgcp.engine.actions"]
+# What running a cycle needs (and rich: help pages and progress bars), and a cheap command must not load.
+NOT_AT_START = ["numpy", "networkx", "community", "igraph", "mgcp.operations", "mgcp.engine.cycle",
+                "mgcp.engine.actions", "rich"]
 # `rem status` reads plain rows: not even the pydantic models.
-STATUS_NEVER = CYCLE_ONLY + ["pydantic", "mgcp.models", "mgcp.persistence.lessons", "mgcp.persistence.context"]
+STATUS_NEVER = NOT_AT_START + ["pydantic", "mgcp.models", "mgcp.persistence.lessons", "mgcp.persistence.context"]
 # `lesson show` reads one lesson (a pydantic model): no other part of the store.
-SHOW_NEVER = CYCLE_ONLY + ["mgcp.engine", "mgcp.persistence.context", "mgcp.persistence.rem",
-                           "mgcp.persistence.kept_readings", "mgcp.persistence.community_kept"]
+SHOW_NEVER = NOT_AT_START + ["mgcp.engine", "mgcp.persistence.context", "mgcp.persistence.rem",
+                             "mgcp.persistence.kept_readings", "mgcp.persistence.community_kept"]
 
 REPORT_MODULES = """
 import atexit, json, runpy, sys
