@@ -54,10 +54,12 @@ class Store:
     outcomes = _Part("outcomes", "Outcomes")
     patterns = _Part("patterns", "Patterns")
     rem_inputs = _Part("rem_inputs", "RemInputs")  # the history as REM cycles read it
-    kept_readings = _Part("kept_readings", "KeptReadings")  # what REM operations read from each text, kept between cycles
-    kept_pairs = _Part("kept_pairs", "KeptPairs")  # what duplicate detection's pair search keeps between cycles
-    community_kept = _Part("community_kept", "CommunityKept")  # community detection's graph and partition, kept between cycles
-    pattern_observations = _Part("pattern_observations", "PatternObservations")  # what pattern reinforcement observed, kept
+    # Kept between cycles: what REM operations read from each text; duplicate detection's pair
+    # search; community detection's graph and partition; what pattern reinforcement observed.
+    kept_readings = _Part("kept_readings", "KeptReadings")
+    kept_pairs = _Part("kept_pairs", "KeptPairs")
+    community_kept = _Part("community_kept", "CommunityKept")
+    pattern_observations = _Part("pattern_observations", "PatternObservations")
 
     # The review queue's reads in plain rows (which findings still hold; `rem status`).
     queue = _Part("queue_reads", "QueueReads")
