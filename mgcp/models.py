@@ -1,5 +1,8 @@
 """Pydantic models and enums shared by every layer. No I/O here.
 
+The enums and plain records that cheap reads return live in `mgcp.records` (stdlib only) and are
+re-exported here: import them from either.
+
 Timestamps are ISO-8601 UTC text, as in the legacy tables (`datetime.isoformat()` of an aware UTC
 datetime). JSON-ish fields are plain Python lists and dicts.
 """
@@ -11,18 +14,14 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel as _PydanticModel
 from pydantic import ConfigDict, Field
 
+from mgcp.records import (FindingMark, FindingStatus, LessonStatus, OperationSchedule,  # noqa: F401
+                          ProjectRef, RemStatus)
+
 
 class BaseModel(_PydanticModel):
     # Build each model's validator on first use, not at import: most commands touch two or three
     # models, and building all of them would double the CLI's start-up time.
     model_config = ConfigDict(defer_build=True)
-
-
-class LessonStatus(str, Enum):
-    active = "active"
-    archived = "archived"      # out of retrieval, kept in history
-    deleted = "deleted"        # soft delete: out of everything but history; undoable
-    superseded = "superseded"  # merged into another lesson (see superseded_by)
 
 
 class RelationshipType(str, Enum):
@@ -222,13 +221,6 @@ class SessionRegistration(BaseModel):
 REJECTING_ACTIONS = frozenset({"keep", "keep_both", "project_specific"})
 
 
-class FindingStatus(str, Enum):
-    pending = "pending"
-    applied = "applied"
-    rejected = "rejected"  # a "keep" / "skip - coincidental" answer: not raised again unless the subject changes
-    stale = "stale"        # the subject changed since it was raised
-
-
 class FindingOption(BaseModel):
     label: str
     description: str = ""
@@ -257,28 +249,6 @@ class RemFinding(BaseModel):
     chosen_option: int | None = None
 
 
-class FindingMark(NamedTuple):
-    """What tells whether a finding still holds (`mgcp.engine.review`), without the rest of it: its
-    subject (lesson id -> the version it saw), an orphan's own lesson, and the (trigger, action) of
-    the lesson it drafts. A queue of findings is checked from these alone."""
-
-    id: str
-    kind: str
-    subject: dict[str, int]
-    lesson: str | None = None
-    draft: tuple[str, str] | None = None
-
-    @classmethod
-    def of(cls, finding: RemFinding) -> "FindingMark":
-        draft = finding.data.get("draft")
-        if not (isinstance(draft, dict) and isinstance(draft.get("trigger"), str)
-                and isinstance(draft.get("action"), str)):
-            draft = None
-        return cls(finding.id, finding.kind, finding.subject,
-                   finding.data.get("lesson") if finding.kind == "orphan" else None,
-                   (draft["trigger"], draft["action"]) if draft else None)
-
-
 class OperationResult(BaseModel):
     operation: str
     findings: int = 0
@@ -297,25 +267,6 @@ class RemCycleReport(BaseModel):
     operations: list[OperationResult] = Field(default_factory=list)
     findings: list[RemFinding] = Field(default_factory=list)
     auto: bool = False
-
-
-class OperationSchedule(BaseModel):
-    operation: str
-    strategy: str
-    params: dict[str, Any]
-    last_run_session: int = 0
-    last_run_timestamp: str | None = None
-    next_due_session: int
-    due: bool
-    enabled: bool = True  # False: never due ("enabled: false"); runs only when named
-
-
-class RemStatus(BaseModel):
-    project_id: str
-    project_path: str
-    session_number: int
-    operations: list[OperationSchedule]
-    pending_findings: int
 
 
 class RemReport(BaseModel):

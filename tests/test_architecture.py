@@ -38,6 +38,11 @@ RULES = {  # layer -> the other mgcp layers it may import
                  "persistence", "engine", "quality", "ranking", "recall"},
     "__main__": {"surfaces"},
 }
+# `records`: the plain (stdlib-only) part of the data model, used wherever models are.
+RULES["records"] = set()
+for _layer in ("models", "persistence", "engine", "surfaces"):
+    RULES[_layer] = RULES[_layer] | {"records"}
+
 ONLY_IN = {  # third-party or stdlib modules that belong to one place
     "mcp": ["surfaces/mcp_server.py"],
     "networkx": ["operations/"],

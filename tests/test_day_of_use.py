@@ -220,6 +220,10 @@ def day(db, tmp_path, agent, s0, saves):
     assert drafted and "Review finished: 2 applied" in out
     assert shown_q == [q for q in queue if finding(db, q)["status"] != "stale"]  # the merge made some stale
     assert_visible(db, QID, shown_q)
+    # `rem status` (plain rows, no pydantic) counts what the report lists whole, as the MCP tool does
+    left_q = json.loads(cli(db, "rem", "report", "--project", Q, "--json"))["pending"]
+    status_q = json.loads(cli(db, "rem", "status", "--project", Q, "--json"))
+    assert status_q == agent.ok("rem_status", project_path=Q) and status_q["pending_findings"] == len(left_q)
 
     # the same finding answered twice, once from each surface: applied once
     assert "already applied" in agent.error("rem_answer", project_path=P, finding_id=merge,

@@ -1,4 +1,4 @@
-"""What is due, running REM operations, and the run ledger.
+"""Running REM operations, and the run ledger (each operation's schedule: mgcp.engine.schedules).
 
 For a project at session `s`, an operation is due when `s >= next_due(last)` (mgcp.schedule, the
 one implementation); running it records `last = s`, so missed runs never pile up. Each operation is
@@ -23,9 +23,10 @@ from mgcp.collector import collector_paused
 from mgcp.config import OPERATIONS, RemConfig
 from mgcp.engine import review
 from mgcp.engine.actions import apply_auto
+from mgcp.engine.schedules import schedules
 from mgcp.errors import ConfigError, InvalidInputError
 from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
-                         RemReport, RemRun, RemStatus)
+                         RemReport, RemRun)
 from mgcp.operations.shared import CycleCache, Reader
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.store import Store
@@ -42,28 +43,6 @@ def check_operations(names: list[str] | None) -> list[str] | None:
     if unknown:
         raise InvalidInputError(f"unknown operation {unknown[0]!r}; allowed: {', '.join(OPERATIONS)}")
     return list(dict.fromkeys(names))
-
-
-def schedules(config: RemConfig, project_path: str, state: dict[str, dict], session: int) -> list[OperationSchedule]:
-    last_runs = {op: row.get("last_run_session") for op, row in state.items()}
-    settings = config.for_project(project_path)
-    return [
-        OperationSchedule(operation=op, strategy=strategy, params=params, last_run_session=last,
-                          last_run_timestamp=state.get(op, {}).get("last_run_timestamp"),
-                          next_due_session=due_at, due=due, enabled=settings[op].get("enabled", True) is not False)
-        for op, strategy, params, last, due_at, due in schedule.plan(settings, last_runs, session)
-    ]
-
-
-async def status(store: Store, config: RemConfig, project_path: str) -> RemStatus:
-    """Each operation's schedule for the project, and how many findings wait for its review.
-    (Findings found stale on the way are marked so.)"""
-    project = await store.context.known_project(project_path)
-    ops = schedules(config, project.project_path, await store.rem.state(project.project_id),
-                    project.session_count)
-    return RemStatus(project_id=project.project_id, project_path=project.project_path,
-                     session_number=project.session_count, operations=ops,
-                     pending_findings=await review.pending_count(store, project_path))
 
 
 def _finding_id(fingerprint: str, run_id: int) -> str:

@@ -8,10 +8,15 @@ merged, archived, deleted, or an orphan linked) is stale: it is marked so and le
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mgcp.config import SHARED_OPERATIONS
 from mgcp.errors import NotFoundError
-from mgcp.models import FindingMark, FindingStatus, LessonStatus, RemFinding, ReviewStep
-from mgcp.persistence.store import Store
+from mgcp.records import FindingMark, FindingStatus, LessonStatus
+
+if TYPE_CHECKING:  # the queue's checks read plain rows; only a finding read whole is a model
+    from mgcp.models import RemFinding, ReviewStep
+    from mgcp.persistence.store import Store
 
 
 def visible_to(finding: RemFinding, project_id: str) -> bool:
@@ -28,8 +33,9 @@ async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFi
 
 
 def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
-    """Why the finding no longer applies, or None. `states`: `Lessons.states` of (at least) the
-    lessons it reads (`_lessons_read`); `held`: `Lessons.same_texts` of (at least) its draft."""
+    """Why the finding no longer applies, or None. `states`: `QueueReads.lesson_states` of (at
+    least) the lessons it reads (`_lessons_read`); `held`: `QueueReads.same_texts` of (at least)
+    its draft."""
     for lesson_id, version in mark.subject.items():
         if lesson_id not in states:
             return f"lesson {lesson_id} no longer exists"
@@ -61,8 +67,8 @@ def _lessons_read(mark: FindingMark) -> list[str]:
 
 async def _read_for(store: Store, marks: list[FindingMark]) -> tuple[dict, dict]:
     """What `why_stale` reads of the lessons, for all the findings at once."""
-    states = await store.lessons.states(lesson_id for mark in marks for lesson_id in _lessons_read(mark))
-    held = await store.lessons.same_texts(mark.draft for mark in marks if mark.draft)
+    states = await store.queue.lesson_states(lesson_id for mark in marks for lesson_id in _lessons_read(mark))
+    held = await store.queue.same_texts(mark.draft for mark in marks if mark.draft)
     return states, held
 
 
@@ -92,15 +98,16 @@ async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
     return [finding for finding in findings if finding.id in speaking]
 
 
-async def pending_count(store: Store, project_path: str) -> int:
-    """How many findings `pending_findings` lists, without reading them whole."""
-    project = await store.context.known_project(project_path)
-    return len(await _still_speaking(store, await store.rem.marks(project.project_id, "pending")))
+async def pending_count(store: Store, project_id: str) -> int:
+    """How many findings `pending_findings` lists for the project, without reading them whole."""
+    return len(await _still_speaking(store, await store.rem.marks(project_id, "pending")))
 
 
 async def next_finding(store: Store, project_path: str, after: str | None = None) -> ReviewStep:
     """What the project reviews next: the first pending finding queued after `after` (the one
     just answered or skipped; None: from the start), with how many wait after it and in all."""
+    from mgcp.models import ReviewStep
+
     project = await store.context.known_project(project_path)
     ahead = await _still_speaking(store, await store.rem.marks(project.project_id, "pending", after=after))
     total = await store.rem.count_findings(project.project_id, "pending")

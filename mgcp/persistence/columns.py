@@ -22,3 +22,8 @@ def tags(text: str | None) -> list[str]:
     if text and not text.lstrip().startswith("["):
         return [t.strip() for t in text.split(",") if t.strip()]
     return [str(t) for t in json_list(text)]
+
+
+def relationships(text: str | None) -> list[dict]:
+    """The relationships column as lessons hold it: the entries that are objects with a target."""
+    return [r for r in json_list(text) if isinstance(r, dict) and "target" in r]

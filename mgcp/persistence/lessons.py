@@ -9,7 +9,6 @@ step in that transaction too.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from mgcp import quality, ranking
@@ -17,8 +16,10 @@ from mgcp.collector import collector_paused
 from mgcp.errors import InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonLink, LessonRow, LessonStatus, LessonUse, LessonVersion, Relationship
 from mgcp.persistence.columns import json_list as _json_list
+from mgcp.persistence.columns import relationships as _relationships
 from mgcp.persistence.columns import tags as _tags
 from mgcp.persistence.database import Database, dumps, utcnow
+from mgcp.persistence.queue_reads import QueueReads
 from mgcp.persistence.recall_data import SEARCH
 from mgcp.text import Memo, query_terms
 from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
@@ -31,14 +32,6 @@ FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
     LEFT JOIN lesson_traits t ON t.lesson_id = l.id AND t.version = l.version
     LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
 """
-
-
-SAME_TEXTS_AT_ONCE = 50  # texts looked up in one search by `Lessons.same_texts`
-
-
-def _same_text_key(trigger: str | None, action: str | None) -> tuple[str, str] | None:
-    key = (quality.normalized(trigger), quality.normalized(action))
-    return key if key[0] and key[1] else None
 
 
 def check_kind(kind: str | None) -> str | None:
@@ -57,11 +50,6 @@ def check_confidence(confidence: float | None) -> float | None:
 
 CANDIDATES_PER_RESULT = 4  # text matches reranked per result asked for
 MIN_CANDIDATES = 20
-
-
-def _relationships(text: str | None) -> list[dict]:
-    """The relationships column as lessons hold it: the entries that are objects with a target."""
-    return [r for r in _json_list(text) if isinstance(r, dict) and "target" in r]
 
 
 def lesson_from_row(row, tags=_tags) -> Lesson:
@@ -110,17 +98,6 @@ class Lessons:
 
     async def exists(self, lesson_id: str) -> bool:
         return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
-
-    async def states(self, lesson_ids: Iterable[str]) -> dict[str, tuple[int, LessonStatus, bool]]:
-        """(version, status, linked) of each of the lessons that exist: what tells whether a
-        finding about them still holds, read for many lessons at once. `linked`: whether it has a
-        relationship, as `get` reads them."""
-        rows = await self.db.fetchall_in(
-            """SELECT l.id, l.version, COALESCE(c.status, 'active'), l.relationships
-               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id WHERE l.id IN ({marks})""",
-            lesson_ids)
-        return {lesson_id: (int(version), LessonStatus(status), bool(_relationships(links)))
-                for lesson_id, version, status, links in rows}
 
     async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
         """Lessons by id; `tag` matches whatever the case of its ASCII letters ("React" finds lessons
@@ -465,27 +442,8 @@ class Lessons:
     async def same_text(self, trigger: str, action: str) -> Lesson | None:
         """The active lesson whose trigger and action equal these once normalized
         (mgcp.quality.normalized), the oldest if several, or None."""
-        found = await self.same_texts([(trigger, action)])
+        found = await QueueReads(self.db).same_texts([(trigger, action)])
         return await self.get(found[(trigger, action)]) if found else None
-
-    async def same_texts(self, texts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """For each (trigger, action), the id of the lesson `same_text` finds for it, where there is
-        one. The lessons holding the trigger as a phrase are found through the search index (a few
-        texts per search), then their texts compared."""
-        keys = {t: _same_text_key(*t) for t in set(texts)}
-        wanted = sorted({key for key in keys.values() if key is not None})
-        found: dict[tuple[str, str], str] = {}
-        for at in range(0, len(wanted), SAME_TEXTS_AT_ONCE):
-            phrases = " OR ".join('"{}"'.format(k.replace('"', '""'))
-                                  for k in sorted({key[0] for key in wanted[at:at + SAME_TEXTS_AT_ONCE]}))
-            for lesson_id, trigger, action in await self.db.fetchall(
-                    """SELECT l.id, l.trigger, l.action FROM lesson_search
-                       JOIN lesson_search_docs d ON d.id = lesson_search.rowid JOIN lessons l ON l.id = d.lesson_id
-                       LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-                       WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'
-                       ORDER BY l.created_at, l.id""", [f"trigger : ({phrases})"]):
-                found.setdefault(_same_text_key(trigger, action), lesson_id)  # the oldest
-        return {t: found[key] for t, key in keys.items() if key in found}
 
     async def log_query(self, text: str, project_id: str | None, at: str) -> None:
         """Record a query without running it (imports and the demo)."""

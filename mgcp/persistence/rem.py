@@ -1,17 +1,27 @@
 """REM state: per-project schedule cursors, the run ledger, stored findings, applied actions,
-community runs and summaries."""
+community runs and summaries.
+
+A finding is built as a pydantic model only when one is read whole (`finding_from_row`): the
+schedule, the marks and the counts `rem status` reads import no pydantic.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from mgcp.errors import InvalidInputError, NotFoundError
-from mgcp.models import FindingMark, FindingOption, FindingStatus, RemFinding
 from mgcp.persistence import sessions
 from mgcp.persistence.database import Database, dumps, utcnow
+from mgcp.records import FindingMark, FindingStatus
+
+if TYPE_CHECKING:
+    from mgcp.models import RemFinding
 
 
 def finding_from_row(row) -> RemFinding:
+    from mgcp.models import FindingOption, RemFinding
+
     d = dict(row)
     return RemFinding(
         id=d["id"], operation=d["operation"], kind=d["kind"], title=d["title"],
@@ -168,13 +178,14 @@ class RemLedger:
     async def marks(self, project_id: str | None = None, status: str | None = "pending",
                     after: str | None = None) -> list[FindingMark]:
         """What tells whether each finding `findings` would list still holds (`FindingMark`), in
-        the same order, read without the rest of the finding (a bulk summary's data can run to
-        megabytes)."""
+        the same order, read without the rest of the finding. A summary's data (which can run to
+        megabytes) is not read at all: it drafts nothing."""
         where, params = _where(project_id, status, None, after)
         rows = await self.db.fetchall(
             f"""SELECT id, kind, subject,
                        CASE WHEN kind = 'orphan' THEN json_extract(data, '$.lesson') END,
-                       CASE WHEN json_type(data, '$.draft.trigger') = 'text'
+                       CASE WHEN kind = 'summary' THEN NULL
+                            WHEN json_type(data, '$.draft.trigger') = 'text'
                              AND json_type(data, '$.draft.action') = 'text'
                             THEN json_array(json_extract(data, '$.draft.trigger'),
                                             json_extract(data, '$.draft.action')) END

@@ -1,7 +1,8 @@
 """The async store: lessons, context and REM state in one SQLite database.
 
-`Store` composes three plain classes over one `Database` (connection and transactions):
-`store.lessons`, `store.context`, `store.rem` and `store.patterns`. Open it with
+`Store` composes plain classes over one `Database` (connection and transactions):
+`store.lessons`, `store.context`, `store.rem`, `store.patterns` and the others below, each made on
+first use. Open it with
 `async with Store.open(path) as store:`; the database is checked and upgraded by the sync migration
 runner first. Writes that belong together share `store.transaction()` (nested blocks are
 savepoints).
@@ -9,23 +10,32 @@ savepoints).
 
 from __future__ import annotations
 
+import importlib
 import json
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
-from mgcp.models import Lesson, LessonStatus
-from mgcp.persistence.context import Contexts
 from mgcp.persistence.database import Database, same_content
-from mgcp.persistence.kept_pairs import KeptPairs
-from mgcp.persistence.kept_readings import KeptReadings
-from mgcp.persistence.community_kept import CommunityKept
-from mgcp.persistence.lessons import Lessons
-from mgcp.persistence.outcomes import Outcomes
-from mgcp.persistence.pattern_observations import PatternObservations
-from mgcp.persistence.patterns import Patterns
-from mgcp.persistence.rem import RemLedger
-from mgcp.persistence.rem_inputs import RemInputs
+from mgcp.records import LessonStatus
 
+
+class _Part:
+    """One part of the store (`store.lessons`, ...), made on first use from its module: a command
+    imports the parts it uses and no others (`rem status` never imports the lessons' pydantic
+    models)."""
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = f"mgcp.persistence.{module}", name
+
+    def __set_name__(self, owner, attr: str) -> None:
+        self.attr = attr
+
+    def __get__(self, store, owner=None):
+        if store is None:
+            return self
+        part = getattr(importlib.import_module(self.module), self.name)(store.db)
+        store.__dict__[self.attr] = part  # found there from now on
+        return part
 
 
 def _lesson_of(change: dict) -> str | None:
@@ -38,18 +48,24 @@ def _lesson_of(change: dict) -> str | None:
 
 
 class Store:
+    lessons = _Part("lessons", "Lessons")
+    context = _Part("context", "Contexts")
+    rem = _Part("rem", "RemLedger")
+    outcomes = _Part("outcomes", "Outcomes")
+    patterns = _Part("patterns", "Patterns")
+    rem_inputs = _Part("rem_inputs", "RemInputs")  # the history as REM cycles read it
+    # Kept between cycles: what REM operations read from each text; duplicate detection's pair
+    # search; community detection's graph and partition; what pattern reinforcement observed.
+    kept_readings = _Part("kept_readings", "KeptReadings")
+    kept_pairs = _Part("kept_pairs", "KeptPairs")
+    community_kept = _Part("community_kept", "CommunityKept")
+    pattern_observations = _Part("pattern_observations", "PatternObservations")
+
+    # The review queue's reads in plain rows (which findings still hold; `rem status`).
+    queue = _Part("queue_reads", "QueueReads")
+
     def __init__(self, db: Database):
         self.db = db
-        self.lessons = Lessons(db)
-        self.context = Contexts(db)
-        self.rem = RemLedger(db)
-        self.outcomes = Outcomes(db)
-        self.patterns = Patterns(db)
-        self.rem_inputs = RemInputs(db)  # the history as REM cycles read it
-        self.kept_readings = KeptReadings(db)  # what REM operations read from each text, kept between cycles
-        self.kept_pairs = KeptPairs(db)  # what duplicate detection's pair search keeps between cycles
-        self.community_kept = CommunityKept(db)  # community detection's graph and partition, kept between cycles
-        self.pattern_observations = PatternObservations(db)  # what pattern reinforcement observed, kept
 
     @classmethod
     @asynccontextmanager

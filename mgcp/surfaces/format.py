@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
-from mgcp.models import (ContextAt, ContextSnapshot, Lesson, LessonVersion, ProjectContext, RemCycleReport,
-                         RemFinding, RemReport, RemRun, RemStatus)
+if TYPE_CHECKING:  # annotations only: formatting a status needs no pydantic
+    from mgcp.models import (ContextAt, ContextSnapshot, Lesson, LessonVersion, ProjectContext, RemCycleReport,
+                             RemFinding, RemReport, RemRun, RemStatus)
 
 
 def field(label: str, value: str) -> str:

@@ -1,0 +1,67 @@
+"""What a review queue reads to tell which of its findings still hold, as plain rows: the project a
+path names, and the state of the lessons the findings read (see `records.FindingMark`).
+
+Nothing here builds a pydantic model, so `rem status` (the schedule and how many findings wait)
+never imports pydantic. `Lessons.same_text`, the check at write, shares `same_texts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mgcp import quality
+from mgcp.persistence import sessions
+from mgcp.persistence.columns import relationships
+from mgcp.persistence.database import Database, utcnow
+from mgcp.records import LessonStatus, ProjectRef
+
+SAME_TEXTS_AT_ONCE = 50  # texts looked up in one search by `same_texts`
+
+
+def same_text_key(trigger: str | None, action: str | None) -> tuple[str, str] | None:
+    key = (quality.normalized(trigger), quality.normalized(action))
+    return key if key[0] and key[1] else None
+
+
+class QueueReads:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def project(self, path: str) -> ProjectRef:
+        """The project at `path`, or (writing nothing) the project it would be, at session 0: what
+        `Contexts.known_project` finds, without the rest of its context."""
+        row = await self.db.fetchone(sessions.FIND_PROJECT, sessions.find_params(path))
+        if row is None:
+            row = sessions.new_project(sessions.normalize_path(path), utcnow())
+        return ProjectRef(row["project_id"], row["project_path"], int(row["session_count"] or 0))
+
+    async def lesson_states(self, lesson_ids: Iterable[str]) -> dict[str, tuple[int, LessonStatus, bool]]:
+        """(version, status, linked) of each of the lessons that exist: what tells whether a
+        finding about them still holds, read for many lessons at once. `linked`: whether it has a
+        relationship, as `Lessons.get` reads them."""
+        rows = await self.db.fetchall_in(
+            """SELECT l.id, l.version, COALESCE(c.status, 'active'), l.relationships
+               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id WHERE l.id IN ({marks})""",
+            lesson_ids)
+        return {lesson_id: (int(version), LessonStatus(status), bool(relationships(links)))
+                for lesson_id, version, status, links in rows}
+
+    async def same_texts(self, texts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """For each (trigger, action), the id of the active lesson whose trigger and action equal
+        these once normalized (mgcp.quality.normalized), the oldest if several, where there is one.
+        The lessons holding the trigger as a phrase are found through the search index (a few texts
+        per search), then their texts compared."""
+        keys = {t: same_text_key(*t) for t in set(texts)}
+        wanted = sorted({key for key in keys.values() if key is not None})
+        found: dict[tuple[str, str], str] = {}
+        for at in range(0, len(wanted), SAME_TEXTS_AT_ONCE):
+            phrases = " OR ".join('"{}"'.format(k.replace('"', '""'))
+                                  for k in sorted({key[0] for key in wanted[at:at + SAME_TEXTS_AT_ONCE]}))
+            for lesson_id, trigger, action in await self.db.fetchall(
+                    """SELECT l.id, l.trigger, l.action FROM lesson_search
+                       JOIN lesson_search_docs d ON d.id = lesson_search.rowid JOIN lessons l ON l.id = d.lesson_id
+                       LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                       WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'
+                       ORDER BY l.created_at, l.id""", [f"trigger : ({phrases})"]):
+                found.setdefault(same_text_key(trigger, action), lesson_id)  # the oldest
+        return {t: found[key] for t, key in keys.items() if key in found}
