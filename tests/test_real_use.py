@@ -91,6 +91,22 @@ def test_undo_refuses_after_a_refine_and_force_yes_overwrites(planted, run):
     assert lesson(planted, f.data["canonical"])["action"] != "A later action."
 
 
+def test_a_forced_undo_of_a_drafted_lesson_takes_back_the_links_made_to_it_since(planted, run):
+    f = first(run, planted, "theme")
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "draft_lesson")))
+    drafted = f.data["draft"]["id"]
+    other = run(planted, lambda s: s.lessons.search("fastapi dependency overrides tests", 1))[0].id
+    assert mgcp("lesson", "link", other, drafted, "--db", planted)[0] == 0
+    links_before = json.loads(lesson(planted, other)["relationships"])
+    code, _, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    assert json.loads(lesson(planted, other)["relationships"]) == [r for r in links_before if r["target"] != drafted]
+    assert len(links_before) > len(json.loads(lesson(planted, other)["relationships"]))
+    code, out, _ = mgcp("lesson", "show", drafted, "--db", planted, "--json")
+    assert json.loads(out)["status"] == "deleted"
+    assert mgcp("db", "check", "--db", planted)[0] == 0
+
+
 # -- 2. replay after a resumed session ------------------------------------------------------------
 
 def save(db, session_id, notes):

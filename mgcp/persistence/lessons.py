@@ -471,6 +471,13 @@ class Lessons:
         row = await self.db.fetchone("SELECT min(created_at) FROM query_log WHERE created_at >= ?", [since])
         return row[0] if row else None
 
+    async def linking_to(self, lesson_id: str) -> list[str]:
+        """The other lessons holding a link to this one."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT l.id FROM lessons l, json_each(l.relationships) r "
+            "WHERE json_extract(r.value, '$.target') = ? AND l.id != ? ORDER BY l.id", [lesson_id, lesson_id])
+        return [r["id"] for r in rows]
+
     async def unlink(self, source: str, target: str) -> list[str]:
         """Remove the link between two lessons, both directions, in one transaction. Returns the
         relationship types removed (empty when they were not linked)."""

@@ -92,7 +92,8 @@ class Store:
 
         Forced over later changes, it never rewinds a lesson's history: a lesson whose content
         changed since is brought back to its earlier content as a new version (`reason` says why),
-        or soft-deleted if the changes created it; every other row is restored as recorded."""
+        or soft-deleted if the changes created it (and the links other lessons made to it since are
+        removed); every other row is restored as recorded."""
         async with self.db.transaction():
             changed = await self._lessons_changed_since(changes) if force else {}
             rows = [c for c in changes if _lesson_of(c) not in changed]
@@ -115,8 +116,10 @@ class Store:
     async def _bring_back(self, lesson_id: str, earlier: dict | None, reason: str) -> None:
         if not await self.lessons.exists(lesson_id):
             return
-        if earlier is None:
+        if earlier is None:  # as before the changes, no lesson links to it
             await self.lessons.set_lifecycle(lesson_id, LessonStatus.deleted, reason=reason)
+            for other in await self.lessons.linking_to(lesson_id):
+                await self.lessons.unlink(other, lesson_id)
             return
         current = await self.lessons.get(lesson_id)
         text = {"trigger": earlier["trigger"], "action": earlier["action"], "rationale": earlier["rationale"],
