@@ -350,6 +350,7 @@ class Lessons:
         await self.db.update("lessons", {"id": lesson_id}, {"relationships": dumps(relationships)})
 
     async def linking_to(self, lesson_id: str) -> list[Lesson]:
+        """The lessons holding a link to this one."""
         rows = await self.db.fetchall(
             LESSON_SELECT + """ WHERE EXISTS (SELECT 1 FROM json_each(l.relationships)
                                 WHERE json_extract(json_each.value, '$.target') = ?)""",
@@ -470,13 +471,6 @@ class Lessons:
         """When the oldest query logged at or after `since` was logged (None: no such query)."""
         row = await self.db.fetchone("SELECT min(created_at) FROM query_log WHERE created_at >= ?", [since])
         return row[0] if row else None
-
-    async def linking_to(self, lesson_id: str) -> list[str]:
-        """The other lessons holding a link to this one."""
-        rows = await self.db.fetchall(
-            "SELECT DISTINCT l.id FROM lessons l, json_each(l.relationships) r "
-            "WHERE json_extract(r.value, '$.target') = ? AND l.id != ? ORDER BY l.id", [lesson_id, lesson_id])
-        return [r["id"] for r in rows]
 
     async def unlink(self, source: str, target: str) -> list[str]:
         """Remove the link between two lessons, both directions, in one transaction. Returns the

@@ -119,7 +119,8 @@ class Store:
         if earlier is None:  # as before the changes, no lesson links to it
             await self.lessons.set_lifecycle(lesson_id, LessonStatus.deleted, reason=reason)
             for other in await self.lessons.linking_to(lesson_id):
-                await self.lessons.unlink(other, lesson_id)
+                if other.id != lesson_id:
+                    await self.lessons.unlink(other.id, lesson_id)
             return
         current = await self.lessons.get(lesson_id)
         text = {"trigger": earlier["trigger"], "action": earlier["action"], "rationale": earlier["rationale"],
