@@ -369,6 +369,18 @@ TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_sca
 READ_IN_FULL = {"community_detection": ("words",), "contradiction_scan": ("screen", "claims")}
 
 
+def _give_back() -> None:
+    """Hand what the last operation freed back to the system. glibc's malloc keeps freed memory
+    inside its heap between live blocks, so each operation's peak would sit on top of what the
+    ones before it freed; elsewhere (no `malloc_trim`) nothing happens."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class _Inputs:
     """What the operations read, loaded once per cycle: the active lessons, and the project's
     history from the earliest session any operation asked for. No operation changes either (findings
@@ -410,6 +422,7 @@ class _Inputs:
             self.active = self._words = None
         if not HISTORY_READERS.intersection(later):
             self.snapshots, self.after = [], None
+        _give_back()
 
     async def lessons_digest(self, mark: str = "lesson_content") -> str:
         """The lessons' `content_digest` (or another mark), taken once per cycle and before

@@ -444,7 +444,7 @@ class _Graph:
         same = labels[self.a] == labels[self.b]
         inner = np.bincount(labels[self.a][same], weights=self.w[same], minlength=size).tolist()
         degree = np.bincount(labels, weights=self.degree, minlength=size).tolist()
-        present = np.unique(labels).tolist()
+        present = np.flatnonzero(np.bincount(labels, minlength=size)).tolist()
         return math.fsum(inner[c] / m - (degree[c] / (2 * m)) ** 2 for c in present)
 
 
@@ -563,7 +563,7 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
             if j is not None and j != i:
                 low.append(min(i, j))
                 high.append(max(i, j))
-    explicit = np.unique(np.array(low, dtype=np.int64) * n + np.array(high, dtype=np.int64))
+    explicit = sparse.distinct(np.array(low, dtype=np.int64) * n + np.array(high, dtype=np.int64))
     del low, high
 
     edge_weight = float(settings["similarity_edge_weight"])
@@ -606,7 +606,7 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     inferred, at = np.unique(codes, return_inverse=True)
     summed = np.bincount(at.reshape(-1), weights=values, minlength=len(inferred))
     del codes, values, at
-    pairs = np.union1d(explicit, inferred)
+    pairs = sparse.distinct(np.concatenate([explicit, inferred]))
     w = np.zeros(len(pairs))
     w[np.searchsorted(pairs, explicit)] += EXPLICIT_WEIGHT
     w[np.searchsorted(pairs, inferred)] += summed

@@ -169,15 +169,14 @@ def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Mapping[
     proposed = dict.fromkeys([keys[i] for i in searched], ())
     proposed.update(_proposed(keys, row, other))
     if kept is not None:
-        kept_row, kept_other = [], []
-        for key in keys:
-            if key not in proposed:
-                proposed[key] = tuple(kept[key])
-                kept_row += [index[key]] * len(kept[key])
-                kept_other += [index[o] for o in kept[key]]
-        row = np.concatenate([row, np.array(kept_row, dtype=np.int64)])
-        other = np.concatenate([other, np.array(kept_other, dtype=np.int64)])
-    codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
+        rest = [i for i, key in enumerate(keys) if key not in proposed]
+        for i in rest:
+            proposed[keys[i]] = tuple(kept[keys[i]])
+        lengths = np.fromiter((len(kept[keys[i]]) for i in rest), dtype=np.int64, count=len(rest))
+        row = np.concatenate([row, np.repeat(np.array(rest, dtype=np.int64), lengths)])
+        other = np.concatenate([other, np.fromiter((index[o] for i in rest for o in kept[keys[i]]), dtype=np.int64,
+                                                   count=int(lengths.sum()))])
+    codes = sparse.distinct(np.minimum(row, other) * m.n + np.maximum(row, other))
     del row, other
     a, b = codes // max(m.n, 1), codes % max(m.n, 1)
     s = m.dots(a, b)
