@@ -165,26 +165,32 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     `mgcp.operations.similarity`), but in bulk: each distinct word is joined, stemmed and weighed
     once, and the words are counted by numpy."""
     n = len(docs)
-    flat = list(chain.from_iterable(docs))
-    vocabulary = list(dict.fromkeys(flat))  # first seen first: nothing here depends on set order
+    # first seen first: nothing here depends on set order
+    vocabulary = list(dict.fromkeys(chain.from_iterable(docs)))
     index = {w: i for i, w in enumerate(vocabulary)}
-    ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
-    doc = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, docs), dtype=np.int64, count=n))
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+    ids = np.fromiter(map(index.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(lengths.sum()))
+    doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
     ids, doc = _join_compounds(ids, doc, vocabulary, index)
     stem_of, stems = _stems(vocabulary)
-    stem, doc = stem_of[ids], doc
+    stem = stem_of[ids]
+    del ids  # each array is let go as soon as it is read: at 100k documents each is tens of MB
     kept = stem >= 0
-    stem, doc = stem[kept], doc[kept]
     width = max(len(stems), 1)
-    pair, tf = np.unique(doc * width + stem, return_counts=True)
-    row, word = pair // width, pair % width
+    code = doc[kept] * width + stem[kept]
+    del doc, stem, kept
+    code.sort()  # the distinct (document, stem) codes and their counts, as np.unique gives them
+    first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, dtype=np.int64)
+    tf = np.diff(np.r_[first, len(code)])
+    row, word = np.divmod(code[first], width)
+    del code, first
     df = np.bincount(word, minlength=len(stems))
     # the logarithms as Python takes them, once per distinct count
     sublinear = np.array([1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
     idf = np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
     weight = sublinear[tf - 1] * idf[word]
-    norm = np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))
-    return Matrix(n, row, word, weight / norm[row], stems, df, tf)
+    weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))[row]
+    return Matrix(n, row, word, weight, stems, df, tf)
 
 
 def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
