@@ -144,15 +144,19 @@ class Matrix:
         by_a = np.argsort(a, kind="stable")
         distinct = np.flatnonzero(np.r_[True, a[by_a][1:] != a[by_a][:-1]]) if len(a) else by_a
         step = max(1, DENSE_CELLS // max(self.size, 1))
+        # one dense block for all of them, its written cells set back to 0 after each use (a fresh
+        # block each time cost more in zeroing than the lookups)
+        dense = np.zeros((min(step, len(distinct)), max(self.size, 1)))
         for lo in range(0, len(distinct), step):
             pick = by_a[distinct[lo]:distinct[lo + step] if lo + step < len(distinct) else len(a)]
             held, local = np.unique(a[pick], return_inverse=True)
-            dense = np.zeros((len(held), max(self.size, 1)))
             cells = _expand(self.start, held)
-            dense[np.repeat(np.arange(len(held)), self.lengths[held]), self.rank[cells]] = self.weight[cells]
+            at = (np.repeat(np.arange(len(held)), self.lengths[held]), self.rank[cells])
+            dense[at] = self.weight[cells]
             entries = _expand(self.start, b[pick])
             pair = np.repeat(np.arange(len(pick)), self.lengths[b[pick]])
             found = dense[local[pair], self.rank[entries]]
+            dense[at] = 0.0
             dots[pick] = np.bincount(pair, weights=found * self.weight[entries], minlength=len(pick))
             shared[pick] = np.bincount(pair[found > 0], minlength=len(pick))
         return dots, shared
