@@ -311,3 +311,32 @@ def test_the_reported_modularity_is_newmans_over_the_weighted_graph(implementati
     members = [set(c["member_ids"]) for c in result.communities]
     members += [{node} for node in graph if not any(node in m for m in members)]
     assert result.modularity == pytest.approx(modularity(graph, members, weight="weight"), abs=1e-12)
+
+
+class _Delegate(community_detection.SimilarityBackend):
+    """Another backend (as the semantic one is): the lexical backend's answers, through the seam."""
+
+    def __init__(self):
+        self.lexical = community_detection.LexicalBackend()
+
+    def pairs(self, docs, min_similarity):
+        return self.lexical.pairs(docs, min_similarity)
+
+    def similarity(self, a, b):
+        return self.lexical.similarity(a, b)
+
+    def vectors(self, docs):
+        return self.lexical.vectors(docs)
+
+    def nearest(self, docs, min_similarity, k):
+        return self.lexical.nearest(docs, min_similarity, k)
+
+
+def test_another_backend_builds_the_same_graph_through_nearest_and_keeps_nothing():
+    lexical = community_detection.run(kb(), None, SETTINGS)
+    other = community_detection.run(kb(), None, SETTINGS, backend=_Delegate())
+    assert other.communities == lexical.communities and other.modularity == lexical.modularity
+    assert [f.model_dump() for f in other.findings] == [f.model_dump() for f in lexical.findings]
+    assert other.kept is None and lexical.kept is not None
+    again = community_detection.run(kb(), None, SETTINGS, backend=_Delegate(), kept=lexical.kept)
+    assert not again.incremental
