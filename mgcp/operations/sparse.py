@@ -424,7 +424,9 @@ def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | No
         y = holder[_expand(word_start, group)]
         rank = np.repeat(group, counts)
         if packed:
-            key = np.sort((x << (row_bits + rank_bits)) | (y << rank_bits) | rank)
+            # runs of ascending keys (a word's holders, for each word of each row): timsort merges
+            # them about three times as fast as a quicksort sorts them; the keys are distinct
+            key = np.sort((x << (row_bits + rank_bits)) | (y << rank_bits) | rank, kind="stable")
             pair = key >> rank_bits
             first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
             rarest = key[first] & ((1 << rank_bits) - 1)
