@@ -248,3 +248,11 @@ def test_nearest_in_the_corpus_matrix_is_nearest():
     assert [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())] \
         == LexicalBackend().nearest(docs, 0.2, 3)
     assert set(proposed) == set(keys) and all(k not in found for k, found in proposed.items())
+
+
+def test_bulk_rounding_is_pythons_round_ties_included():
+    rng = np.random.default_rng(3)
+    near_ties = (np.arange(5000) + 0.5) / 1e9
+    values = np.concatenate([rng.random(20000), near_ties, np.nextafter(near_ties, 0), np.nextafter(near_ties, 1),
+                             [0.0, 1.0, 1e-9, 5e-10, 2.5e-9, 1e300]])
+    assert sparse._round9(values).tolist() == [round(v, 9) for v in values.tolist()]
