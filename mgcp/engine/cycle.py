@@ -370,9 +370,10 @@ READ_IN_FULL = {"community_detection": ("words",), "contradiction_scan": ("scree
 
 
 def _give_back() -> None:
-    """Hand what the last operation freed back to the system. glibc's malloc keeps freed memory
-    inside its heap between live blocks, so each operation's peak would sit on top of what the
-    ones before it freed; elsewhere (no `malloc_trim`) nothing happens."""
+    """Hand the memory a cycle freed back to the system: glibc's malloc keeps freed memory inside
+    its heap between live blocks, so a long-running process (`mgcp serve`) would hold its cycle's
+    peak until it exits; elsewhere (no `malloc_trim`) nothing happens. Once per cycle: between
+    operations the next one takes most of it again, and faulting it back in costs more time."""
     import ctypes
 
     try:
@@ -422,7 +423,8 @@ class _Inputs:
             self.active = self._words = None
         if not HISTORY_READERS.intersection(later):
             self.snapshots, self.after = [], None
-        _give_back()
+        if not later:
+            _give_back()
 
     async def lessons_digest(self, mark: str = "lesson_content") -> str:
         """The lessons' `content_digest` (or another mark), taken once per cycle and before
