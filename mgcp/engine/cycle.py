@@ -378,7 +378,7 @@ def _give_back() -> None:
 
     try:
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no C library by that name, or no malloc_trim in it
         pass
 
 
