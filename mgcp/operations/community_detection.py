@@ -38,7 +38,7 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
 lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
-candidates (`LexicalBackend.nearest_kept`), its community label and a digest of its edges. A run
+candidates (`similarity.nearest_in`), its community label and a digest of its edges. A run
 given the state of an earlier run with the same settings is *incremental*, unless it is the
 `full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
 less: every run is full):
