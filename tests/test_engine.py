@@ -155,3 +155,15 @@ def test_a_bulk_import_is_capped_diverse_summarised_and_its_bulk_answer_undone_i
     assert summaries[0].data["count"] >= 50 and summaries[0].title.startswith(f"{summaries[0].data['count']} more")
     assert "done" in outcome.message and sum(1 for k in linked if linked[k] != before[k]) > 40
     assert after == before and status == FindingStatus.pending  # one undo took every link back
+
+
+def test_a_cycle_hands_its_freed_memory_back_once_after_its_last_operation(db, run, monkeypatch):
+    from mgcp.engine import cycle
+
+    calls = []
+    real = cycle._give_back
+    real()  # harmless on any platform
+    monkeypatch.setattr(cycle, "_give_back", lambda: calls.append(len(calls)))
+    report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
+    assert [r.operation for r in report.operations] == ["staleness_scan", "duplicate_detection"]
+    assert calls == [0]

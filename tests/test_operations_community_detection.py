@@ -255,3 +255,88 @@ def test_the_collector_runs_again_after_a_run():
         assert not gc.isenabled()  # left as it was found
     finally:
         gc.enable()
+
+
+def test_orphans_beyond_the_cap_are_counted_in_the_summary_as_the_findings_they_would_be():
+    """Only the orphans shown are made into findings; the summary holds the rest exactly as a run
+    with room for all of them makes them."""
+    words = ["boiler", "kettle", "lathe", "piano", "rudder", "sextant", "tuba", "umbrella", "violin", "wagon"]
+    lessons = [lesson(f"{word}-{how}", f"When the {word} {how}", f"Look at the {word} before it {how} again.", [word])
+               for word in words for how in ("breaks", "leaks")]  # pairs: orphans with a suggestion
+    lessons.append(lesson("alone", "When the zither squeaks", "Oil the zither pegs."))
+    everything = community_detection.run(lessons, None, {**SETTINGS, "max_findings": 100})
+    capped = community_detection.run(lessons, None, {**SETTINGS, "max_findings": 5})
+    shown, [summary] = capped.findings[:-1], capped.findings[-1:]
+    assert len(everything.findings) == 21 and len(shown) == 5 and summary.kind == "summary"
+    assert everything.findings[0].data["suggested"] and not everything.findings[-1].data["suggested"]
+    made = {f.data["lesson"]: f for f in everything.findings}
+    assert all(f.model_dump() == made[f.data["lesson"]].model_dump() for f in shown)
+    rest = [f for f in everything.findings if f.data["lesson"] not in {s.data["lesson"] for s in shown}]
+    assert summary.data["fingerprints"] == sorted(f.fingerprint for f in rest)
+    assert summary.data["items"] == [{"kind": "orphan", "data": f.data, "subject": f.subject} for f in rest
+                                     if f.data["suggested"]] != []
+    assert summary.description.splitlines()[1:11] == [f"- {f.title}" for f in rest[:10]]
+
+
+@pytest.mark.parametrize("implementation", ["python-louvain", "igraph"])
+def test_the_reported_modularity_is_newmans_over_the_weighted_graph(implementation):
+    if implementation == "igraph" and importlib.util.find_spec("igraph") is None:
+        pytest.skip("igraph is not installed")
+    import networkx as nx
+    from networkx.algorithms.community import modularity
+
+    settings = {**SETTINGS, "louvain": implementation}
+    result = community_detection.run(kb(), None, settings)
+    graph = nx.Graph()
+    graph.add_nodes_from(x.id for x in kb())
+    weights: dict = {}
+    for x in kb():  # explicit links weigh 1.0, each shared tag (of few lessons) shared_tag_weight
+        for target in (rel.target for rel in x.relationships):
+            weights[tuple(sorted((x.id, target)))] = 1.0
+    by_tag: dict = {}
+    for x in kb():
+        for tag in x.tags:
+            by_tag.setdefault(tag, []).append(x.id)
+    for ids in by_tag.values():
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                pair = tuple(sorted((a, b)))
+                weights[pair] = weights.get(pair, 0.0) + settings["shared_tag_weight"]
+    backend = community_detection.LexicalBackend()
+    texts = {x.id: community_detection.lesson_text(x) for x in kb()}
+    for a, b, _ in backend.nearest(texts, settings["similarity_edge_threshold"], community_detection.NEIGHBOURS):
+        pair = tuple(sorted((a, b)))
+        weights[pair] = weights.get(pair, 0.0) + settings["similarity_edge_weight"]
+    graph.add_weighted_edges_from((a, b, w) for (a, b), w in weights.items())
+    members = [set(c["member_ids"]) for c in result.communities]
+    members += [{node} for node in graph if not any(node in m for m in members)]
+    assert result.modularity == pytest.approx(modularity(graph, members, weight="weight"), abs=1e-12)
+
+
+class _Delegate(community_detection.SimilarityBackend):
+    """Another backend (as the semantic one is): the lexical backend's answers, through the seam."""
+
+    def __init__(self):
+        self.lexical = community_detection.LexicalBackend()
+
+    def pairs(self, docs, min_similarity):
+        return self.lexical.pairs(docs, min_similarity)
+
+    def similarity(self, a, b):
+        return self.lexical.similarity(a, b)
+
+    def vectors(self, docs):
+        return self.lexical.vectors(docs)
+
+    def nearest(self, docs, min_similarity, k):
+        return self.lexical.nearest(docs, min_similarity, k)
+
+
+def test_another_backend_builds_the_same_graph_through_nearest_and_keeps_nothing():
+    lexical = community_detection.run(kb(), None, SETTINGS)
+    other = community_detection.run(kb(), None, SETTINGS, backend=_Delegate())
+    assert other.communities == lexical.communities and other.modularity == lexical.modularity
+    assert [f.model_dump() for f in other.findings] == [f.model_dump() for f in lexical.findings]
+    assert other.kept is None and lexical.kept is not None
+    again = community_detection.run(kb(), None, SETTINGS, backend=_Delegate(), kept=lexical.kept)
+    assert not again.incremental

@@ -230,3 +230,29 @@ def test_a_compound_is_joined_left_to_right_and_never_across_documents():
     vecs = LexicalBackend().vectors(docs)
     assert set(vecs["a"]) == {"tailwind", "css"}  # "tail wind" joins first; "wind css" is not read
     assert set(vecs["c"]) == {"type"} and set(vecs["d"]) == {"script", "typescript"}
+
+
+@pytest.mark.parametrize("size", [0, 1, 5, 1000])
+def test_distinct_is_numpys_unique(size):
+    values = np.random.default_rng(size).integers(0, max(size // 3, 1), size)
+    assert sparse.distinct(values).tolist() == np.unique(values).tolist()
+
+
+def test_nearest_in_the_corpus_matrix_is_nearest():
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(40)]
+    docs = {f"d{i:03d}": " ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for i in range(150)}
+    backend = LexicalBackend()
+    keys = list(docs)
+    a, b, s, proposed = similarity.nearest_in(backend.matrix(docs), keys, 0.2, 3)
+    assert [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())] \
+        == LexicalBackend().nearest(docs, 0.2, 3)
+    assert set(proposed) == set(keys) and all(k not in found for k, found in proposed.items())
+
+
+def test_bulk_rounding_is_pythons_round_ties_included():
+    rng = np.random.default_rng(3)
+    near_ties = (np.arange(5000) + 0.5) / 1e9
+    values = np.concatenate([rng.random(20000), near_ties, np.nextafter(near_ties, 0), np.nextafter(near_ties, 1),
+                             [0.0, 1.0, 1e-9, 5e-10, 2.5e-9, 1e300]])
+    assert sparse._round9(values).tolist() == [round(v, 9) for v in values.tolist()]

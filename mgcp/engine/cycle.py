@@ -348,6 +348,19 @@ TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_sca
 READ_IN_FULL = {"community_detection": ("words",), "contradiction_scan": ("screen", "claims")}
 
 
+def _give_back() -> None:
+    """Hand the memory a cycle freed back to the system: glibc's malloc keeps freed memory inside
+    its heap between live blocks, so a long-running process (`mgcp serve`) would hold its cycle's
+    peak until it exits; elsewhere (no `malloc_trim`) nothing happens. Once per cycle: between
+    operations the next one takes most of it again, and faulting it back in costs more time."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):  # no C library by that name, or no malloc_trim in it
+        pass
+
+
 class _Inputs:
     """What the operations read, loaded once per cycle: the active lessons, and the project's
     history from the earliest session any operation asked for. No operation changes either (findings
@@ -389,6 +402,8 @@ class _Inputs:
             self.active = self._words = None
         if not HISTORY_READERS.intersection(later):
             self.snapshots, self.after = [], None
+        if not later:
+            _give_back()
 
     async def lessons_digest(self, mark: str = "lesson_content") -> str:
         """The lessons' `content_digest` (or another mark), taken once per cycle and before

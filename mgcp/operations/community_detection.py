@@ -7,6 +7,10 @@ The graph (nodes: the active lessons; undirected, weights add up):
   its `NEIGHBOURS` nearest lessons (`SimilarityBackend.nearest`: a sparse nearest-neighbour graph,
   linear in the corpus; the lexical backend finds the neighbours through shared distinctive words);
 - each shared tag carried by at most `max_tag_frequency` lessons adds `shared_tag_weight`.
+The graph is held as numpy arrays over the lessons' places in id order (`_Graph`), never as a dict
+per lesson: at 100k lessons it has about 700k edges. The lexical backend's TF-IDF matrix lives only
+through the neighbour search, and of thousands of orphans only those shown are made into findings
+(the rest are counted in the capped summary, from the same fields).
 
 Louvain (python-louvain, `random_state=seed`, nodes and edges added in sorted order, so the same
 graph always gives the same partition) runs on each connected part of the graph on its own, with the
@@ -34,7 +38,7 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
 lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
-candidates (`LexicalBackend.nearest_kept`), its community label and a digest of its edges. A run
+candidates (`similarity.nearest_in`), its community label and a digest of its edges. A run
 given the state of an earlier run with the same settings is *incremental*, unless it is the
 `full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
 less: every run is full):
@@ -61,12 +65,13 @@ import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import SimpleNamespace
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
-from mgcp.operations.shared import CycleCache, joined_terms
+from mgcp.operations.shared import CycleCache, joined_terms, stage, ticker
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -119,13 +124,17 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     graph hashes the same, Louvain is not run again and the result says `unchanged`. `settled`:
     findings answered "don't ask again" (see `mgcp.operations.cap`); they are part of the hash, so
     that such answers make room for the next findings. `kept`: what an earlier run kept (see the
-    module docstring); the result's `kept` is what this one keeps."""
+    module docstring); the result's `kept` is what this one keeps. `backend`: None for the
+    lexical backend (made for this run, and let go with its matrix once the neighbours are found)."""
+    import numpy as np
+
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
+    ids = [lesson.id for lesson in ordered]
     by_id = {lesson.id: lesson for lesson in ordered}
-    backend = backend or LexicalBackend(cache)
-    key = _settings_key(settings, backend)
+    lexical = backend is None or isinstance(backend, LexicalBackend)
+    key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
     content = {lesson.id: _content(lesson) for lesson in ordered}
-    incremental = (kept is not None and kept.settings == key and isinstance(backend, LexicalBackend)
+    incremental = (kept is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
     changed: set[str] = set()
     if incremental:
@@ -136,61 +145,62 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         stale = changed | {lid for lid, k in kept.lessons.items()
                            if lid in content and not reached.isdisjoint(k.candidates)}
         candidates = {lid: k.candidates for lid, k in kept.lessons.items() if lid in content}
-        explicit, inferred, proposed = _edges(ordered, by_id, settings, backend, cache, candidates, stale)
+        graph = _edges(ordered, settings, backend, cache, candidates, stale)
     else:
-        explicit, inferred, proposed = _edges(ordered, by_id, settings, backend, cache)
+        graph = _edges(ordered, settings, backend, cache)
 
-    weights: dict[tuple[str, str], float] = defaultdict(float)
-    for pair in explicit:
-        weights[pair] += EXPLICIT_WEIGHT
-    for pair, w in inferred.items():
-        weights[pair] += w
-    edges = sorted([(a, b, w) for (a, b), w in weights.items()])  # by pair: pairs are distinct
-    lines = [f"{a}|{b}|{w:.6f}\n" for a, b, w in edges]  # each edge as the hashes read it
+    lines = graph.lines(ids)  # each edge as the hashes read it
     graph_hash = _graph_hash(lines, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
-    edge_digests = _edge_digests(by_id, edges, lines)
+    edge_digests = graph.digests(ids, lines)
     del lines
-    adjacency: dict[str, dict[str, float]] = {lid: {} for lid in by_id}
-    for a, b, w in edges:
-        adjacency[a][b] = adjacency[b][a] = w
 
     resolution = float(settings.get("resolution", 1.0))
     if incremental:
-        moved = [lid for lid in by_id
-                 if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[lid]]
-        partition = _move_locally(adjacency, {lid: k.label for lid, k in kept.lessons.items() if lid in by_id},
-                                  moved, resolution)
+        moved = [i for i, lid in enumerate(ids)
+                 if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[i]]
+        labels = _move_locally(graph, [kept.lessons[lid].label if lid in kept.lessons else None for lid in ids],
+                               moved, resolution)
     else:
-        partition = partition_with(louvain(settings))(adjacency, edges, resolution, int(settings.get("seed", 42)))
-    groups: dict[int, list[str]] = defaultdict(list)
-    for node, label in partition.items():
-        groups[label].append(node)
-    members_list = sorted((sorted(m) for m in groups.values() if len(m) >= 2),
-                          key=lambda m: (-len(m), m[0]))
+        labels = partition_with(louvain(settings))(graph, ids, resolution, int(settings.get("seed", 42)))
+    by_label = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, labels[by_label][1:] != labels[by_label][:-1], True]) if len(ids) else []
+    groups = [by_label[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]) if hi - lo >= 2]
+    groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
     described_before = ({c["community_id"]: c for c in previous or [] if "title" in c and "summary" in c}
                         if incremental else {})
     idf: dict[str, float] | None = None
     communities, described = [], 0
-    for members in members_list:
+    for group in groups:
+        members = [ids[i] for i in group.tolist()]
+        central = [ids[i] for i in graph.central(group, ids)]
         before = described_before.get(community_id(members))
-        if before is not None and not changed.intersection(_central(members, adjacency)[:TITLE_SAMPLE]):
+        if before is not None and not changed.intersection(central[:TITLE_SAMPLE]):
             communities.append({"community_id": before["community_id"], "member_ids": members,
                                 "title": before["title"], "summary": before["summary"]})
             continue
         if idf is None:
             idf = _idf(ordered)
-        communities.append(_describe(members, by_id, adjacency, idf))
+        communities.append(_describe(members, central, by_id, idf))
         described += 1
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
+    # the explicit links of the lessons in communities small enough to be asked about
+    small = np.zeros(len(ids), dtype=bool)
+    for group in groups:
+        if len(group) <= MAX_LINKABLE:
+            small[group] = True
     explicit_adj: dict[str, set[str]] = defaultdict(set)
-    for a, b in explicit:
-        explicit_adj[a].add(b)
-        explicit_adj[b].add(a)
+    ea, eb = graph.explicit_pairs()
+    near = small[ea] | small[eb]
+    for a, b in zip(ea[near].tolist(), eb[near].tolist()):
+        explicit_adj[ids[a]].add(ids[b])
+        explicit_adj[ids[b]].add(ids[a])
+    linked_at_all = np.zeros(len(ids), dtype=bool)
+    linked_at_all[ea] = linked_at_all[eb] = True
 
     # Copies of one rule are merges (duplicate detection raises them), not lessons to link: a
     # cluster counts its distinct actions, and a copy is not raised as an orphan.
@@ -207,44 +217,47 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         cluster_findings.append(_cluster_finding(c, by_id, linked, explicit_adj, c["community_id"] in new_ids))
 
     in_clusters = {m for f in cluster_findings for m in f.data["members"]}
-    orphan_findings = []
-    for lesson in ordered:
-        if explicit_adj.get(lesson.id) or lesson.id in in_clusters or lesson.id in copy_of:
+    suggestions = graph.strongest(MAX_SUGGESTIONS)
+    orphans = []
+    for i in np.flatnonzero(~linked_at_all).tolist():
+        lesson = ordered[i]
+        if lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
-        neighbours = [(-w, n) for w, n in sorted((-w, n) for n, w in adjacency[lesson.id].items())[:MAX_SUGGESTIONS]]
-        suggested = [n for _, n in neighbours]
-        strength = neighbours[0][0] if neighbours else 0.0
-        orphan_findings.append((not suggested, -strength, lesson.id,
-                                _orphan_finding(lesson, [by_id[s] for s in suggested])))
-    orphan_findings.sort(key=lambda x: x[:3])
+        suggested, strength = suggestions(i)
+        orphans.append((not suggested, -strength, lesson.id,
+                        _Orphan(lesson, [by_id[ids[s]] for s in suggested])))
+    orphans.sort(key=lambda x: x[:3])
 
-    findings = cluster_findings + [f for *_, f in orphan_findings]
-
-    def group_of(finding: RemFinding) -> str:  # what a capped selection spreads over
+    def group_of(finding) -> str:  # what a capped selection spreads over
         if finding.kind == "orphan":
             return min(by_id[finding.data["lesson"]].tags, default="")
         return finding.data["topic"]
 
-    findings = cap(findings, int(settings.get("max_findings", 50)), group_of, settled)
+    limit = int(settings.get("max_findings", 50))
+    # `cap` takes each kind on its own: the orphans are capped as stand-ins, and only those shown are
+    # made into findings (the rest are counted in the summary)
+    findings = (cap(cluster_findings, limit, group_of, settled)
+                + [f.finding() if isinstance(f, _Orphan) else f
+                   for f in cap([o for *_, o in orphans], limit, group_of, settled)])
     new_kept = None
-    if proposed is not None:
+    if graph.proposed is not None:
+        label_of = labels.tolist()
         new_kept = Kept(settings=key, runs_since_full=kept.runs_since_full + 1 if incremental else 0,
-                        lessons={lid: KeptLesson(content[lid], proposed[lid], partition[lid], edge_digests[lid])
-                                 for lid in by_id})
+                        lessons={lid: KeptLesson(content[lid], graph.proposed[lid], label_of[i], edge_digests[i])
+                                 for i, lid in enumerate(ids)})
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
-                           modularity=_modularity(partition, adjacency, edges), changes=changes,
+                           modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
 
 
 # -- kept between runs ---------------------------------------------------------------------------
 
-def _settings_key(settings: dict, backend: SimilarityBackend) -> str:
+def _settings_key(settings: dict, backend: str) -> str:
     """What kept state is only valid under: the settings that shape the graph and the partition,
-    the backend and the Louvain implementation (the engine adds the mgcp version)."""
+    the backend (its class name) and the Louvain implementation (the engine adds the mgcp version)."""
     shaping = {k: settings.get(k) for k in ("seed", "resolution", "similarity_edge_threshold",
                                             "similarity_edge_weight", "shared_tag_weight", "max_tag_frequency")}
-    described = json.dumps([shaping, type(backend).__name__, louvain(settings), NEIGHBOURS],
-                           sort_keys=True)
+    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS], sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
 
@@ -255,47 +268,44 @@ def _content(lesson: Lesson) -> str:
     return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-def _edge_digests(nodes, edges: list[tuple[str, str, float]], lines: list[str]) -> dict[str, str]:
-    """Each node's digest of its edges (`lines`: each edge of `edges` written out, in their order)."""
-    of: dict[str, list[str]] = {node: [] for node in nodes}
-    for (a, b, _), line in zip(edges, lines):
-        of[a].append(line)
-        of[b].append(line)
-    return {node: hashlib.blake2b("".join(mine).encode(), digest_size=8).hexdigest() for node, mine in of.items()}
+def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[int],
+                  resolution: float):
+    """Louvain's local moving phase from `kept_labels` (a node's label, or None: it starts on its
+    own): the nodes of `start` and their neighbours are visited first (in that order, then in node
+    order), then the neighbours of every node that moves, until no move gains modularity. A node
+    moves to the neighbouring community with the highest gain (ties to the lower label) when that
+    beats staying. Communities a visited node belonged to are then split into their connected
+    pieces. Returns the labels as a numpy array."""
+    import numpy as np
 
-
-def _move_locally(adjacency: dict[str, dict[str, float]], labels: dict[str, int], start: list[str],
-                  resolution: float) -> dict[str, int]:
-    """Louvain's local moving phase from `labels` (a node without one starts on its own): the
-    nodes of `start` and their neighbours are visited first (in that order, then sorted), then the
-    neighbours of every node that moves, until no move gains modularity. A node moves to the
-    neighbouring community with the highest gain (ties to the lower label) when that beats
-    staying. Communities a visited node belonged to are then split into their connected pieces."""
-    labels = dict(labels)
-    fresh = max(labels.values(), default=-1) + 1
-    for node in adjacency:
-        if node not in labels:
-            labels[node], fresh = fresh, fresh + 1
-    degree = {node: sum(adj.values()) for node, adj in adjacency.items()}
-    two_m = sum(degree.values())
+    fresh = max((x for x in kept_labels if x is not None), default=-1) + 1
+    labels = []
+    for label in kept_labels:
+        if label is None:
+            label, fresh = fresh, fresh + 1
+        labels.append(label)
+    degree = graph.degree.tolist()
+    two_m = sum(degree)
     if not two_m:
-        return labels
+        return np.array(labels, dtype=np.int64)
     total: dict[int, float] = defaultdict(float)
-    for node, label in labels.items():
+    for node, label in enumerate(labels):
         total[label] += degree[node]
     first = list(dict.fromkeys(start))
-    first += sorted({n for node in first for n in adjacency[node]} - set(first))
+    seen = set(first)
+    first += sorted({n for node in first for n in graph.neighbours(node)[0]} - seen)
     queue, queued = deque(first), set(first)
     touched: set[int] = set()
     steps = 0
-    while queue and steps < 50 * len(adjacency):  # each move gains modularity; the cap is a guard
+    while queue and steps < 50 * len(labels):  # each move gains modularity; the cap is a guard
         steps += 1
         node = queue.popleft()
         queued.discard(node)
         current = labels[node]
         touched.add(current)
         links: dict[int, float] = defaultdict(float)
-        for n, w in adjacency[node].items():
+        neighbours, weights = graph.neighbours(node)
+        for n, w in zip(neighbours, weights):
             links[labels[n]] += w
         total[current] -= degree[node]
         scale = resolution * degree[node] / two_m
@@ -308,26 +318,138 @@ def _move_locally(adjacency: dict[str, dict[str, float]], labels: dict[str, int]
         if best != current:
             labels[node] = best
             touched.add(best)
-            for n in adjacency[node]:
+            for n in neighbours:
                 if n not in queued:
                     queued.add(n)
                     queue.append(n)
-    members: dict[int, list[str]] = defaultdict(list)
-    for node, label in labels.items():
+    members: dict[int, list[int]] = defaultdict(list)
+    for node, label in enumerate(labels):
         if label in touched:
             members[label].append(node)
     for label in sorted(members):
-        for piece in _parts({n: {m: w for m, w in adjacency[n].items() if labels[m] == label}
-                             for n in members[label]})[1:]:
+        for piece in _pieces(graph, members[label], labels)[1:]:
             for node in piece:
                 labels[node] = fresh
             fresh += 1
-    return labels
+    return np.array(labels, dtype=np.int64)
+
+
+def _pieces(graph: "_Graph", members: list[int], labels: list[int]) -> list[list[int]]:
+    """The connected pieces of a community (`members` ascending), each ascending, ordered by their
+    first node."""
+    label = labels[members[0]]
+    seen: set[int] = set()
+    pieces = []
+    for start in members:
+        if start in seen:
+            continue
+        seen.add(start)
+        piece, stack = [start], [start]
+        while stack:
+            for n in graph.neighbours(stack.pop())[0]:
+                if n not in seen and labels[n] == label:
+                    seen.add(n)
+                    piece.append(n)
+                    stack.append(n)
+        pieces.append(sorted(piece))
+    return pieces
 
 
 # -- graph ---------------------------------------------------------------------------------------
 
 _REST = ""  # the rest of the graph in a part's Louvain run; never a lesson id
+
+
+class _Graph:
+    """The lesson graph as numpy arrays over the lessons' places in id order (nodes 0..n-1): each
+    edge once, a < b, sorted by (a, b) (so by the lessons' ids), with its weight; each node's
+    neighbours ascending (`start`, `neighbour`, `weight_at`, like a CSR matrix). `explicit`: the
+    codes (a * n + b) of the explicit pairs; `proposed`: each lesson's text candidates, or None when
+    the backend does not keep them."""
+
+    def __init__(self, n: int, a, b, w, explicit, proposed: dict | None):
+        import numpy as np
+
+        self.n, self.a, self.b, self.w, self.explicit, self.proposed = n, a, b, w, explicit, proposed
+        node = np.concatenate([a, b])
+        edge = np.tile(np.arange(len(a), dtype=np.int64), 2)
+        # a node's edges in edge order are its neighbours ascending: those below it come first
+        order = np.lexsort((edge, node))
+        self.edge_at = edge[order]
+        self.neighbour = np.concatenate([b, a])[order]
+        self.weight_at = w[self.edge_at]
+        self.start = np.searchsorted(node[order], np.arange(n + 1))
+        # each node's weight, summed in neighbour order as `sum` over its neighbours would
+        self.degree = np.bincount(node[order], weights=self.weight_at, minlength=n)
+
+    def neighbours(self, node: int) -> tuple[list[int], list[float]]:
+        lo, hi = self.start[node], self.start[node + 1]
+        return self.neighbour[lo:hi].tolist(), self.weight_at[lo:hi].tolist()
+
+    def explicit_pairs(self):
+        return self.explicit // max(self.n, 1), self.explicit % max(self.n, 1)
+
+    def lines(self, ids: list[str]) -> list[str]:
+        """Each edge written out ("a|b|weight"), in edge order."""
+        return [f"{ids[x]}|{ids[y]}|{v:.6f}\n" for x, y, v in zip(self.a.tolist(), self.b.tolist(), self.w.tolist())]
+
+    def digests(self, ids: list[str], lines: list[str]) -> list[str]:
+        """Each node's digest of its edges (`lines`: each edge written out)."""
+        at, start = self.edge_at.tolist(), self.start.tolist()
+        return [hashlib.blake2b("".join([lines[e] for e in at[start[i]:start[i + 1]]]).encode(),
+                                digest_size=8).hexdigest() for i in range(len(ids))]
+
+    def central(self, members, ids: list[str]) -> list[int]:
+        """The `members` (node numbers), most central first (the weight of their edges inside),
+        then by id."""
+        import numpy as np
+
+        from mgcp.operations.sparse import _expand
+
+        inside = np.zeros(self.n, dtype=bool)
+        inside[members] = True
+        counts = self.start[members + 1] - self.start[members]
+        entries = _expand(self.start, members)
+        held = inside[self.neighbour[entries]]
+        owner = np.repeat(np.arange(len(members)), counts)[held]
+        weights = self.weight_at[entries][held].tolist()
+        cut = np.searchsorted(owner, np.arange(len(members) + 1)).tolist()
+        centrality = [math.fsum(weights[cut[k]:cut[k + 1]]) for k in range(len(members))]
+        nodes = members.tolist()
+        return [nodes[k] for k in sorted(range(len(nodes)), key=lambda k: (-centrality[k], ids[nodes[k]]))]
+
+    def strongest(self, k: int):
+        """A function of a node: (its k strongest neighbours, strongest first, ties to the lower;
+        the strongest weight, 0.0 without any)."""
+        import numpy as np
+
+        node = np.repeat(np.arange(self.n), np.diff(self.start))
+        order = np.lexsort((self.neighbour, -self.weight_at, node))
+        rank = np.arange(len(order)) - self.start[node[order]]
+        top = order[rank < k]
+        cut = np.searchsorted(node[top], np.arange(self.n + 1)).tolist()
+        neighbours, weights = self.neighbour[top].tolist(), self.weight_at[top].tolist()
+
+        def of(i: int) -> tuple[list[int], float]:
+            lo, hi = cut[i], cut[i + 1]
+            return neighbours[lo:hi], (weights[lo] if hi > lo else 0.0)
+
+        return of
+
+    def modularity(self, labels) -> float:
+        """Newman's modularity of the partition (a label per node): sum over communities of (inner
+        weight / m) minus (total degree / 2m) squared; every sum taken in edge or node order."""
+        import numpy as np
+
+        m = sum(self.w.tolist())
+        if not m:
+            return 0.0
+        size = int(labels.max(initial=-1)) + 1
+        same = labels[self.a] == labels[self.b]
+        inner = np.bincount(labels[self.a][same], weights=self.w[same], minlength=size).tolist()
+        degree = np.bincount(labels, weights=self.degree, minlength=size).tolist()
+        present = np.flatnonzero(np.bincount(labels, minlength=size)).tolist()
+        return math.fsum(inner[c] / m - (degree[c] / (2 * m)) ** 2 for c in present)
 
 
 def louvain(settings: dict) -> str:
@@ -353,133 +475,146 @@ def partition_with(name: str):
     return _partition
 
 
-def _partition_igraph(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, str, float]],
-                      resolution: float, seed: int) -> dict[str, int]:
-    """igraph's multilevel (Louvain) on the whole graph at once, vertices in sorted order and the
-    random choices drawn from a generator seeded with `seed`."""
+def _partition_igraph(graph: _Graph, ids: list[str], resolution: float, seed: int):
+    """igraph's multilevel (Louvain) on the whole graph at once, vertices in id order and the
+    random choices drawn from a generator seeded with `seed`. A label per node (numpy)."""
     import random
 
     import igraph
+    import numpy as np
 
-    nodes = sorted(adjacency)
-    index = {node: i for i, node in enumerate(nodes)}
-    graph = igraph.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges])
+    g = igraph.Graph(n=graph.n, edges=np.column_stack([graph.a, graph.b]))
     igraph.set_random_number_generator(random.Random(seed))
     try:
-        clustering = graph.community_multilevel(weights=[w for _, _, w in edges] or None,
-                                                resolution=resolution)
+        clustering = g.community_multilevel(weights=graph.w.tolist() or None, resolution=resolution)
     finally:
         igraph.set_random_number_generator(random)
-    return dict(zip(nodes, clustering.membership))
+    return np.array(clustering.membership, dtype=np.int64)
 
 
-def _partition(adjacency: dict[str, dict[str, float]], edges: list[tuple[str, str, float]],
-               resolution: float, seed: int) -> dict[str, int]:
+def _partition(graph: _Graph, ids: list[str], resolution: float, seed: int):
     """Louvain on each connected part of the graph on its own (see the module docstring). Each part
     is built from sorted nodes and sorted edges, so that no set order (which varies with the hash
-    seed from one process to the next) can reach Louvain."""
+    seed from one process to the next) can reach Louvain. A label per node (numpy)."""
     import community as community_louvain
     import networkx as nx
+    import numpy as np
 
+    labels = np.zeros(graph.n, dtype=np.int64)
     with collector_running():  # networkx graphs hold reference cycles: freed as the parts go by
-        parts = _parts(adjacency)
-        part_of = {node: i for i, part in enumerate(parts) for node in part}
-        part_edges: list[list] = [[] for _ in parts]
-        for edge in edges:
-            part_edges[part_of[edge[0]]].append(edge)
-        total = sum(w for _, _, w in edges)
-        partition: dict[str, int] = {}
+        part_of = _parts(graph)
+        by_part = np.argsort(part_of, kind="stable")
+        cut = np.flatnonzero(np.r_[True, part_of[by_part][1:] != part_of[by_part][:-1], True]) if graph.n else []
+        edge_order = np.argsort(part_of[graph.a], kind="stable")  # each part's edges in edge order
+        edge_cut = np.searchsorted(part_of[graph.a][edge_order], part_of[by_part][cut[:-1]])
+        edge_cut = np.r_[edge_cut, len(edge_order)]
+        weights, a, b = graph.w.tolist(), graph.a.tolist(), graph.b.tolist()
+        total = sum(weights)
         offset = 0
-        for part, inside in zip(parts, part_edges):
+        for k, (lo, hi) in enumerate(zip(cut[:-1], cut[1:])):
+            part = by_part[lo:hi]
             if len(part) <= 2:
-                labels = dict.fromkeys(part, 0)  # a lone lesson, or a linked pair
-            else:
-                sub = nx.Graph()
-                sub.add_nodes_from(part)
-                sub.add_weighted_edges_from(inside)
-                # The rest of the graph, as one node with a self-loop of its weight: the null model
-                # then sees the whole graph's weight, so every move gains what it would in the whole.
-                sub.add_edge(_REST, _REST, weight=total - sum(w for _, _, w in inside))
-                labels = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
-                                                          random_state=seed)
-                del labels[_REST]
-            partition.update((node, offset + label) for node, label in labels.items())
-            offset += max(labels.values()) + 1
-        return partition
+                labels[part] = offset  # a lone lesson, or a linked pair
+                offset += 1
+                continue
+            inside = edge_order[edge_cut[k]:edge_cut[k + 1]].tolist()
+            sub = nx.Graph()
+            sub.add_nodes_from(ids[i] for i in part.tolist())
+            sub.add_weighted_edges_from((ids[a[e]], ids[b[e]], weights[e]) for e in inside)
+            # The rest of the graph, as one node with a self-loop of its weight: the null model
+            # then sees the whole graph's weight, so every move gains what it would in the whole.
+            sub.add_edge(_REST, _REST, weight=total - sum(weights[e] for e in inside))
+            found = community_louvain.best_partition(sub, weight="weight", resolution=resolution,
+                                                     random_state=seed)
+            del found[_REST]
+            labels[part] = [offset + found[ids[i]] for i in part.tolist()]
+            offset += max(found.values()) + 1
+    return labels
 
 
-def _parts(adjacency: dict[str, dict[str, float]]) -> list[list[str]]:
-    """The connected parts, each sorted, ordered by their first node."""
-    seen: set[str] = set()
-    parts = []
-    for start in sorted(adjacency):
-        if start in seen:
-            continue
-        seen.add(start)
-        part, stack = [start], [start]
-        while stack:
-            for n in adjacency[stack.pop()]:
-                if n not in seen:
-                    seen.add(n)
-                    part.append(n)
-                    stack.append(n)
-        parts.append(sorted(part))
-    return parts
+def _parts(graph: _Graph):
+    """Each node's connected part, numbered by the part's lowest node (a numpy array)."""
+    import numpy as np
+
+    label = np.arange(graph.n, dtype=np.int64)
+    while True:
+        low = np.minimum(label[graph.a], label[graph.b])
+        lower = label.copy()
+        np.minimum.at(lower, graph.a, low)
+        np.minimum.at(lower, graph.b, low)
+        lower = lower[lower]  # a label is a node of the part; follow it to its own label
+        if np.array_equal(lower, label):
+            return label
+        label = lower
 
 
-def _modularity(partition: dict[str, int], adjacency: dict[str, dict[str, float]],
-                edges: list[tuple[str, str, float]]) -> float:
-    """Newman's modularity of the partition: sum over communities of (inner weight / m) minus
-    (total degree / 2m) squared."""
-    m = sum(w for _, _, w in edges)
-    if not m:
-        return 0.0
-    inner: dict[int, float] = defaultdict(float)
-    degree: dict[int, float] = defaultdict(float)
-    for a, b, w in edges:
-        if partition[a] == partition[b]:
-            inner[partition[a]] += w
-    for node, neighbours in adjacency.items():
-        degree[partition[node]] += sum(neighbours.values())
-    return math.fsum(inner[c] / m - (d / (2 * m)) ** 2 for c, d in degree.items())
+def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | None,
+           cache: CycleCache | None = None, candidates: dict | None = None, stale: set[str] = frozenset()) -> _Graph:
+    """The graph of the module docstring over `ordered` (sorted by id). `candidates`, `stale`: see
+    `mgcp.operations.similarity.nearest_in`. The weight of an edge is summed as it always was: the
+    explicit link first, then the text edge, then each shared tag."""
+    import numpy as np
 
+    from mgcp.operations import sparse
+    from mgcp.operations.similarity import nearest_in
 
-def _edges(ordered: list[Lesson], by_id: dict[str, Lesson], settings: dict, backend: SimilarityBackend,
-           cache: CycleCache | None = None, candidates: dict | None = None, stale: set[str] = frozenset()):
-    """(explicit pairs, inferred pair weights, each lesson's text candidates or None when the
-    backend does not keep them). `candidates`, `stale`: see `LexicalBackend.nearest_kept`."""
-    explicit: set[tuple[str, str]] = set()
-    for lesson in ordered:
+    n = len(ordered)
+    index = {lesson.id: i for i, lesson in enumerate(ordered)}
+    low, high = [], []
+    for i, lesson in enumerate(ordered):
         for rel in lesson.relationships:
-            if rel.target in by_id and rel.target != lesson.id:
-                explicit.add(tuple(sorted((lesson.id, rel.target))))
+            j = index.get(rel.target)
+            if j is not None and j != i:
+                low.append(min(i, j))
+                high.append(max(i, j))
+    explicit = sparse.distinct(np.array(low, dtype=np.int64) * n + np.array(high, dtype=np.int64))
+    del low, high
 
-    inferred: dict[tuple[str, str], float] = defaultdict(float)
-    docs = {lesson.id: lesson_text(lesson) for lesson in ordered}
-    if cache is not None:  # each text's words, from its trigger's and action's already read
-        for lesson in ordered:
-            joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)])
     edge_weight = float(settings["similarity_edge_weight"])
     threshold = float(settings["similarity_edge_threshold"])
     proposed = None
-    if isinstance(backend, LexicalBackend):
-        nearest, proposed = backend.nearest_kept(docs, threshold, NEIGHBOURS, candidates, stale)
+    if backend is None or isinstance(backend, LexicalBackend):
+        with stage(cache, 0.0, 0.6):  # each text's words, from its trigger's, action's and tags' read once
+            tick = ticker(cache)
+            words = []
+            for i, lesson in enumerate(ordered):
+                tick(i, n)
+                words.append(joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)],
+                                          keep=False))
+            m = sparse.tf_idf(words)
+            del words
+        with stage(cache, 0.6, 1.0):
+            a, b, _, proposed = nearest_in(m, [lesson.id for lesson in ordered], threshold, NEIGHBOURS,
+                                           candidates, stale, ticker(cache))
+        del m
     else:
-        nearest = backend.nearest(docs, threshold, NEIGHBOURS)
-    for a, b, _ in nearest:
-        inferred[(a, b) if a < b else (b, a)] += edge_weight
+        nearest = backend.nearest({lesson.id: lesson_text(lesson) for lesson in ordered}, threshold, NEIGHBOURS)
+        a = np.array([index[x] for x, _, _ in nearest], dtype=np.int64)
+        b = np.array([index[y] for _, y, _ in nearest], dtype=np.int64)
+    codes = [np.minimum(a, b) * n + np.maximum(a, b)]
+    text_edges = len(codes[0])
 
-    by_tag: dict[str, list[str]] = defaultdict(list)
-    for lesson in ordered:
+    by_tag: dict[str, list[int]] = defaultdict(list)
+    for i, lesson in enumerate(ordered):
         for tag in sorted(set(t.lower() for t in lesson.tags)):
-            by_tag[tag].append(lesson.id)
-    tag_weight = float(settings["shared_tag_weight"])
-    for tag, ids in sorted(by_tag.items()):
-        if 2 <= len(ids) <= settings["max_tag_frequency"]:
-            for i, a in enumerate(ids):
-                for b in ids[i + 1:]:
-                    inferred[(a, b)] += tag_weight
-    return explicit, dict(inferred), proposed
+            by_tag[tag].append(i)
+    for tag, members in sorted(by_tag.items()):
+        if 2 <= len(members) <= settings["max_tag_frequency"]:
+            held = np.array(members, dtype=np.int64)
+            x, y = np.triu_indices(len(held), 1)
+            codes.append(held[x] * n + held[y])
+    codes = np.concatenate(codes)
+    values = np.full(len(codes), float(settings["shared_tag_weight"]))
+    values[:text_edges] = edge_weight
+    # each pair's text and tag weights, summed in that order
+    inferred, at = np.unique(codes, return_inverse=True)
+    summed = np.bincount(at.reshape(-1), weights=values, minlength=len(inferred))
+    del codes, values, at
+    pairs = sparse.distinct(np.concatenate([explicit, inferred]))
+    w = np.zeros(len(pairs))
+    w[np.searchsorted(pairs, explicit)] += EXPLICIT_WEIGHT
+    w[np.searchsorted(pairs, inferred)] += summed
+    return _Graph(n, pairs // max(n, 1), pairs % max(n, 1), w, explicit, proposed)
 
 
 def _graph_hash(lines: list[str], ordered: list[Lesson], settings: dict,
@@ -527,22 +662,14 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
-def _describe(members: list[str], by_id: dict[str, Lesson], adjacency: dict[str, dict[str, float]],
-              idf: dict[str, float]) -> dict:
-    central = _central(members, adjacency)
+def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> dict:
+    """`central`: the members, most central first (`_Graph.central`)."""
     # a large community is titled by its most central members (TITLE_SAMPLE of them)
     title = _title(sorted(central[:TITLE_SAMPLE]), by_id, idf)
     summary = (f"{len(members)} lessons. Central: "
                + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central[:3]))
     return {"community_id": community_id(members), "member_ids": members,
             "title": title or members[0], "summary": summary}
-
-
-def _central(members: list[str], adjacency: dict[str, dict[str, float]]) -> list[str]:
-    """The members, most central first (the weight of their edges inside), then by id."""
-    inside = set(members)
-    centrality = {lid: math.fsum(w for n, w in adjacency[lid].items() if n in inside) for lid in members}
-    return sorted(members, key=lambda lid: (-centrality[lid], lid))
 
 
 @lru_cache(maxsize=4096)  # tags repeat across a community's members; read-only results
@@ -667,6 +794,41 @@ def _cluster_finding(c: dict, by_id: dict[str, Lesson], linked: set[str],
         subject=subject,
         fingerprint=fingerprint(OPERATION, "unlinked_cluster", subject_identity(subject)),
     )
+
+
+class _Orphan:
+    """An orphan finding before it is made: what `cap` and its summary read of it (kind,
+    fingerprint, title, data, subject and the recommended action), so that of thousands of orphans
+    only the few shown are made into findings (`finding`)."""
+
+    __slots__ = ("lesson", "suggested", "subject", "fingerprint")
+    operation, kind = OPERATION, "orphan"
+
+    def __init__(self, lesson: Lesson, suggested: list[Lesson]):
+        self.lesson, self.suggested = lesson, suggested
+        self.subject = subject_of(lesson, *suggested)
+        self.fingerprint = fingerprint(OPERATION, "orphan", subject_identity(self.subject))
+
+    @property
+    def title(self) -> str:
+        ids = self.suggested
+        return f'Unlinked lesson: "{text.shorten(self.lesson.trigger, 70)}"' + (
+            f" ({len(ids)} suggested links)" if ids else "")
+
+    @property
+    def data(self) -> dict:
+        return {"lesson": self.lesson.id, "suggested": [s.id for s in self.suggested]}
+
+    # the recommended option, as `mgcp.operations.summary` reads it
+    recommended = 1
+
+    @property
+    def options(self) -> list:
+        action = "link_suggested" if self.suggested else "keep"
+        return [SimpleNamespace(action=action)]
+
+    def finding(self) -> RemFinding:
+        return _orphan_finding(self.lesson, self.suggested)
 
 
 def _orphan_finding(lesson: Lesson, suggested: list[Lesson]) -> RemFinding:

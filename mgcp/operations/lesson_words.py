@@ -30,18 +30,21 @@ class LessonWords:
     """`lessons`: the lessons indexed, in the order their numbers refer to."""
 
     def __init__(self, lessons: list):
+        from array import array
+
         import numpy as np
 
         self.lessons = lessons
-        tokens: list[str] = []
-        lengths: list[int] = []
+        self.words: dict[str, int] = {}
+        number = _Numbered(self.words).__getitem__
+        numbers = array("q")  # each token's word number, a machine integer each, never a str per token
+        lengths = array("q")
         for lesson in lessons:
             found = text.tokenize(" ".join([lesson.trigger, lesson.action, *lesson.tags]))
-            tokens.extend(found)
+            numbers.extend(map(number, found))
             lengths.append(len(found))
-        self.words: dict[str, int] = {}
-        ids = np.fromiter(map(_Numbered(self.words).__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        owners = np.repeat(np.arange(len(lessons), dtype=np.int64), lengths)
+        ids = np.asarray(numbers, dtype=np.int64)
+        owners = np.repeat(np.arange(len(lessons), dtype=np.int64), np.asarray(lengths, dtype=np.int64))
         kept = ids >= 0
         size = max(len(lessons), 1)
         pairs = np.sort(ids[kept] * size + owners[kept])

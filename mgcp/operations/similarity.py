@@ -135,49 +135,57 @@ class LexicalBackend(SimilarityBackend):
     def nearest_kept(self, docs: dict[Doc, str], min_similarity: float, k: int,
                      kept: Mapping[Doc, Sequence[Doc]] | None = None, stale: Collection[Doc] = ()
                      ) -> tuple[list[tuple[Doc, Doc, float]], dict[Doc, tuple[Doc, ...]]]:
-        """`nearest`, and each document's candidates (the documents its own search proposed, best
-        first). With `kept` (candidates by document, from an earlier call), a document keeps those
-        unless it is in `stale`, is not in `kept` or one of them is no longer in `docs`; only the
-        others are searched again (against every document). Every candidate pair is scored anew,
-        so kept candidates cost only the search; with no `kept` the result is `nearest`'s."""
-        import numpy as np
-
-        from mgcp.operations import sparse
-
+        """`nearest`, and each document's candidates (see `nearest_in`)."""
         keys = list(docs)
-        index = {key: i for i, key in enumerate(keys)}
         with stage(self.cache, 0.0, 0.6):  # reading the words is most of the work
             m = self.matrix(docs)
         with stage(self.cache, 0.6, 1.0):
-            width = CANDIDATES_PER_NEIGHBOUR * k
-            search = None
-            if kept is not None:
-                stale = set(stale)
-                search = np.array([i for i, key in enumerate(keys) if key in stale or key not in kept
-                                   or not all(map(index.__contains__, kept[key]))], dtype=np.int64)
-            row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, ticker(self.cache))
-        searched = range(len(keys)) if search is None else search.tolist()
-        proposed = dict.fromkeys([keys[i] for i in searched], ())
-        proposed.update(_proposed(keys, row, other))
-        if kept is not None:
-            kept_row, kept_other = [], []
-            for key in keys:
-                if key not in proposed:
-                    proposed[key] = tuple(kept[key])
-                    kept_row += [index[key]] * len(kept[key])
-                    kept_other += [index[o] for o in kept[key]]
-            row = np.concatenate([row, np.array(kept_row, dtype=np.int64)])
-            other = np.concatenate([other, np.array(kept_other, dtype=np.int64)])
-        codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
-        a, b = codes // max(m.n, 1), codes % max(m.n, 1)
-        s = m.dots(a, b)
-        keep = s >= min_similarity - 1e-12
-        a, b, s = a[keep], b[keep], s[keep]
-        order = sparse.strongest_first(a, b, s)
-        a, b, s = a[order], b[order], s[order]
-        best = sparse.among_k_best(a, b, k)
-        return [(keys[i], keys[j], min(v, 1.0))
-                for i, j, v in zip(a[best].tolist(), b[best].tolist(), s[best].tolist())], proposed
+            a, b, s, proposed = nearest_in(m, keys, min_similarity, k, kept, stale, ticker(self.cache))
+        return [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())], proposed
+
+
+def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Mapping[Doc, Sequence[Doc]] | None = None,
+               stale: Collection[Doc] = (), tick=None):
+    """`LexicalBackend.nearest` on the corpus's TF-IDF matrix `m` (rows in `keys` order), as index
+    arrays (a, b, similarity; a < b, strongest first), and each document's candidates (the
+    documents its own search proposed, best first). With `kept` (candidates by document, from an
+    earlier call), a document keeps those unless it is in `stale`, is not in `kept` or one of them
+    is no longer in `keys`; only the others are searched again (against every document). Every
+    candidate pair is scored anew, so kept candidates cost only the search; with no `kept` the
+    pairs are `nearest`'s."""
+    import numpy as np
+
+    from mgcp.operations import sparse
+
+    index = {key: i for i, key in enumerate(keys)}
+    width = CANDIDATES_PER_NEIGHBOUR * k
+    search = None
+    if kept is not None:
+        stale = set(stale)
+        search = np.array([i for i, key in enumerate(keys) if key in stale or key not in kept
+                           or not all(map(index.__contains__, kept[key]))], dtype=np.int64)
+    row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, tick)
+    searched = range(len(keys)) if search is None else search.tolist()
+    proposed = dict.fromkeys([keys[i] for i in searched], ())
+    proposed.update(_proposed(keys, row, other))
+    if kept is not None:
+        rest = [i for i, key in enumerate(keys) if key not in proposed]
+        for i in rest:
+            proposed[keys[i]] = tuple(kept[keys[i]])
+        lengths = np.fromiter((len(kept[keys[i]]) for i in rest), dtype=np.int64, count=len(rest))
+        row = np.concatenate([row, np.repeat(np.array(rest, dtype=np.int64), lengths)])
+        other = np.concatenate([other, np.fromiter((index[o] for i in rest for o in kept[keys[i]]), dtype=np.int64,
+                                                   count=int(lengths.sum()))])
+    codes = sparse.distinct(np.minimum(row, other) * m.n + np.maximum(row, other))
+    del row, other
+    a, b = codes // max(m.n, 1), codes % max(m.n, 1)
+    s = m.dots(a, b)
+    keep = s >= min_similarity - 1e-12
+    a, b, s = a[keep], b[keep], s[keep]
+    order = sparse.strongest_first(a, b, s)
+    a, b, s = a[order], b[order], s[order]
+    best = sparse.among_k_best(a, b, k)
+    return a[best], b[best], s[best], proposed
 
 
 def _proposed(keys: list[Doc], row, other) -> dict[Doc, tuple[Doc, ...]]:

@@ -144,15 +144,19 @@ class Matrix:
         by_a = np.argsort(a, kind="stable")
         distinct = np.flatnonzero(np.r_[True, a[by_a][1:] != a[by_a][:-1]]) if len(a) else by_a
         step = max(1, DENSE_CELLS // max(self.size, 1))
+        # one dense block for all of them, its written cells set back to 0 after each use (a fresh
+        # block each time cost more in zeroing than the lookups)
+        dense = np.zeros((min(step, len(distinct)), max(self.size, 1)))
         for lo in range(0, len(distinct), step):
             pick = by_a[distinct[lo]:distinct[lo + step] if lo + step < len(distinct) else len(a)]
             held, local = np.unique(a[pick], return_inverse=True)
-            dense = np.zeros((len(held), max(self.size, 1)))
             cells = _expand(self.start, held)
-            dense[np.repeat(np.arange(len(held)), self.lengths[held]), self.rank[cells]] = self.weight[cells]
+            at = (np.repeat(np.arange(len(held)), self.lengths[held]), self.rank[cells])
+            dense[at] = self.weight[cells]
             entries = _expand(self.start, b[pick])
             pair = np.repeat(np.arange(len(pick)), self.lengths[b[pick]])
             found = dense[local[pair], self.rank[entries]]
+            dense[at] = 0.0
             dots[pick] = np.bincount(pair, weights=found * self.weight[entries], minlength=len(pick))
             shared[pick] = np.bincount(pair[found > 0], minlength=len(pick))
         return dots, shared
@@ -165,26 +169,32 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     `mgcp.operations.similarity`), but in bulk: each distinct word is joined, stemmed and weighed
     once, and the words are counted by numpy."""
     n = len(docs)
-    flat = list(chain.from_iterable(docs))
-    vocabulary = list(dict.fromkeys(flat))  # first seen first: nothing here depends on set order
+    # first seen first: nothing here depends on set order
+    vocabulary = list(dict.fromkeys(chain.from_iterable(docs)))
     index = {w: i for i, w in enumerate(vocabulary)}
-    ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
-    doc = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, docs), dtype=np.int64, count=n))
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+    ids = np.fromiter(map(index.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(lengths.sum()))
+    doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
     ids, doc = _join_compounds(ids, doc, vocabulary, index)
     stem_of, stems = _stems(vocabulary)
-    stem, doc = stem_of[ids], doc
+    stem = stem_of[ids]
+    del ids  # each array is let go as soon as it is read: at 100k documents each is tens of MB
     kept = stem >= 0
-    stem, doc = stem[kept], doc[kept]
     width = max(len(stems), 1)
-    pair, tf = np.unique(doc * width + stem, return_counts=True)
-    row, word = pair // width, pair % width
+    code = doc[kept] * width + stem[kept]
+    del doc, stem, kept
+    code.sort()  # the distinct (document, stem) codes and their counts, as np.unique gives them
+    first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, dtype=np.int64)
+    tf = np.diff(np.r_[first, len(code)])
+    row, word = np.divmod(code[first], width)
+    del code, first
     df = np.bincount(word, minlength=len(stems))
     # the logarithms as Python takes them, once per distinct count
     sublinear = np.array([1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
     idf = np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
     weight = sublinear[tf - 1] * idf[word]
-    norm = np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))
-    return Matrix(n, row, word, weight / norm[row], stems, df, tf)
+    weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))[row]
+    return Matrix(n, row, word, weight, stems, df, tf)
 
 
 def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
@@ -220,6 +230,13 @@ def _stems(vocabulary: list[str]) -> tuple[np.ndarray, list[str]]:
                       if len(w) > 1 and w not in text.STOP_WORDS and not w.isdigit() else -1
                       for w in vocabulary), dtype=np.int64, count=len(vocabulary))
     return of, list(stems)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` (the distinct values, ascending), by sorting: numpy's hashing unique
+    takes about 20 times as long on a million int64 codes."""
+    values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
 def _expand(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -375,7 +392,7 @@ def neighbours(m: Matrix, eligible: np.ndarray, width: int,
     boolean per word rank), ties going to the row sharing the rarer word, then to the lower row:
     (a, b) arrays of those pairs, a < b, each pair once, in no particular order."""
     row, other = proposals(m, eligible, width, tick=tick)
-    codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
+    codes = distinct(np.minimum(row, other) * m.n + np.maximum(row, other))
     return codes // m.n, codes % m.n
 
 
@@ -407,7 +424,9 @@ def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | No
         y = holder[_expand(word_start, group)]
         rank = np.repeat(group, counts)
         if packed:
-            key = np.sort((x << (row_bits + rank_bits)) | (y << rank_bits) | rank)
+            # runs of ascending keys (a word's holders, for each word of each row): timsort merges
+            # them about three times as fast as a quicksort sorts them; the keys are distinct
+            key = np.sort((x << (row_bits + rank_bits)) | (y << rank_bits) | rank, kind="stable")
             pair = key >> rank_bits
             first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
             rarest = key[first] & ((1 << rank_bits) - 1)
@@ -475,8 +494,23 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
 def strongest_first(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The order of pairs (a, b, s): highest s first (rounded to 9 places, so that rounding noise
     never decides), then by a, then by b."""
-    rounded = np.array([round(v, 9) for v in s.tolist()])
-    return np.lexsort((b, a, -rounded))
+    return np.lexsort((b, a, -_round9(s)))
+
+
+def _round9(s: np.ndarray) -> np.ndarray:
+    """`round(v, 9)` of each value, as Python rounds it (to the double nearest the decimal), in bulk:
+    away from a tie, rint(v * 1e9) / 1e9 is that double (the product's error, under 1e-6 here, cannot
+    cross a half, and the division is correctly rounded); at or near a tie, and past 2^52, Python
+    rounds it."""
+    with np.errstate(over="ignore", invalid="ignore"):  # what overflows is left to Python
+        scaled = s * 1e9
+        rounded = np.rint(scaled) / 1e9
+        doubtful = (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6 + np.abs(scaled) * 1e-15) \
+            | ~(np.abs(scaled) < 2.0 ** 52)
+    picked = np.flatnonzero(doubtful)
+    if len(picked):
+        rounded[picked] = [round(v, 9) for v in s[picked].tolist()]
+    return rounded
 
 
 def among_k_best(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
