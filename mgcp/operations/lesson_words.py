@@ -12,20 +12,6 @@ from __future__ import annotations
 from mgcp import text
 
 
-class _Numbered(dict):
-    """Each distinct token's word number (-1: no content word), found on first use: each token of
-    the corpus is stemmed once."""
-
-    def __init__(self, words: dict[str, int]):
-        super().__init__()
-        self.words = words
-
-    def __missing__(self, token: str) -> int:
-        word = next(iter(text.content_tokens(token)), None)
-        number = self[token] = -1 if word is None else self.words.setdefault(word, len(self.words))
-        return number
-
-
 class LessonWords:
     """`lessons`: the lessons indexed, in the order their numbers refer to."""
 
@@ -34,9 +20,16 @@ class LessonWords:
 
         import numpy as np
 
+        from mgcp.operations.sparse import distinct
+
         self.lessons = lessons
         self.words: dict[str, int] = {}
-        number = _Numbered(self.words).__getitem__
+
+        def word_number(token: str) -> int:  # -1: no content word
+            word = next(iter(text.content_tokens(token)), None)
+            return -1 if word is None else self.words.setdefault(word, len(self.words))
+
+        number = text.Memo(word_number).__getitem__  # each distinct token stemmed once
         numbers = array("q")  # each token's word number, a machine integer each, never a str per token
         lengths = array("q")
         for lesson in lessons:
@@ -47,8 +40,7 @@ class LessonWords:
         owners = np.repeat(np.arange(len(lessons), dtype=np.int64), np.asarray(lengths, dtype=np.int64))
         kept = ids >= 0
         size = max(len(lessons), 1)
-        pairs = np.sort(ids[kept] * size + owners[kept])
-        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
+        pairs = distinct(ids[kept] * size + owners[kept])
         word_of, self._holders = np.divmod(pairs, size)
         self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
