@@ -130,18 +130,12 @@ class LexicalBackend(SimilarityBackend):
     # -- nearest neighbours ----------------------------------------------------------------------
 
     def nearest(self, docs: dict[Doc, str], min_similarity: float, k: int) -> list[tuple[Doc, Doc, float]]:
-        return self.nearest_kept(docs, min_similarity, k)[0]
-
-    def nearest_kept(self, docs: dict[Doc, str], min_similarity: float, k: int,
-                     kept: Mapping[Doc, Sequence[Doc]] | None = None, stale: Collection[Doc] = ()
-                     ) -> tuple[list[tuple[Doc, Doc, float]], dict[Doc, tuple[Doc, ...]]]:
-        """`nearest`, and each document's candidates (see `nearest_in`)."""
         keys = list(docs)
         with stage(self.cache, 0.0, 0.6):  # reading the words is most of the work
             m = self.matrix(docs)
         with stage(self.cache, 0.6, 1.0):
-            a, b, s, proposed = nearest_in(m, keys, min_similarity, k, kept, stale, ticker(self.cache))
-        return [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())], proposed
+            a, b, s, _ = nearest_in(m, keys, min_similarity, k, tick=ticker(self.cache))
+        return [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())]
 
 
 def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Mapping[Doc, Sequence[Doc]] | None = None,
