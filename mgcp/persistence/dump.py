@@ -50,6 +50,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import check, migrate
+from mgcp.persistence.columns import json_list
 from mgcp.persistence.database import dumps
 from mgcp.validation import check_unicode
 
@@ -557,17 +558,17 @@ class _Merge:
         others = self.skipped["lessons"] - self.identical
         if not others:
             return
-        for lesson_id in self.lessons_in:
-            row = await self.db.row("lessons", {"id": lesson_id})
-            links = json.loads(row["relationships"] or "[]")
-            kept = [link for link in links if link.get("target") not in others]
-            if len(kept) == len(links):
+        for row in await self.db.fetchall_in("SELECT id, relationships FROM lessons WHERE id IN ({marks}) ORDER BY id",
+                                             self.lessons_in):
+            links = json_list(row["relationships"])
+            out = [link for link in links if isinstance(link, dict) and link.get("target") in others]
+            if not out:
                 continue
-            await self.db.update("lessons", {"id": lesson_id}, {"relationships": dumps(kept)})
-            for link in links:
-                if link.get("target") in others:
-                    self.report.skipped.append({"kind": "link", "id": f"{lesson_id} -> {link['target']}", "reason": (
-                        f"lesson {link['target']} here is another lesson (this database's kept)")})
+            await self.db.update("lessons", {"id": row["id"]},
+                                 {"relationships": dumps([link for link in links if link not in out])})
+            for link in out:
+                self.report.skipped.append({"kind": "link", "id": f"{row['id']} -> {link['target']}", "reason": (
+                    f"lesson {link['target']} here is another lesson (this database's kept)")})
 
 
 def _same(existing: dict, row: dict) -> bool:
