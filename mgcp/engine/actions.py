@@ -241,9 +241,9 @@ async def _draft_lesson(store, config, finding, text, selection):
     draft = draft_with_edits(finding.data.get("draft") or {}, text)
     lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
     trigger, action = gate(draft.get("trigger"), draft.get("action"))
-    held = await store.lessons.same_text(trigger, action)
+    held = (await store.queue.same_texts([(trigger, action)])).get((trigger, action))
     if held is not None:  # another finding's draft (or a person) already wrote it
-        raise ConflictError(f"finding {finding.id} is stale: lesson {held.id} already says this "
+        raise ConflictError(f"finding {finding.id} is stale: lesson {held} already says this "
                             "(the same trigger and action)")
     base, n = lesson_id, 2
     while await store.lessons.exists(lesson_id):

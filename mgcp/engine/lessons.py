@@ -69,7 +69,6 @@ async def add_lesson(store: Store, config: RemConfig, lesson_id: str, trigger: s
         if isinstance(trigger, str) and isinstance(action, str):
             same = await store.lessons.same_text(trigger.strip(), action.strip())
             if same is not None:
-                same.importance = quality.importance(same.trigger, same.action, same.rationale, same.tags)
                 return AddResult(same, True, [])
         lesson = await store.lessons.add(lesson_id, trigger, action, rationale, tags or [], parent_id,
                                          session_id=session_id, kind=kind, confidence=confidence)
