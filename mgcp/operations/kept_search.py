@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -120,10 +119,6 @@ def _codes(m: sparse.Matrix) -> np.ndarray:
     return np.column_stack([m.lengths.astype(np.uint64), sums])
 
 
-def _idf(n: int, df: np.ndarray) -> np.ndarray:
-    return np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
-
-
 @dataclass
 class _Base:
     """The corpus the kept pairs were found in; see the module docstring."""
@@ -163,8 +158,8 @@ class _Base:
         same[same] = (self.codes[at[same]] == codes[same]).all(axis=1)
         known = dict(zip(self.stems, self.df.tolist()))
         df0 = np.array([known.get(w, -1) for w in m.words], dtype=np.int64)
-        idf0 = np.where(df0 >= 0, _idf(self.n, np.maximum(df0, 0)), np.nan)
-        idf = _idf(m.n, m.df)
+        idf0 = np.where(df0 >= 0, sparse.idf(self.n, np.maximum(df0, 0)), np.nan)
+        idf = sparse.idf(m.n, m.df)
         ratio = idf[m.rank] / idf0[m.rank]  # per entry; nan for a stem new since the base
         sublinear = 1.0 + np.log(np.maximum(m.tf, 1))
         then = np.bincount(m.row, weights=(sublinear * idf0[m.rank]) ** 2, minlength=m.n)

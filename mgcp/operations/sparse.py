@@ -191,10 +191,14 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     df = np.bincount(word, minlength=len(stems))
     # the logarithms as Python takes them, once per distinct count
     sublinear = np.array([1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
-    idf = np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
-    weight = sublinear[tf - 1] * idf[word]
+    weight = sublinear[tf - 1] * idf(n, df)[word]
     weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))[row]
     return Matrix(n, row, word, weight, stems, df, tf)
+
+
+def idf(n: int, df: np.ndarray) -> np.ndarray:
+    """The inverse document frequency of `tf_idf`, per stem: ln((1 + n) / (1 + df)) + 1."""
+    return np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
 
 
 def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
