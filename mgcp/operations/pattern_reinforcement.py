@@ -203,7 +203,6 @@ class Observations:
         self.wording: dict[str, tuple[str, str]] = {}  # key -> (observed at, surface), the latest
         self.snapshots = 0
         self._number: dict[tuple[str, int], int] = {}  # (project, session) -> its number
-        self._pairs: list[tuple[str, int]] = []
         self._labels: list[str] = []
         self._previous: tuple[str | None, str | None, frozenset[str]] = (None, None, frozenset())
         self._decision_key = text.Memo(lambda d: key_of("decision", d))
@@ -229,8 +228,7 @@ class Observations:
     def _pair(self, project_id: str, session: int) -> int:
         number = self._number.get((project_id, session))
         if number is None:
-            number = self._number[(project_id, session)] = len(self._pairs)
-            self._pairs.append((project_id, session))
+            number = self._number[(project_id, session)] = len(self._labels)
             self._labels.append(_source(project_id, session))
         return number
 

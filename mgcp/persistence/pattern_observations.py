@@ -21,8 +21,14 @@ from __future__ import annotations
 
 from typing import AsyncIterator
 
+from mgcp.persistence.columns import json_list
 from mgcp.persistence.database import Database
-from mgcp.persistence.patterns import _decisions
+
+
+def _decisions(value: str | None) -> list[str]:
+    """A snapshot's recent decisions (its texts only)."""
+    return [d for d in json_list(value) if isinstance(d, str)]
+
 
 DECISIONS, RULES = "decisions", "rules"
 

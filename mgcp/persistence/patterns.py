@@ -14,14 +14,6 @@ from mgcp.models import PatternMember, ReinforcedPattern
 from mgcp.persistence.database import Database, dumps
 
 
-def _decisions(value: str | None) -> list[str]:
-    try:
-        decisions = json.loads(value or "[]")
-    except ValueError:
-        return []
-    return [d for d in decisions if isinstance(d, str)] if isinstance(decisions, list) else []
-
-
 def pattern_from_row(row) -> ReinforcedPattern:
     d = dict(row)
     return ReinforcedPattern(**{**d, "derived_from": json.loads(d["derived_from"] or "[]")})
