@@ -489,11 +489,15 @@ async def _duplicates(store, project, settings, inputs):
     from mgcp.operations.kept_search import KeptSearch
 
     active = await inputs.lessons()
-    search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
+    # the pair search is kept for the lexical backend only (the semantic one searches embeddings too)
+    search = None
+    if inputs.similarity is None:
+        search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
     findings = await asyncio.to_thread(duplicate_detection.run, active, settings, inputs.similarity,
                                        inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
                                        search)
-    inputs.hold_search(duplicate_detection.OPERATION, search.keep)
+    if search is not None:
+        inputs.hold_search(duplicate_detection.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 
 
