@@ -828,38 +828,30 @@ class _Orphan:
         return [SimpleNamespace(action=action)]
 
     def finding(self) -> RemFinding:
-        return _orphan_finding(self.lesson, self.suggested)
-
-
-def _orphan_finding(lesson: Lesson, suggested: list[Lesson]) -> RemFinding:
-    subject = subject_of(lesson, *suggested)
-    ids = [s.id for s in suggested]
-    lines = [f'Lesson "{lesson.id}" has no relationships to other lessons.',
-             f"Trigger: {text.shorten(lesson.trigger, 120)}", ""]
-    if suggested:
-        lines += ["Similar lessons it could link to:"]
-        lines += [f"- {s.id}: {text.shorten(s.trigger, 100)}" for s in suggested]
-    else:
-        lines += ["No similar lesson was found to suggest."]
-    options = []
-    if suggested:
+        lesson, suggested = self.lesson, self.suggested
+        ids = [s.id for s in suggested]
+        lines = [f'Lesson "{lesson.id}" has no relationships to other lessons.',
+                 f"Trigger: {text.shorten(lesson.trigger, 120)}", ""]
+        if suggested:
+            lines += ["Similar lessons it could link to:"]
+            lines += [f"- {s.id}: {text.shorten(s.trigger, 100)}" for s in suggested]
+        else:
+            lines += ["No similar lesson was found to suggest."]
+        options = []
+        if suggested:
+            options += [
+                FindingOption(label="Link to the suggested lessons", action="link_suggested",
+                              description=f'Create "related" relationships to {", ".join(ids)}'),
+                FindingOption(label="Let me pick which to link", action="link_subset",
+                              description="Choose among the suggestions", multi_select=ids),
+            ]
         options += [
-            FindingOption(label="Link to the suggested lessons", action="link_suggested",
-                          description=f'Create "related" relationships to {", ".join(ids)}'),
-            FindingOption(label="Let me pick which to link", action="link_subset",
-                          description="Choose among the suggestions", multi_select=ids),
+            FindingOption(label="Keep it standalone", action="keep",
+                          description="Remember this answer; not raised again unless it changes"),
+            FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
         ]
-    options += [
-        FindingOption(label="Keep it standalone", action="keep",
-                      description="Remember this answer; not raised again unless it changes"),
-        FindingOption(label="Skip for now", action="skip", description="Leave this finding pending"),
-    ]
-    return RemFinding(
-        operation=OPERATION, kind="orphan",
-        title=f'Unlinked lesson: "{text.shorten(lesson.trigger, 70)}"' + (f" ({len(ids)} suggested links)" if ids else ""),
-        description="\n".join(lines), options=options,
-        recommended=1 if suggested else len(options) - 1,  # nothing to link to: keep it standalone
-        data={"lesson": lesson.id, "suggested": ids},
-        subject=subject,
-        fingerprint=fingerprint(OPERATION, "orphan", subject_identity(subject)),
-    )
+        return RemFinding(
+            operation=OPERATION, kind="orphan", title=self.title, description="\n".join(lines), options=options,
+            recommended=self.recommended,  # link them; with nothing to link to, keep it standalone
+            data=self.data, subject=self.subject, fingerprint=self.fingerprint,
+        )
