@@ -579,8 +579,7 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
             words = []
             for i, lesson in enumerate(ordered):
                 tick(i, n)
-                words.append(joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)],
-                                          keep=False))
+                words.append(joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)]))
             m = sparse.tf_idf(words)
             del words
         with stage(cache, 0.6, 1.0):

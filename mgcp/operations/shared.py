@@ -138,18 +138,12 @@ def terms(cache: CycleCache | None, doc: str) -> tuple[str, ...]:
     return shared(cache, ("terms", doc), lambda: _read(cache, doc))
 
 
-def joined_terms(cache: CycleCache | None, parts: list[str], keep: bool = True) -> tuple[str, ...]:
+def joined_terms(cache: CycleCache | None, parts: list[str]) -> tuple[str, ...]:
     """`text.terms(" ".join(parts))`, from each part's terms: no word spans the space between two
     parts, so the words are the same, unless a set phrase (`text.PHRASES`, at most three words)
     could start in the last two words of one part and go on in the next; then the whole text is
-    read. With `keep`, kept in the cycle under the joined text, so `terms` finds it; without, only
-    the parts' words are kept (for a caller that reads each joined text once)."""
-    whole = " ".join(parts)
-
-    def compute() -> tuple[str, ...]:
-        pieces = [terms(cache, part) for part in parts]
-        if any(word in _PHRASE_STARTS for piece in pieces[:-1] for word in piece[-2:]):
-            return _read(cache, whole)
-        return tuple(chain.from_iterable(pieces))
-
-    return shared(cache, ("terms", whole), compute) if keep else compute()
+    read. Only the parts' words are kept in the cycle (its one caller reads each joined text once)."""
+    pieces = [terms(cache, part) for part in parts]
+    if any(word in _PHRASE_STARTS for piece in pieces[:-1] for word in piece[-2:]):
+        return _read(cache, " ".join(parts))
+    return tuple(chain.from_iterable(pieces))
