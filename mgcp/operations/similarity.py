@@ -170,9 +170,8 @@ def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Mapping[
         row = np.concatenate([row, np.repeat(np.array(rest, dtype=np.int64), lengths)])
         other = np.concatenate([other, np.fromiter((index[o] for i in rest for o in kept[keys[i]]), dtype=np.int64,
                                                    count=int(lengths.sum()))])
-    codes = sparse.distinct(np.minimum(row, other) * m.n + np.maximum(row, other))
+    a, b = sparse.distinct_pairs(row, other, m.n)
     del row, other
-    a, b = codes // max(m.n, 1), codes % max(m.n, 1)
     s = m.dots(a, b)
     keep = s >= min_similarity - 1e-12
     a, b, s = a[keep], b[keep], s[keep]

@@ -25,9 +25,10 @@ in three stages, each a bound that only drops pairs below t:
 The survivors are scored exactly (`overlap`: a few rows laid out dense, the other side's words
 looked up in them, the products summed in word order).
 
-`neighbours(matrix, eligible, width)`: for each row, the `width` rows sharing the most of its
+`proposals(matrix, eligible, width)`: for each row, the `width` rows sharing the most of its
 eligible words, ties to the row sharing the rarer word, then to the lower row: every (row, other,
-word) meeting is packed into one integer and one sort groups and orders them.
+word) meeting is packed into one integer and one sort groups and orders them. `neighbours` is the
+same as distinct pairs.
 
 `contained(matrix, ...)`: pairs where one row's words are all in the other's.
 
@@ -396,8 +397,13 @@ def neighbours(m: Matrix, eligible: np.ndarray, width: int,
     boolean per word rank), ties going to the row sharing the rarer word, then to the lower row:
     (a, b) arrays of those pairs, a < b, each pair once, in no particular order."""
     row, other = proposals(m, eligible, width, tick=tick)
-    codes = distinct(np.minimum(row, other) * m.n + np.maximum(row, other))
-    return codes // m.n, codes % m.n
+    return distinct_pairs(row, other, m.n)
+
+
+def distinct_pairs(row: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (row, other) of rows among `n` as (a, b) arrays, a < b, each pair once, ascending."""
+    codes = distinct(np.minimum(row, other) * n + np.maximum(row, other))
+    return codes // max(n, 1), codes % max(n, 1)
 
 
 def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | None = None,
