@@ -61,6 +61,7 @@ from mgcp import engine  # noqa: E402
 from mgcp.config import load_config  # noqa: E402
 from mgcp import operations as mgcp_operations  # noqa: E402
 from mgcp.operations import duplicate_detection  # noqa: E402
+from mgcp.operations.shared import CycleCache  # noqa: E402
 from mgcp.persistence.store import Store  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "quality"
@@ -144,12 +145,13 @@ def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], conf
     model = semantic_model(config)
 
     def pair_findings(settings) -> dict:
+        cache = CycleCache()  # the backend and the run share it, as in a REM cycle
         backend = None
         if model is not None:
             from mgcp.operations.semantic import SemanticBackend
 
-            backend = SemanticBackend(model)
-        findings = duplicate_detection.run(lessons_in_db, settings, backend)
+            backend = SemanticBackend(model, cache)
+        findings = duplicate_detection.run(lessons_in_db, settings, backend, cache)
         return {frozenset((f.data["canonical"], f.data["other"])): float(f.data["similarity"])
                 for f in findings if "canonical" in f.data and "other" in f.data}   # pair findings only
 
