@@ -24,9 +24,15 @@ _WORDS = re.compile(r"[^\W_]+")
 
 
 def normalize(text: str | None) -> str:
+    """The text of a cluster key: `normalize_whole`, its first KEY_LENGTH characters."""
+    return normalize_whole(text)[:KEY_LENGTH]
+
+
+def normalize_whole(text: str | None) -> str:
+    """Lower-cased, whitespace collapsed, without the length limit."""
     # str.split's whitespace is the regex \s of Unicode strings (and lower-casing neither makes nor
     # removes any): the same as collapsing every run of it into one space.
-    return " ".join((text or "").lower().split())[:KEY_LENGTH]
+    return " ".join((text or "").lower().split())
 
 
 def identity(text: str | None) -> str:
@@ -47,7 +53,12 @@ def differences(kept_trigger: str, kept_action: str, trigger: str, action: str) 
 
 
 def cluster_key(category: str, text: str | None) -> str:
-    return f"{category}::{normalize(text)}"
+    return whole_key(category, normalize_whole(text))
+
+
+def whole_key(category: str, whole: str) -> str:
+    """The cluster key of a text already `normalize_whole`d."""
+    return f"{category}::{whole[:KEY_LENGTH]}"
 
 
 def key_of(category: str, text: str | None) -> str | None:

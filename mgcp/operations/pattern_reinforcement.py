@@ -58,7 +58,7 @@ from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, 
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
 from mgcp.operations.lesson_words import LessonWords
 from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
-                                pattern_id)
+                                normalize_whole, pattern_id, whole_key)
 
 OPERATION = "pattern_reinforcement"
 NOTE_MIN_WORDS = 3
@@ -95,7 +95,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
     clusters: dict[str, list[Lesson]] = defaultdict(list)  # a lesson cluster's lessons; None: see `observed`
-    full = text.Memo(_full)  # each action normalized once, for its cluster key and for `holding`
+    full = text.Memo(normalize_whole)  # each action normalized once, for its cluster key and for `holding`
     if "lesson" in categories:
         _lesson_members(lessons, clusters, full)
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
@@ -177,7 +177,7 @@ def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[Lesson]], fu
     counted = (LessonStatus.active, LessonStatus.superseded)
     for lesson in lessons:
         if lesson.status in counted and (said := full[lesson.action]):
-            clusters["lesson::" + said[:KEY_LENGTH]].append(lesson)
+            clusters[whole_key("lesson", said)].append(lesson)
 
 
 class Observations:
@@ -407,11 +407,11 @@ class _Holders:
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
     def __init__(self, active: list[Lesson], words: LessonWords | None = None, full: text.Memo | None = None):
-        """`words`: the index of these very lessons, when the cycle has it; `full`: `_full` of
+        """`words`: the index of these very lessons, when the cycle has it; `full`: `normalize_whole` of
         texts, as far as computed already."""
         import numpy as np
 
-        full = full if full is not None else text.Memo(_full)
+        full = full if full is not None else text.Memo(normalize_whole)
         self.index = LessonWords.over(active, words)
         self.lessons = active
         by_recency = sorted(range(len(active)), key=lambda n: (active[n].created_at, active[n].id), reverse=True)
@@ -422,8 +422,8 @@ class _Holders:
             self.equal.setdefault(full[active[number].action], active[number])
 
     def holding(self, surface: str) -> Lesson | None:
-        if _full(surface) in self.equal:
-            return self.equal[_full(surface)]
+        if normalize_whole(surface) in self.equal:
+            return self.equal[normalize_whole(surface)]
         words = list(dict.fromkeys(text.keywords(surface)))
         if not words:
             return None
@@ -446,11 +446,6 @@ class _Holders:
 
 
 _NONE: frozenset = frozenset()
-
-
-def _full(value: str) -> str:
-    """Normalized like a cluster key, without the length limit."""
-    return " ".join((value or "").strip().lower().split())
 
 
 # -- findings ------------------------------------------------------------------------------------
