@@ -505,7 +505,8 @@ async def _communities(store, project, settings, inputs):
     from mgcp.operations import community_detection
 
     previous = await store.rem.last_community_run() or {}
-    kept = _kept_communities(await store.community_kept.load())
+    loaded = await store.community_kept.load()
+    kept = _kept_communities(loaded)
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
         previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
@@ -519,7 +520,7 @@ async def _communities(store, project, settings, inputs):
             await store.rem.write_community_summary(community)
         if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
             await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
-                                            _kept_rows(result.kept), _kept_rows(kept) if kept else None)
+                                            _kept_rows(result.kept), loaded[2] if kept else None)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),

@@ -40,22 +40,21 @@ class CommunityKept:
         that differ are written), in one transaction (a savepoint of the caller's, when one is open)."""
         loaded = loaded or {}
         async with self.db.transaction():
-            await self._save(settings, runs_since_full, lessons, loaded)
-
-    async def _save(self, settings, runs_since_full, lessons, loaded) -> None:
-        if not loaded:
-            await self.db.conn.execute("DELETE FROM community_kept")
-        await self.db.conn.execute(
-            "INSERT INTO community_kept_runs (id, settings, runs_since_full) VALUES (1, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET settings = excluded.settings, runs_since_full = excluded.runs_since_full",
-            [settings, runs_since_full])
-        await self.db.conn.executemany(
-            "INSERT OR REPLACE INTO community_kept (lesson_id, content, candidates, label, edges) VALUES (?, ?, ?, ?, ?)",
-            ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
-             for lid, (content, candidates, label, edges) in lessons.items()
-             if loaded.get(lid) != (content, tuple(candidates), label, edges)))
-        await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
-                                       [(lid,) for lid in loaded if lid not in lessons])
+            if not loaded:
+                await self.db.conn.execute("DELETE FROM community_kept")
+            await self.db.conn.execute(
+                "INSERT INTO community_kept_runs (id, settings, runs_since_full) VALUES (1, ?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET settings = excluded.settings, "
+                "runs_since_full = excluded.runs_since_full",
+                [settings, runs_since_full])
+            await self.db.conn.executemany(
+                "INSERT OR REPLACE INTO community_kept (lesson_id, content, candidates, label, edges) "
+                "VALUES (?, ?, ?, ?, ?)",
+                ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
+                 for lid, (content, candidates, label, edges) in lessons.items()
+                 if loaded.get(lid) != (content, tuple(candidates), label, edges)))
+            await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
+                                           [(lid,) for lid in loaded if lid not in lessons])
 
     async def clear(self) -> None:
         async with self.db.transaction():
