@@ -25,6 +25,7 @@ def observed(session, decision, project="p1"):
 
 def run(lessons=(), history=(), observations=(), existing=None, settings=SETTINGS, now=NOW):
     observed = pattern_reinforcement.Observations.of(list(history), list(observations), settings["categories"])
+    observed = observed.observed()
     return pattern_reinforcement.run(list(lessons), observed, existing or {}, settings, now)
 
 
@@ -160,7 +161,7 @@ def test_history_fed_in_pages_gives_what_it_gives_whole():
         observed = pattern_reinforcement.Observations(SETTINGS["categories"])
         observed.add_history(history[:cut])
         observed.add_history(history[cut:])
-        paged = pattern_reinforcement.run([], observed, {}, {**SETTINGS, "min_count": 2}, NOW)
+        paged = pattern_reinforcement.run([], observed.observed(), {}, {**SETTINGS, "min_count": 2}, NOW)
         assert paged.patterns == whole.patterns, cut
     assert {p.category for p in whole.patterns} == {"decision", "note"}
 
@@ -275,7 +276,7 @@ def test_decisions_carried_over_as_none_give_what_the_lists_give():
         observed.add_history(carried[:cut])
         observed.add_history(carried[cut:])
         assert observed.snapshots == len(history)
-        paged = pattern_reinforcement.run([], observed, {}, settings, NOW)
+        paged = pattern_reinforcement.run([], observed.observed(), {}, settings, NOW)
         assert paged.patterns == whole.patterns and paged.findings == whole.findings, cut
     assert {p.category for p in whole.patterns} == {"decision", "note"}
 
@@ -284,7 +285,7 @@ def test_sources_observed_at_the_same_moment_are_ordered_by_source():
     at = "2026-04-01T00:00:00"
     history = [(project, 1, at, "Keep the connection pool warm overnight.", []) for project in ("p3", "p1", "p2")]
     history.append(("p1", 2, "2026-03-01T00:00:00", "Keep the connection pool warm overnight.", []))
-    observed = pattern_reinforcement.Observations.of(history, [])
+    observed = pattern_reinforcement.Observations.of(history, []).observed()
     (key,) = observed.keys(2, {"note"})
     assert observed.sources(key) == ["session:p1:2", "session:p1:1", "session:p2:1", "session:p3:1"]
 
@@ -371,7 +372,7 @@ lessons = [Lesson(id=f"l{i}", trigger=f"when {words[i % 10]} and {words[(i * 3) 
 history = [(f"p{i % 3}", i // 3 + 1, f"2026-02-{1 + i % 28:02d}T00:00:00",
             f"Keep the {words[i % 4]} {words[(i + 2) % 5]} in sync. Review the {words[i % 6]} queue weekly.",
             [f"use the {words[i % 5]} {words[i % 2]} carefully"]) for i in range(60)]
-observed = pattern_reinforcement.Observations.of(history, [], settings["categories"])
+observed = pattern_reinforcement.Observations.of(history, [], settings["categories"]).observed()
 result = pattern_reinforcement.run(lessons, observed, {}, settings, "2026-03-01T00:00:00")
 print(json.dumps([[p.cluster_key, p.lesson_id, p.derived_from] for p in result.patterns]
                  + [[f.kind, f.fingerprint, f.title, f.data] for f in result.findings]))

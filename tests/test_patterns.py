@@ -380,9 +380,8 @@ def test_history_read_in_pages_and_after_a_mark_observes_what_the_whole_history_
         assert any(row[4] is None for page in pages for row in page)
         assert observed.snapshots == len(whole) == sum(map(len, pages))
         assert {p: mark[:2] for p, mark in read.items()} == last
-        assert observed.wording == expected.wording and observed.keys(2, {"decision", "note"})
-        sources = {key: observed.sources(key) for key in observed.sessions}
-        assert sources == {key: expected.sources(key) for key in expected.sessions}
+        assert observed.wording == expected.wording and observed.observed().keys(2, {"decision", "note"})
+        assert observed.seen() == expected.seen()  # every key's sources (and their first moments)
 
 
 def test_a_draft_from_one_projects_decisions_is_reviewed_there_not_in_the_project_that_ran(db, dbp, run):

@@ -326,23 +326,9 @@ class Observations:
             ordered = sorted((at, labels[number]) for number, at in first.items())
         return said_at, said, [source for _, source in ordered], [at for at, _ in ordered]
 
-    def keys(self, needed: int, categories) -> list[str]:
-        """The cluster keys of at least `needed` sessions, in the given categories."""
-        return [key for key, found in self.sessions.items()
-                if len(found) >= 2 * needed and key.split("::", 1)[0] in categories
-                and len(set(found[0::2])) >= needed]
-
-    def surface(self, key: str) -> str:
-        """The latest wording of the key."""
-        return self.wording[key][1].strip()
-
-    def sources(self, key: str) -> list[str]:
-        """The key's members' sources ("session:<project id>:<session number>"), by when each first
-        observed it, then by source: the order of `members`."""
-        return self._seen(key)[2]
-
-    def members(self, key: str) -> list["_Member"]:
-        return Seen(*self._seen(key)).members()
+    def observed(self) -> "Observed":
+        """What a run reads of these observations (every key)."""
+        return Observed({key: Seen(*fields) for key, fields in self.seen().items()})
 
 
 @dataclass
