@@ -127,6 +127,20 @@ class Database:
             raise
 
     @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[None]:
+        """Reads in the block see one state of the database (a read transaction; inside a
+        transaction already open, that one), however many statements they take."""
+        if self._depth or self.conn.in_transaction:
+            yield
+            return
+        await self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.conn.in_transaction:
+                await self.conn.execute("COMMIT")
+
+    @asynccontextmanager
     async def preview(self) -> AsyncIterator[None]:
         """Run the block in one transaction and roll all of it back: for dry runs."""
         if self._depth:
