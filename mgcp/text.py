@@ -111,13 +111,16 @@ def fold(text: str | None) -> str:
     if not text.isascii():
         text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     # Each substitution runs only where it can change something (most text has neither): every
-    # negation _NOT reads holds an apostrophe or "cannot", and _IDENTIFIER_SPLIT finds where
-    # _IDENTIFIER would split faster than the split itself scans.
-    if "'" in text or "’" in text or "nnot" in text.lower():
+    # negation _NOT reads holds an apostrophe or "cannot"; an identifier splits only before a
+    # capital that is not the text's first character, and _IDENTIFIER_SPLIT finds where _IDENTIFIER
+    # would split faster than the split itself scans.
+    lower = text.lower()
+    if "'" in text or "’" in text or "nnot" in lower:
         text = _NOT.sub(_not, text)
-    if _IDENTIFIER_SPLIT.search(text):
-        text = _IDENTIFIER.sub(" ", text)
-    return text.lower()
+        lower = text.lower()
+    if text[1:] != lower[1:] and _IDENTIFIER_SPLIT.search(text):
+        lower = _IDENTIFIER.sub(" ", text).lower()
+    return lower
 
 
 def _not(match: re.Match) -> str:
