@@ -22,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from clihelp import mgcp
 from conftest import dump
 from mgcp.config import SHARED_OPERATIONS
+from mgcp.persistence.dump import CACHES
 from mgcp.persistence.sessions import project_id_for
 from mgcp.persistence.store import Store
 from mgcp.surfaces.demo import DATA, load
@@ -317,10 +318,8 @@ def check_promises(db, tmp_path, saves, current):
     # what cycles keep of the texts and of the history is a cache: without it, the same cycle (every
     # comparing operation and pattern reinforcement run again, as a dry run) finds and would apply
     # exactly the same
-    assert sql(db, "SELECT count(*) FROM kept_readings")[0][0] > 0
+    assert {table for table in CACHES if sql(db, f"SELECT count(*) FROM {table}")[0][0] == 0} == set()
     assert sql(db, "SELECT search FROM kept_pairs") == [("duplicate_detection",)]  # and the pair search's state
-    assert sql(db, "SELECT count(*) FROM community_kept")[0][0] > 0
-    assert sql(db, "SELECT count(*) FROM pattern_observations")[0][0] > 0
     previews = []
     for source, name in ((db, "kept.db"), (db, "not-kept.db")):
         with sqlite3.connect(source) as src, sqlite3.connect(tmp_path / name) as dst:
@@ -328,11 +327,8 @@ def check_promises(db, tmp_path, saves, current):
         with sqlite3.connect(tmp_path / name) as conn:
             conn.execute("UPDATE rem_state SET last_run_result = NULL")
             if name == "not-kept.db":
-                conn.execute("DELETE FROM kept_readings")
-                conn.execute("DELETE FROM kept_pairs")
-                conn.execute("DELETE FROM community_kept")
-                conn.execute("DELETE FROM pattern_observations")  # what pattern reinforcement observed
-                conn.execute("DELETE FROM pattern_observation_marks")
+                for table in sorted(CACHES):
+                    conn.execute(f"DELETE FROM {table}")
         ops = [a for op in ("duplicate_detection", "community_detection", "contradiction_scan", "pattern_reinforcement")
                for a in ("--op", op)]
         run = json.loads(cli(tmp_path / name, "rem", "run", "--auto", "--dry-run", "--project", P, *ops, "--json"))

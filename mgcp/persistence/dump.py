@@ -85,11 +85,12 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 # Derived or bookkeeping tables, never exported.
 NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesson_search_docs"}
+# What REM cycles keep of what they computed, to compute only what changed next time: caches,
+# which a cycle rebuilds when they are missing (deleting them changes no result, only the time).
+CACHES = {"kept_readings", "kept_pairs", "community_kept", "community_kept_runs", "pattern_observations",
+          "pattern_observation_marks"}
 # Derived from the rows they watch or read; a database gets its own when it is created or cycled.
-NOT_EXPORTED |= {"change_marks", "kept_readings"}
-NOT_EXPORTED |= {"kept_pairs"}
-NOT_EXPORTED |= {"community_kept", "community_kept_runs"}  # community detection's cache
-NOT_EXPORTED |= {"pattern_observations", "pattern_observation_marks"}
+NOT_EXPORTED |= {"change_marks"} | CACHES
 NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")
 
 # Tables whose integer `id` is only a row number: a merge gives their rows new ids.
