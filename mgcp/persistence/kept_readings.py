@@ -33,7 +33,9 @@ class KeptReadings:
         if not new and not dropped:
             return
         async with self.db.transaction():
+            # in the key's order: a B-tree takes sorted keys at its edge, not at a random page each
             await self.db.conn.executemany(
                 "INSERT OR IGNORE INTO kept_readings (digest, reading, value) VALUES (?, ?, ?)",
-                [(key, reading, value) for key, (reading, value) in new.items()])
-            await self.db.conn.executemany("DELETE FROM kept_readings WHERE digest = ?", [(key,) for key in dropped])
+                [(key, reading, value) for key, (reading, value) in sorted(new.items())])
+            await self.db.conn.executemany("DELETE FROM kept_readings WHERE digest = ?",
+                                           [(key,) for key in sorted(dropped)])
