@@ -516,11 +516,10 @@ async def _communities(store, project, settings, inputs):
 
     async def write(run_id):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
-        for community in result.communities:
-            await store.rem.write_community_summary(community)
+        await store.rem.write_community_summaries(result.communities)
         if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
             await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
-                                            _kept_rows(result.kept), loaded[2] if kept else None)
+                                            _kept_rows(result.kept), result.kept.titles, loaded if kept else None)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
@@ -540,8 +539,9 @@ def _kept_communities(loaded):
 
     if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
-    settings, runs_since_full, lessons = loaded
-    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()})
+    settings, runs_since_full, lessons, titles = loaded
+    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()},
+                titles)
 
 
 async def _extraction(store, project, settings, inputs):

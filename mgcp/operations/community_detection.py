@@ -109,6 +109,7 @@ class Kept:
     settings: str                # digest of what shapes the graph and the partition
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
+    titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> `_title` of that sample
 
 
 def community_id(member_ids: list[str]) -> str:
@@ -169,22 +170,22 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     bounds = np.flatnonzero(np.r_[True, labels[by_label][1:] != labels[by_label][:-1], True]) if len(ids) else []
     groups = [by_label[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]) if hi - lo >= 2]
     groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
-    described_before = ({c["community_id"]: c for c in previous or [] if "title" in c and "summary" in c}
-                        if incremental else {})
+    kept_titles = kept.titles if incremental else {}
     idf: dict[str, float] | None = None
-    communities, described = [], 0
+    communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
         central = [ids[i] for i in graph.central(group, ids)]
-        before = described_before.get(community_id(members))
-        if before is not None and not changed.intersection(central[:TITLE_SAMPLE]):
-            communities.append({"community_id": before["community_id"], "member_ids": members,
-                                "title": before["title"], "summary": before["summary"]})
-            continue
-        if idf is None:
-            idf = _idf(ordered)
-        communities.append(_describe(members, central, by_id, idf))
-        described += 1
+        sample = sorted(central[:TITLE_SAMPLE])
+        drawn_from = _sample_key(sample, content)
+        title = kept_titles.get(drawn_from)
+        if title is None:
+            if idf is None:
+                idf = _idf(ordered)
+            title = _title(sample, by_id, idf)
+            described += 1
+        titles[drawn_from] = title
+        communities.append(_describe(members, central, by_id, title))
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
@@ -244,7 +245,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         label_of = labels.tolist()
         new_kept = Kept(settings=key, runs_since_full=kept.runs_since_full + 1 if incremental else 0,
                         lessons={lid: KeptLesson(content[lid], graph.proposed[lid], label_of[i], edge_digests[i])
-                                 for i, lid in enumerate(ids)})
+                                 for i, lid in enumerate(ids)},
+                        titles=titles)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
@@ -661,10 +663,16 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
-def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> dict:
-    """`central`: the members, most central first (`_Graph.central`)."""
-    # a large community is titled by its most central members (TITLE_SAMPLE of them)
-    title = _title(sorted(central[:TITLE_SAMPLE]), by_id, idf)
+def _sample_key(sample: list[str], content: dict[str, str]) -> str:
+    """What a community's title is drawn from (`sample`: its TITLE_SAMPLE most central members,
+    sorted), as a digest of their ids and contents (`_content`)."""
+    read = "".join([f"{lid}\0{content[lid]}\n" for lid in sample])
+    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], title: str) -> dict:
+    """`central`: the members, most central first (`_Graph.central`); `title`: what `_title` gives
+    for the TITLE_SAMPLE most central (a large community is titled by those)."""
     summary = (f"{len(members)} lessons. Central: "
                + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central[:3]))
     return {"community_id": community_id(members), "member_ids": members,

@@ -240,16 +240,25 @@ class RemLedger:
 
     async def write_community_summary(self, community: dict) -> None:
         """Insert or refresh one community's summary (the legacy table; normal operation)."""
+        await self.write_community_summaries([community])
+
+    async def write_community_summaries(self, communities: list[dict]) -> None:
+        """`write_community_summary` for each community, the existing rows read in one go; a row
+        that already says the same is left as it is."""
         now = utcnow()
-        key = {"community_id": community["community_id"]}
-        values = {"title": community["title"], "summary": community["summary"],
-                  "member_ids": dumps(community["member_ids"]),
-                  "member_count": len(community["member_ids"]), "updated_at": now}
-        existing = await self.db.row("community_summaries", key)
-        if existing is None:
-            await self.db.insert("community_summaries", {**key, **values, "created_at": now})
-        elif any(existing[k] != v for k, v in values.items() if k != "updated_at"):
-            await self.db.update("community_summaries", key, values)
+        existing = {row["community_id"]: dict(row) for row in await self.db.fetchall_in(
+            "SELECT * FROM community_summaries WHERE community_id IN ({marks})",
+            [c["community_id"] for c in communities])}
+        for community in communities:
+            key = {"community_id": community["community_id"]}
+            values = {"title": community["title"], "summary": community["summary"],
+                      "member_ids": dumps(community["member_ids"]),
+                      "member_count": len(community["member_ids"]), "updated_at": now}
+            before = existing.get(community["community_id"])
+            if before is None:
+                await self.db.insert("community_summaries", {**key, **values, "created_at": now})
+            elif any(before[k] != v for k, v in values.items() if k != "updated_at"):
+                await self.db.update("community_summaries", key, values)
 
     async def last_summary(self, project_id: str) -> dict | None:
         row = await self.db.fetchone(
