@@ -132,6 +132,29 @@ def test_the_lessons_that_search_again_find_what_a_full_search_finds():
     assert (codes // m.n).tolist() == a.tolist() and (codes % m.n).tolist() == b.tolist()
 
 
+def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_or_gone():
+    from mgcp.operations.similarity import nearest_in
+
+    rng = random.Random(6)
+    docs = {x.id: x.trigger + " " + x.action for x in corpus(rng, 200)}
+    keys = list(docs)
+    m = LexicalBackend().matrix(docs)
+    *searched, full_found = nearest_in(m, keys, 0.2, 3)
+    # kept candidates unlike the search's, so that what was kept and what was searched show
+    kept = {key: (keys[(i + 1) % len(keys)], keys[(i + 2) % len(keys)]) for i, key in enumerate(keys)}
+    kept[keys[10]] = (keys[11], "gone")
+    kept["gone"] = (keys[0],)
+    del kept[keys[20]]
+    stale = {keys[30], keys[40]}
+    *_, found = nearest_in(m, keys, 0.2, 3, kept, stale)
+    again = {keys[10], keys[20], keys[30], keys[40], keys[28], keys[29], keys[38], keys[39]}
+    assert {key for key in keys if found[key] != kept.get(key)} == again
+    assert all(found[key] == full_found[key] for key in again)
+    # kept as the search would find them: the pairs of a full search
+    *pairs, _ = nearest_in(m, keys, 0.2, 3, full_found, stale)
+    assert [x.tolist() for x in pairs] == [x.tolist() for x in searched]
+
+
 def test_a_run_due_for_a_full_run_or_without_kept_state_is_exactly_the_full_run():
     rng = random.Random(9)
     before = corpus(rng, 400)

@@ -65,6 +65,7 @@ import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain, count
 from types import SimpleNamespace
 
 from mgcp import text
@@ -80,6 +81,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
+KEPT_RULES = 2          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 
 
 @dataclass
@@ -141,12 +143,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if incremental:
         changed = {lid for lid, digest in content.items()
                    if lid not in kept.lessons or kept.lessons[lid].content != digest}
-        # a lesson whose candidates include one changed or gone searches again
-        reached = changed | (kept.lessons.keys() - content.keys())
-        stale = changed | {lid for lid, k in kept.lessons.items()
-                           if lid in content and not reached.isdisjoint(k.candidates)}
-        candidates = {lid: k.candidates for lid, k in kept.lessons.items() if lid in content}
-        graph = _edges(ordered, settings, backend, cache, candidates, stale)
+        # a lesson whose candidates include one changed or gone searches again (`nearest_in`)
+        candidates = {lid: k.candidates for lid, k in kept.lessons.items()}
+        graph = _edges(ordered, settings, backend, cache, candidates, changed)
     else:
         graph = _edges(ordered, settings, backend, cache)
 
@@ -155,8 +154,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
-    edge_digests = graph.digests(ids, lines)
     del lines
+    edge_digests = graph.digests(ids)
 
     resolution = float(settings.get("resolution", 1.0))
     if incremental:
@@ -259,7 +258,7 @@ def _settings_key(settings: dict, backend: str) -> str:
     the backend (its class name) and the Louvain implementation (the engine adds the mgcp version)."""
     shaping = {k: settings.get(k) for k in ("seed", "resolution", "similarity_edge_threshold",
                                             "similarity_edge_weight", "shared_tag_weight", "max_tag_frequency")}
-    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS], sort_keys=True)
+    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS, KEPT_RULES], sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
 
@@ -395,11 +394,19 @@ class _Graph:
         """Each edge written out ("a|b|weight"), in edge order."""
         return [f"{ids[x]}|{ids[y]}|{v:.6f}\n" for x, y, v in zip(self.a.tolist(), self.b.tolist(), self.w.tolist())]
 
-    def digests(self, ids: list[str], lines: list[str]) -> list[str]:
-        """Each node's digest of its edges (`lines`: each edge written out)."""
-        at, start = self.edge_at.tolist(), self.start.tolist()
-        return [hashlib.blake2b("".join([lines[e] for e in at[start[i]:start[i + 1]]]).encode(),
-                                digest_size=8).hexdigest() for i in range(len(ids))]
+    def digests(self, ids: list[str]) -> list[str]:
+        """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
+        neighbour's id (its own 64-bit digest) and the edge's weight (its bits), mixed once more
+        with the number of edges. Two different sets of edges digest alike with a chance of about
+        2^-64, so a node whose digest is kept unchanged has its edges unchanged."""
+        import numpy as np
+
+        of_id = np.fromiter((int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little")
+                             for i in ids), dtype=np.uint64, count=len(ids))
+        entry = _mix(of_id[self.neighbour] ^ _mix(self.weight_at.view(np.uint64)))
+        summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(entry, dtype=np.uint64)])
+        node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
+        return [f"{x:016x}" for x in node.tolist()]
 
     def central(self, members, ids: list[str]) -> list[int]:
         """The `members` (node numbers), most central first (the weight of their edges inside),
@@ -452,6 +459,17 @@ class _Graph:
         degree = np.bincount(labels, weights=self.degree, minlength=size).tolist()
         present = np.flatnonzero(np.bincount(labels, minlength=size)).tolist()
         return math.fsum(inner[c] / m - (degree[c] / (2 * m)) ** 2 for c in present)
+
+
+def _mix(x):
+    """A 64-bit mix of each value (SplitMix64's finaliser), on a numpy uint64 array."""
+    import numpy as np
+
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def louvain(settings: dict) -> str:
@@ -654,13 +672,32 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     """Each keyword's inverse document frequency over the triggers and tags. A text's keywords are
     its tokens' own keywords (`text.keywords` maps token by token), so each distinct token is
     read once for the whole corpus."""
-    df: Counter = Counter()
-    of_token = text.Memo(text.keywords)
-    for lesson in lessons:
-        df.update({k for token in set(text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)))
-                   for k in of_token[token]})
+    import numpy as np
+
+    from mgcp.operations import sparse
+
+    # every text's tokens numbered, each distinct token's keywords numbered, and the distinct
+    # (lesson, keyword) pairs counted by numpy
+    tokens = [text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)) for lesson in lessons]
+    token_index: dict[str, int] = {}
+    token = np.fromiter(map(token_index.setdefault, chain.from_iterable(tokens),
+                            count()), dtype=np.int64)  # setdefault(t, next number): a new token's number
+    token = np.unique(token, return_inverse=True)[1].reshape(-1)  # numbered 0.. in first-seen order
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    del tokens
+    keyword_index: dict[str, int] = {}
+    of_token = [[keyword_index.setdefault(k, len(keyword_index)) for k in text.keywords(t)] for t in token_index]
+    ends = np.cumsum(np.fromiter(map(len, of_token), dtype=np.int64, count=len(of_token)))
+    keyword = np.fromiter(chain.from_iterable(of_token), dtype=np.int64, count=int(ends[-1]) if len(ends) else 0)
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), ends])
+    owner = np.repeat(np.arange(len(lessons), dtype=np.int64), lengths)
+    held = np.diff(starts)[token]
+    found = keyword[np.repeat(starts[token], held) + np.arange(int(held.sum()))
+                    - np.repeat(np.cumsum(held) - held, held)]
+    pairs = sparse.distinct(np.repeat(owner, held) * max(len(keyword_index), 1) + found)
+    df = np.bincount(pairs % max(len(keyword_index), 1), minlength=len(keyword_index)).tolist()
     n = len(lessons) or 1
-    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in zip(keyword_index, df) if d}
 
 
 def _sample_key(sample: list[str], content: dict[str, str]) -> str:
