@@ -22,6 +22,7 @@ from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend
 
 SETTINGS = {**DEFAULTS["community_detection"], "louvain": "python-louvain"}
+SETTINGS_AUTO = parse_config({}, "t").operation("community_detection")  # as a cycle reads them
 P = "/work/alpha"
 TS = "2026-01-01T00:00:00+00:00"
 TOPICS = ["webhook retry", "database migration", "cache invalidation", "git rebase", "docker image",
@@ -94,7 +95,16 @@ def test_an_incremental_run_stays_within_the_bound_of_a_full_run_on_the_same_dat
     assert abs(incremental.modularity - again.modularity) <= 0.01 * again.modularity
     mine, theirs = membership(incremental, after), membership(again, after)
     assert best_match_share(mine, theirs) >= 0.95 and best_match_share(theirs, mine) >= 0.95
-    assert incremental.described < len(incremental.communities)  # the unchanged kept their descriptions
+    assert incremental.described < len(incremental.communities)  # most titles were kept
+    # a kept title against the one drawn now (the same partition, every title drawn with today's idf)
+    drawn = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                    cache=CycleCache(), kept=community_detection.Kept(
+                                        first.kept.settings, first.kept.runs_since_full, first.kept.lessons))
+    assert drawn.described == len(drawn.communities)
+    assert [c["member_ids"] for c in drawn.communities] == [c["member_ids"] for c in incremental.communities]
+    assert [c["summary"] for c in drawn.communities] == [c["summary"] for c in incremental.communities]
+    differ = sum(a["title"] != b["title"] for a, b in zip(drawn.communities, incremental.communities))
+    assert differ <= 0.1 * len(drawn.communities)
     # the kept state describes exactly the lessons of this run, with candidates among them
     ids = {x.id for x in after}
     assert set(incremental.kept.lessons) == ids
@@ -130,6 +140,28 @@ def test_the_lessons_that_search_again_find_what_a_full_search_finds():
     a, b = sparse.neighbours(m, eligible, 10)
     codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
     assert (codes // m.n).tolist() == a.tolist() and (codes % m.n).tolist() == b.tolist()
+
+
+def test_a_title_is_kept_only_for_a_sample_within_the_drift_of_the_one_it_was_drawn_from():
+    from mgcp.operations.community_detection import TITLE_DRIFT, KeptTitle, _kept_title
+
+    def kept(*samples):
+        titles = [KeptTitle(tuple(sample), f"title {k}") for k, sample in enumerate(samples)]
+        return titles, {member: k for k, t in enumerate(titles) for member in t.drawn}
+
+    sample = [(f"m{i:02d}", "c") for i in range(40)]
+    assert int(TITLE_DRIFT * len(sample)) == 4
+    other = [(f"o{i:02d}", "c") for i in range(40)]
+    # two members swapped: 4 apart; the other kept title shares nothing
+    assert _kept_title(sample, *kept(other, sample[2:] + [("x1", "c"), ("x2", "c")])).title == "title 1"
+    # three swapped, or two swapped and one member's text changed: too far
+    assert _kept_title(sample, *kept(sample[3:] + [("x1", "c"), ("x2", "c"), ("x3", "c")])) is None
+    assert _kept_title(sample, *kept([("m00", "changed")] + sample[1:-2] + [("x1", "c"), ("x2", "c")])) is None
+    assert _kept_title(sample, *kept(sample[:-4])).title == "title 0"  # four members more
+    assert _kept_title(sample, *kept(sample[:-5])) is None
+    small = sample[:9]  # under ten members: only the very same sample
+    assert _kept_title(small, *kept(small)).title == "title 0"
+    assert _kept_title(small, *kept(small[:-1])) is None
 
 
 def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_or_gone():
@@ -205,6 +237,16 @@ def test_archived_merged_and_refined_lessons_leave_the_kept_state_consistent(db,
         await store.lessons.set_lifecycle("l0043", LessonStatus.superseded, reason="merged", superseded_by="l0023")
         await store.lessons.add("l9999", "When the webhook retry fails again", "Retry the webhook later.")
         second = await engine.run_cycle(store, parse_config({}, "t"), P, OPS)
+        # what the database keeps is what a run on it keeps: run again on the same lessons, every
+        # row is as it was kept
+        from mgcp.engine.cycle import _kept_communities
+
+        last = await store.rem.last_community_run()
+        again = community_detection.run(await store.lessons.rows(), last["communities"], SETTINGS_AUTO, None,
+                                        cache=CycleCache(), kept=_kept_communities(await store.community_kept.load()))
+        assert again.incremental and again.kept.changed == [] and again.described == 0
+        assert sorted(again.kept.titles, key=repr) == sorted(_kept_communities(await store.community_kept.load()).titles,
+                                                             key=repr)
         return first, kept_first, runs_first, second, await _kept(store), await _active(store)
 
     first, kept_first, runs_first, second, (kept, runs), active = run(db, scenario)

@@ -518,8 +518,13 @@ async def _communities(store, project, settings, inputs):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
         await store.rem.write_community_summaries(result.communities)
         if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
-            await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
-                                            _kept_rows(result.kept), result.kept.titles, loaded if kept else None)
+            k = result.kept
+            if k.changed is None:
+                rows, dropped = _kept_rows(k.lessons), None
+            else:  # made from the loaded state: its changed rows, and the rows of lessons gone
+                rows, dropped = _kept_rows({lid: k.lessons[lid] for lid in k.changed}), loaded[2].keys() - k.lessons.keys()
+            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows,
+                                            [(t.drawn, t.title) for t in k.titles], dropped)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
@@ -527,21 +532,21 @@ async def _communities(store, project, settings, inputs):
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
-def _kept_rows(kept) -> dict:
-    """A `Kept`'s lessons as `CommunityKept` rows."""
-    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in kept.lessons.items()}
+def _kept_rows(lessons: dict) -> dict:
+    """`KeptLesson`s as `CommunityKept` rows."""
+    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in lessons.items()}
 
 
 def _kept_communities(loaded):
     """What `CommunityKept.load` returned, as community detection reads it: None when nothing is
     kept, or when another mgcp version kept it (its rules may differ)."""
-    from mgcp.operations.community_detection import Kept, KeptLesson
+    from mgcp.operations.community_detection import Kept, KeptLesson, KeptTitle
 
     if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
     settings, runs_since_full, lessons, titles = loaded
     return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()},
-                titles)
+                [KeptTitle(*title) for title in titles])
 
 
 async def _extraction(store, project, settings, inputs):

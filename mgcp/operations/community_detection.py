@@ -81,7 +81,8 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 2          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+TITLE_DRIFT = 0.1       # how far a community's sample may be from the one its kept title was drawn from
+KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `KeptTitle`): kept by other rules is not used
 
 
 @dataclass
@@ -105,13 +106,21 @@ class KeptLesson:
     edges: str                   # digest of its edges and their weights
 
 
+@dataclass(frozen=True, slots=True)
+class KeptTitle:
+    drawn: tuple[tuple[str, str], ...]  # the (id, content) of the members it was drawn from, by id
+    title: str                          # what `_title` gave for them
+
+
 @dataclass
 class Kept:
     """What a run keeps for the next (see the module docstring)."""
     settings: str                # digest of what shapes the graph and the partition
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
-    titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> `_title` of that sample
+    titles: list[KeptTitle] = field(default_factory=list)  # of this run's communities, in their order
+    # the lessons whose rows differ from those of the state this one was made from (None: all may)
+    changed: list[str] | None = None
 
 
 def community_id(member_ids: list[str]) -> str:
@@ -169,22 +178,22 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     bounds = np.flatnonzero(np.r_[True, labels[by_label][1:] != labels[by_label][:-1], True]) if len(ids) else []
     groups = [by_label[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]) if hi - lo >= 2]
     groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
-    kept_titles = kept.titles if incremental else {}
+    kept_titles = kept.titles if incremental else []
+    holder = {member: k for k, kept_title in enumerate(kept_titles) for member in kept_title.drawn}
     idf: dict[str, float] | None = None
-    communities, titles, described = [], {}, 0
+    communities, titles, described = [], [], 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
         central = [ids[i] for i in graph.central(group, ids)]
-        sample = sorted(central[:TITLE_SAMPLE])
-        drawn_from = _sample_key(sample, content)
-        title = kept_titles.get(drawn_from)
-        if title is None:
+        sample = [(lid, content[lid]) for lid in sorted(central[:TITLE_SAMPLE])]
+        drawn = _kept_title(sample, kept_titles, holder)
+        if drawn is None:
             if idf is None:
                 idf = _idf(ordered)
-            title = _title(sample, by_id, idf)
+            drawn = KeptTitle(tuple(sample), _title([lid for lid, _ in sample], by_id, idf))
             described += 1
-        titles[drawn_from] = title
-        communities.append(_describe(members, central, by_id, title))
+        titles.append(drawn)
+        communities.append(_describe(members, central, by_id, drawn.title))
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
@@ -241,17 +250,30 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
                    for f in cap([o for *_, o in orphans], limit, group_of, settled)])
     new_kept = None
     if graph.proposed is not None:
-        label_of = labels.tolist()
-        new_kept = Kept(settings=key, runs_since_full=kept.runs_since_full + 1 if incremental else 0,
-                        lessons={lid: KeptLesson(content[lid], graph.proposed[lid], label_of[i], edge_digests[i])
-                                 for i, lid in enumerate(ids)},
-                        titles=titles)
+        new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
+                         labels.tolist(), edge_digests, titles, kept if kept is not None and kept.settings == key else None)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
 
 
 # -- kept between runs ---------------------------------------------------------------------------
+
+def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str], proposed: dict,
+          labels: list[int], edges: list[str], titles: list[KeptTitle], before: Kept | None) -> Kept:
+    """What this run keeps. `before`: the kept state it was given, when kept under the same rules:
+    a lesson whose row is as it was keeps that row, and `changed` names the others."""
+    old = before.lessons if before is not None else {}
+    lessons, changed = {}, []
+    for i, lid in enumerate(ids):
+        row = old.get(lid)
+        if (row is None or row.content != content[lid] or row.candidates != proposed[lid]
+                or row.label != labels[i] or row.edges != edges[i]):
+            row = KeptLesson(content[lid], proposed[lid], labels[i], edges[i])
+            changed.append(lid)
+        lessons[lid] = row
+    return Kept(key, runs_since_full, lessons, titles, changed if before is not None else None)
+
 
 def _settings_key(settings: dict, backend: str) -> str:
     """What kept state is only valid under: the settings that shape the graph and the partition,
@@ -700,11 +722,16 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in zip(keyword_index, df) if d}
 
 
-def _sample_key(sample: list[str], content: dict[str, str]) -> str:
-    """What a community's title is drawn from (`sample`: its TITLE_SAMPLE most central members,
-    sorted), as a digest of their ids and contents (`_content`)."""
-    read = "".join([f"{lid}\0{content[lid]}\n" for lid in sample])
-    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+def _kept_title(sample: list[tuple[str, str]], kept: list[KeptTitle], holder: dict) -> KeptTitle | None:
+    """The kept title drawn from members (id and content) that differ from `sample` by at most
+    TITLE_DRIFT of its size (members in one and not the other, a member whose content changed
+    counting twice), or None. `holder`: the index in `kept` of each (id, content) drawn from."""
+    shared = Counter(holder[member] for member in sample if member in holder)
+    if not shared:
+        return None
+    k, both = min(shared.items(), key=lambda kv: (-kv[1], kv[0]))
+    drawn = kept[k]
+    return drawn if len(sample) + len(drawn.drawn) - 2 * both <= int(TITLE_DRIFT * len(sample)) else None
 
 
 def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], title: str) -> dict:

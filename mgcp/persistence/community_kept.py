@@ -4,13 +4,15 @@ migration 0013; `community_kept_titles`, migration 0016).
 A row per active lesson (see `mgcp.operations.community_detection`, "Kept between runs"), one row
 for the settings the state holds under, and a row per title of the last run's communities (keyed by
 what it was drawn from). It is a cache: nothing else refers to it, and deleting it only makes the
-next run a full one. Saving writes only the rows that differ from the loaded state, and drops the
-rows no longer in it, in one transaction.
+next run a full one. Saving writes only the lesson rows that changed, and drops those of lessons no
+longer in it, in one transaction.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Collection
 
 from mgcp.persistence.database import Database
 
@@ -19,9 +21,10 @@ class CommunityKept:
     def __init__(self, db: Database):
         self.db = db
 
-    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]], dict[str, str]] | None:
+    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]],
+                                  list[tuple[tuple[tuple[str, str], ...], str]]] | None:
         """(settings, runs since the last full run, lesson id -> (content, candidates, label,
-        edges), sample -> title), or None when nothing is kept."""
+        edges), the titles as (drawn from: (id, content) pairs, title)), or None when nothing is kept."""
         head = await self.db.fetchone("SELECT settings, runs_since_full FROM community_kept_runs WHERE id = 1")
         if head is None:
             return None
@@ -32,26 +35,24 @@ class CommunityKept:
             candidates = [json.loads(row[2]) for row in rows]  # a row that is not one list: read alone
         lessons = {lid: (content, tuple(found), label, edges)
                    for (lid, content, _, label, edges), found in zip(rows, candidates)}
-        titles = dict(await self.db.fetchall("SELECT sample, title FROM community_kept_titles"))
+        titles = [(tuple(map(tuple, json.loads(drawn))), title) for drawn, title in
+                  await self.db.fetchall("SELECT drawn, title FROM community_kept_titles ORDER BY sample")]
         return head[0], head[1], lessons, titles
 
     async def save(self, settings: str, runs_since_full: int,
-                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]], titles: dict[str, str],
-                   loaded: tuple | None = None) -> None:
-        """Make the kept state `lessons` and `titles` (`loaded`: what `load` returned, so that only
-        the rows that differ are written), in one transaction (a savepoint of the caller's, when one
-        is open)."""
-        loaded, loaded_titles = (loaded[2], loaded[3]) if loaded else ({}, {})
+                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]],
+                   titles: list[tuple[tuple[tuple[str, str], ...], str]],
+                   dropped: Collection[str] | None = None) -> None:
+        """Make the kept state `titles` and `lessons`, in one transaction (a savepoint of the
+        caller's, when one is open). `dropped`: None when `lessons` are all the rows; else
+        `lessons` are the rows that changed from the kept state and `dropped` the lessons whose
+        rows go."""
         async with self.db.transaction():
-            if not loaded:
+            if dropped is None:
                 await self.db.conn.execute("DELETE FROM community_kept")
-            if not loaded_titles:
-                await self.db.conn.execute("DELETE FROM community_kept_titles")
-            await self.db.conn.executemany("DELETE FROM community_kept_titles WHERE sample = ?",
-                                           [(sample,) for sample in loaded_titles if sample not in titles])
-            await self.db.conn.executemany(
-                "INSERT OR REPLACE INTO community_kept_titles (sample, title) VALUES (?, ?)",
-                [(sample, title) for sample, title in titles.items() if loaded_titles.get(sample) != title])
+            else:
+                await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
+                                               [(lid,) for lid in dropped])
             await self.db.conn.execute(
                 "INSERT INTO community_kept_runs (id, settings, runs_since_full) VALUES (1, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET settings = excluded.settings, "
@@ -61,10 +62,13 @@ class CommunityKept:
                 "INSERT OR REPLACE INTO community_kept (lesson_id, content, candidates, label, edges) "
                 "VALUES (?, ?, ?, ?, ?)",
                 ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
-                 for lid, (content, candidates, label, edges) in lessons.items()
-                 if loaded.get(lid) != (content, tuple(candidates), label, edges)))
-            await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
-                                           [(lid,) for lid in loaded if lid not in lessons])
+                 for lid, (content, candidates, label, edges) in lessons.items()))
+            await self.db.conn.execute("DELETE FROM community_kept_titles")
+            drawn = {json.dumps(list(map(list, members))): title for members, title in titles}
+            await self.db.conn.executemany(
+                "INSERT INTO community_kept_titles (sample, drawn, title) VALUES (?, ?, ?)",
+                [(hashlib.blake2b(members.encode(), digest_size=12).hexdigest(), members, title)
+                 for members, title in drawn.items()])
 
     async def clear(self) -> None:
         async with self.db.transaction():
