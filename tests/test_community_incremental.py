@@ -3,7 +3,9 @@ incremental run comes to a full run on the same data, and that the kept state is
 
 The drift bound these tests hold an incremental run to, against a full run on the same data after
 a few percent of the lessons changed: modularity within 1% of the full run's, and each side's
-lessons at least 95% in the community that best matches theirs on the other side. Exact: an
+lessons at least 95% in the community that best matches theirs on the other side, and at most a
+tenth of the titles different from those drawn anew for the same communities (a title is kept only
+for members within TITLE_DRIFT of those it was drawn from). Exact: an
 incremental run on unchanged edges gives back the kept partition; a community no change reaches
 keeps its id and description; the candidates of every lesson that searched again are the full
 search's; a run whose state is due for a full run (or has none) is the full run."""

@@ -38,8 +38,9 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
 lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
-candidates (`similarity.nearest_in`), its community label and a digest of its edges. A run
-given the state of an earlier run with the same settings is *incremental*, unless it is the
+candidates (`similarity.nearest_in`), its community label and a digest of its edges; per community
+of the last run: its title and the members (id and content digest) it was drawn from. A run given
+the state of an earlier run with the same settings is *incremental*, unless it is the
 `full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
 less: every run is full):
 - only the lessons added or changed, and those whose candidates include a lesson changed or gone,
@@ -48,13 +49,24 @@ less: every run is full):
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
   into them; the rest of the partition stays as it was;
-- a community whose members are unchanged keeps its id and, unless one of the members its
-  description is drawn from (its `TITLE_SAMPLE` most central) changed, its description (from
-  `previous`); the others are described anew.
+- a community keeps a kept title when the members its title is drawn from now (its
+  `TITLE_SAMPLE` most central) are within TITLE_DRIFT of those the kept title was drawn from: at
+  most a tenth of the sample's size in members one has and the other not, a member whose text
+  changed counting on both sides (under ten members: the very same members and texts). The others
+  are titled anew; every summary is written anew (it needs no corpus statistics).
 What may drift from a full run on the same data: an unchanged lesson does not see a better
-candidate that arrived after its search (the newcomer's own search usually finds it), and
-communities are not merged or rebuilt at the aggregated level until the next full run.
-`tests/test_community_incremental.py` bounds the drift; benchmarks/README.md gives the figures.
+candidate that arrived after its search (the newcomer's own search usually finds it);
+communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
+title is the one its sample had when drawn. Of a title, only two things can differ from drawing it
+now: the members it counts (at most TITLE_DRIFT of them: each phrase's count of members using it
+moves by at most that many) and the keywords' idf, which breaks ties between phrases and orders the
+words of a title made of words (a change of c lessons moves a keyword's idf = ln((1 + n) /
+(1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n)). A title drawn anew and a kept one
+therefore differ only where two candidates were within that of each other. The members' part
+does not build up, since a kept title stays measured against the members it was drawn from; the
+idf's grows with the lessons changed since, until a full run draws every title anew.
+`tests/test_community_incremental.py` bounds the drift (modularity, membership, and the share of
+kept titles that differ from titles drawn anew); benchmarks/README.md gives the figures.
 """
 
 from __future__ import annotations
@@ -345,37 +357,30 @@ def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[in
                 if n not in queued:
                     queued.add(n)
                     queue.append(n)
-    members: dict[int, list[int]] = defaultdict(list)
-    for node, label in enumerate(labels):
-        if label in touched:
-            members[label].append(node)
-    for label in sorted(members):
-        for piece in _pieces(graph, members[label], labels)[1:]:
-            for node in piece:
-                labels[node] = fresh
-            fresh += 1
-    return np.array(labels, dtype=np.int64)
+    return _split(graph, np.array(labels, dtype=np.int64), sorted(touched), fresh)
 
 
-def _pieces(graph: "_Graph", members: list[int], labels: list[int]) -> list[list[int]]:
-    """The connected pieces of a community (`members` ascending), each ascending, ordered by their
-    first node."""
-    label = labels[members[0]]
-    seen: set[int] = set()
-    pieces = []
-    for start in members:
-        if start in seen:
-            continue
-        seen.add(start)
-        piece, stack = [start], [start]
-        while stack:
-            for n in graph.neighbours(stack.pop())[0]:
-                if n not in seen and labels[n] == label:
-                    seen.add(n)
-                    piece.append(n)
-                    stack.append(n)
-        pieces.append(sorted(piece))
-    return pieces
+def _split(graph: "_Graph", labels, split: list[int], fresh: int):
+    """`labels` with each community of `split` left in pieces split into them: the piece with its
+    lowest node keeps the label, the others take labels from `fresh` on (community after community
+    in label order, pieces in the order of their lowest nodes)."""
+    import numpy as np
+
+    from mgcp.operations.sparse import distinct
+
+    held = np.isin(labels, np.array(split, dtype=np.int64))
+    inside = held[graph.a] & (labels[graph.a] == labels[graph.b])
+    piece = _components(graph.n, graph.a[inside], graph.b[inside])
+    nodes = np.flatnonzero(held)
+    n = max(graph.n, 1)
+    pairs = distinct(labels[nodes] * n + piece[nodes])  # each community's pieces, by their lowest node
+    label, lowest = pairs // n, pairs % n
+    extra = lowest[np.r_[False, label[1:] == label[:-1]]] if len(pairs) else lowest
+    new = np.full(graph.n, -1, dtype=np.int64)
+    new[extra] = fresh + np.arange(len(extra))
+    moved = new[piece[nodes]]
+    labels[nodes[moved >= 0]] = moved[moved >= 0]
+    return labels
 
 
 # -- graph ---------------------------------------------------------------------------------------
@@ -576,14 +581,19 @@ def _partition(graph: _Graph, ids: list[str], resolution: float, seed: int):
 
 def _parts(graph: _Graph):
     """Each node's connected part, numbered by the part's lowest node (a numpy array)."""
+    return _components(graph.n, graph.a, graph.b)
+
+
+def _components(n: int, a, b):
+    """Each of `n` nodes' connected component under the edges (a, b), numbered by its lowest node."""
     import numpy as np
 
-    label = np.arange(graph.n, dtype=np.int64)
+    label = np.arange(n, dtype=np.int64)
     while True:
-        low = np.minimum(label[graph.a], label[graph.b])
+        low = np.minimum(label[a], label[b])
         lower = label.copy()
-        np.minimum.at(lower, graph.a, low)
-        np.minimum.at(lower, graph.b, low)
+        np.minimum.at(lower, a, low)
+        np.minimum.at(lower, b, low)
         lower = lower[lower]  # a label is a node of the part; follow it to its own label
         if np.array_equal(lower, label):
             return label
