@@ -523,8 +523,7 @@ async def _communities(store, project, settings, inputs):
                 rows, dropped = _kept_rows(k.lessons), None
             else:  # made from the loaded state: its changed rows, and the rows of lessons gone
                 rows, dropped = _kept_rows({lid: k.lessons[lid] for lid in k.changed}), loaded[2].keys() - k.lessons.keys()
-            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows,
-                                            [(t.drawn, t.title) for t in k.titles], dropped)
+            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows, k.titles, dropped)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
@@ -540,13 +539,13 @@ def _kept_rows(lessons: dict) -> dict:
 def _kept_communities(loaded):
     """What `CommunityKept.load` returned, as community detection reads it: None when nothing is
     kept, or when another mgcp version kept it (its rules may differ)."""
-    from mgcp.operations.community_detection import Kept, KeptLesson, KeptTitle
+    from mgcp.operations.community_detection import Kept, KeptLesson
 
     if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
     settings, runs_since_full, lessons, titles = loaded
     return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()},
-                [KeptTitle(*title) for title in titles])
+                titles)
 
 
 async def _extraction(store, project, settings, inputs):

@@ -39,7 +39,7 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
 lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
 candidates (`similarity.nearest_in`), its community label and a digest of its edges; per community
-of the last run: its title and the members (id and content digest) it was drawn from. A run given
+of the last run: its title, by a digest of the members (ids and contents) it was drawn from. A run given
 the state of an earlier run with the same settings is *incremental*, unless it is the
 `full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
 less: every run is full):
@@ -49,22 +49,17 @@ less: every run is full):
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
   into them; the rest of the partition stays as it was;
-- a community keeps a kept title when the members its title is drawn from now (its
-  `TITLE_SAMPLE` most central) are within TITLE_DRIFT of those the kept title was drawn from: at
-  most a tenth of the sample's size in members one has and the other not, a member whose text
-  changed counting on both sides (under ten members: the very same members and texts). The others
-  are titled anew; every summary is written anew (it needs no corpus statistics).
+- a community whose title would be drawn from the very members, with the very texts, that a kept
+  title was drawn from (its `TITLE_SAMPLE` most central members) keeps that title; the others are
+  titled anew. Every summary is written anew (it needs no corpus statistics).
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it);
 communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
-title is the one its sample had when drawn. Of a title, only two things can differ from drawing it
-now: the members it counts (at most TITLE_DRIFT of them: each phrase's count of members using it
-moves by at most that many) and the keywords' idf, which breaks ties between phrases and orders the
-words of a title made of words (a change of c lessons moves a keyword's idf = ln((1 + n) /
-(1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n)). A title drawn anew and a kept one
-therefore differ only where two candidates were within that of each other. The members' part
-does not build up, since a kept title stays measured against the members it was drawn from; the
-idf's grows with the lessons changed since, until a full run draws every title anew.
+title was drawn with the keywords' idf of its run. The idf only breaks ties between phrases used
+by as many members and orders the words of a title made of words; a change of c lessons moves a
+keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n), so a kept
+title differs from one drawn now only where two candidates were within that of each other (it
+grows with the lessons changed since, until a full run draws every title anew).
 `tests/test_community_incremental.py` bounds the drift (modularity, membership, and the share of
 kept titles that differ from titles drawn anew); benchmarks/README.md gives the figures.
 """
@@ -93,8 +88,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-TITLE_DRIFT = 0.1       # how far a community's sample may be from the one its kept title was drawn from
-KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `KeptTitle`): kept by other rules is not used
+KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 
 
 @dataclass
@@ -118,19 +112,13 @@ class KeptLesson:
     edges: str                   # digest of its edges and their weights
 
 
-@dataclass(frozen=True, slots=True)
-class KeptTitle:
-    drawn: tuple[tuple[str, str], ...]  # the (id, content) of the members it was drawn from, by id
-    title: str                          # what `_title` gave for them
-
-
 @dataclass
 class Kept:
     """What a run keeps for the next (see the module docstring)."""
     settings: str                # digest of what shapes the graph and the partition
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
-    titles: list[KeptTitle] = field(default_factory=list)  # of this run's communities, in their order
+    titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
     # the lessons whose rows differ from those of the state this one was made from (None: all may)
     changed: list[str] | None = None
 
@@ -190,22 +178,22 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     bounds = np.flatnonzero(np.r_[True, labels[by_label][1:] != labels[by_label][:-1], True]) if len(ids) else []
     groups = [by_label[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]) if hi - lo >= 2]
     groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
-    kept_titles = kept.titles if incremental else []
-    holder = {member: k for k, kept_title in enumerate(kept_titles) for member in kept_title.drawn}
+    kept_titles = kept.titles if incremental else {}
     idf: dict[str, float] | None = None
-    communities, titles, described = [], [], 0
+    communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
         central = [ids[i] for i in graph.central(group, ids)]
-        sample = [(lid, content[lid]) for lid in sorted(central[:TITLE_SAMPLE])]
-        drawn = _kept_title(sample, kept_titles, holder)
-        if drawn is None:
+        sample = sorted(central[:TITLE_SAMPLE])
+        drawn_from = _sample_key(sample, content)
+        title = kept_titles.get(drawn_from)
+        if title is None:
             if idf is None:
                 idf = _idf(ordered)
-            drawn = KeptTitle(tuple(sample), _title([lid for lid, _ in sample], by_id, idf))
+            title = _title(sample, by_id, idf)
             described += 1
-        titles.append(drawn)
-        communities.append(_describe(members, central, by_id, drawn.title))
+        titles[drawn_from] = title
+        communities.append(_describe(members, central, by_id, title))
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
@@ -272,7 +260,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 # -- kept between runs ---------------------------------------------------------------------------
 
 def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str], proposed: dict,
-          labels: list[int], edges: list[str], titles: list[KeptTitle], before: Kept | None) -> Kept:
+          labels: list[int], edges: list[str], titles: dict[str, str], before: Kept | None) -> Kept:
     """What this run keeps. `before`: the kept state it was given, when kept under the same rules:
     a lesson whose row is as it was keeps that row, and `changed` names the others."""
     old = before.lessons if before is not None else {}
@@ -732,16 +720,11 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in zip(keyword_index, df) if d}
 
 
-def _kept_title(sample: list[tuple[str, str]], kept: list[KeptTitle], holder: dict) -> KeptTitle | None:
-    """The kept title drawn from members (id and content) that differ from `sample` by at most
-    TITLE_DRIFT of its size (members in one and not the other, a member whose content changed
-    counting twice), or None. `holder`: the index in `kept` of each (id, content) drawn from."""
-    shared = Counter(holder[member] for member in sample if member in holder)
-    if not shared:
-        return None
-    k, both = min(shared.items(), key=lambda kv: (-kv[1], kv[0]))
-    drawn = kept[k]
-    return drawn if len(sample) + len(drawn.drawn) - 2 * both <= int(TITLE_DRIFT * len(sample)) else None
+def _sample_key(sample: list[str], content: dict[str, str]) -> str:
+    """What a community's title is drawn from (`sample`: its TITLE_SAMPLE most central members,
+    sorted), as a digest of their ids and contents (`_content`)."""
+    read = "".join([f"{lid}\0{content[lid]}\n" for lid in sample])
+    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], title: str) -> dict:

@@ -10,7 +10,6 @@ longer in it, in one transaction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Collection
 
@@ -21,10 +20,9 @@ class CommunityKept:
     def __init__(self, db: Database):
         self.db = db
 
-    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]],
-                                  list[tuple[tuple[tuple[str, str], ...], str]]] | None:
+    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]], dict[str, str]] | None:
         """(settings, runs since the last full run, lesson id -> (content, candidates, label,
-        edges), the titles as (drawn from: (id, content) pairs, title)), or None when nothing is kept."""
+        edges), sample -> title), or None when nothing is kept."""
         head = await self.db.fetchone("SELECT settings, runs_since_full FROM community_kept_runs WHERE id = 1")
         if head is None:
             return None
@@ -35,13 +33,11 @@ class CommunityKept:
             candidates = [json.loads(row[2]) for row in rows]  # a row that is not one list: read alone
         lessons = {lid: (content, tuple(found), label, edges)
                    for (lid, content, _, label, edges), found in zip(rows, candidates)}
-        titles = [(tuple(map(tuple, json.loads(drawn))), title) for drawn, title in
-                  await self.db.fetchall("SELECT drawn, title FROM community_kept_titles ORDER BY sample")]
+        titles = dict(await self.db.fetchall("SELECT sample, title FROM community_kept_titles"))
         return head[0], head[1], lessons, titles
 
     async def save(self, settings: str, runs_since_full: int,
-                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]],
-                   titles: list[tuple[tuple[tuple[str, str], ...], str]],
+                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]], titles: dict[str, str],
                    dropped: Collection[str] | None = None) -> None:
         """Make the kept state `titles` and `lessons`, in one transaction (a savepoint of the
         caller's, when one is open). `dropped`: None when `lessons` are all the rows; else
@@ -64,11 +60,8 @@ class CommunityKept:
                 ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
                  for lid, (content, candidates, label, edges) in lessons.items()))
             await self.db.conn.execute("DELETE FROM community_kept_titles")
-            drawn = {json.dumps(list(map(list, members))): title for members, title in titles}
-            await self.db.conn.executemany(
-                "INSERT INTO community_kept_titles (sample, drawn, title) VALUES (?, ?, ?)",
-                [(hashlib.blake2b(members.encode(), digest_size=12).hexdigest(), members, title)
-                 for members, title in drawn.items()])
+            await self.db.conn.executemany("INSERT INTO community_kept_titles (sample, title) VALUES (?, ?)",
+                                           list(titles.items()))
 
     async def clear(self) -> None:
         async with self.db.transaction():
