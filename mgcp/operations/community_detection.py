@@ -72,7 +72,6 @@ import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain, count
 from types import SimpleNamespace
 
 from mgcp import text
@@ -692,32 +691,13 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     """Each keyword's inverse document frequency over the triggers and tags. A text's keywords are
     its tokens' own keywords (`text.keywords` maps token by token), so each distinct token is
     read once for the whole corpus."""
-    import numpy as np
-
-    from mgcp.operations import sparse
-
-    # every text's tokens numbered, each distinct token's keywords numbered, and the distinct
-    # (lesson, keyword) pairs counted by numpy
-    tokens = [text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)) for lesson in lessons]
-    token_index: dict[str, int] = {}
-    token = np.fromiter(map(token_index.setdefault, chain.from_iterable(tokens),
-                            count()), dtype=np.int64)  # setdefault(t, next number): a new token's number
-    token = np.unique(token, return_inverse=True)[1].reshape(-1)  # numbered 0.. in first-seen order
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-    del tokens
-    keyword_index: dict[str, int] = {}
-    of_token = [[keyword_index.setdefault(k, len(keyword_index)) for k in text.keywords(t)] for t in token_index]
-    ends = np.cumsum(np.fromiter(map(len, of_token), dtype=np.int64, count=len(of_token)))
-    keyword = np.fromiter(chain.from_iterable(of_token), dtype=np.int64, count=int(ends[-1]) if len(ends) else 0)
-    starts = np.concatenate([np.zeros(1, dtype=np.int64), ends])
-    owner = np.repeat(np.arange(len(lessons), dtype=np.int64), lengths)
-    held = np.diff(starts)[token]
-    found = keyword[np.repeat(starts[token], held) + np.arange(int(held.sum()))
-                    - np.repeat(np.cumsum(held) - held, held)]
-    pairs = sparse.distinct(np.repeat(owner, held) * max(len(keyword_index), 1) + found)
-    df = np.bincount(pairs % max(len(keyword_index), 1), minlength=len(keyword_index)).tolist()
+    df: Counter = Counter()
+    of_token = text.Memo(text.keywords)
+    for lesson in lessons:
+        df.update({k for token in set(text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)))
+                   for k in of_token[token]})
     n = len(lessons) or 1
-    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in zip(keyword_index, df) if d}
+    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
 def _sample_key(sample: list[str], content: dict[str, str]) -> str:
