@@ -280,9 +280,9 @@ def test_a_dry_run_keeps_nothing(db, run):
     async def scenario(store):
         await _seed(store, 40)
         await engine.run(store, parse_config({}, "t"), P, OPS, auto=True, dry_run=True)
-        return await _kept(store)
+        return await _kept(store), await store.db.fetchall("SELECT title FROM community_kept_titles")
 
-    assert run(db, scenario) == ({}, [])
+    assert run(db, scenario) == (({}, []), [])
 
 
 def test_every_full_every_th_run_is_full(db, run):
