@@ -522,7 +522,8 @@ async def _communities(store, project, settings, inputs):
             if k.changed is None:
                 rows, dropped = _kept_rows(k.lessons), None
             else:  # made from the loaded state: its changed rows, and the rows of lessons gone
-                rows, dropped = _kept_rows({lid: k.lessons[lid] for lid in k.changed}), loaded[2].keys() - k.lessons.keys()
+                rows = _kept_rows({lid: k.lessons[lid] for lid in k.changed})
+                dropped = loaded[2].keys() - k.lessons.keys()
             await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows, k.titles, dropped)
 
     return result.findings, {"communities": len(result.communities),

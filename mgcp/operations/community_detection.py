@@ -39,8 +39,8 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
 lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
 candidates (`similarity.nearest_in`), its community label and a digest of its edges; per community
-of the last run: its title, by a digest of the members (ids and contents) it was drawn from. A run given
-the state of an earlier run with the same settings is *incremental*, unless it is the
+of the last run: its title, by a digest of the members (ids and contents) it was drawn from. A run
+given the state of an earlier run with the same settings is *incremental*, unless it is the
 `full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
 less: every run is full):
 - only the lessons added or changed, and those whose candidates include a lesson changed or gone,
@@ -60,8 +60,8 @@ by as many members and orders the words of a title made of words; a change of c 
 keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n), so a kept
 title differs from one drawn now only where two candidates were within that of each other (it
 grows with the lessons changed since, until a full run draws every title anew).
-`tests/test_community_incremental.py` bounds the drift (modularity, membership, and the share of
-kept titles that differ from titles drawn anew); benchmarks/README.md gives the figures.
+`tests/test_community_incremental.py` bounds the drift (modularity, membership, and kept titles
+against titles drawn anew); benchmarks/README.md gives the figures.
 """
 
 from __future__ import annotations
@@ -249,8 +249,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
                    for f in cap([o for *_, o in orphans], limit, group_of, settled)])
     new_kept = None
     if graph.proposed is not None:
+        same_rules = kept if kept is not None and kept.settings == key else None
         new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
-                         labels.tolist(), edge_digests, titles, kept if kept is not None and kept.settings == key else None)
+                         labels.tolist(), edge_digests, titles, same_rules)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
