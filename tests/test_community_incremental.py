@@ -3,7 +3,9 @@ incremental run comes to a full run on the same data, and that the kept state is
 
 The drift bound these tests hold an incremental run to, against a full run on the same data after
 a few percent of the lessons changed: modularity within 1% of the full run's, and each side's
-lessons at least 95% in the community that best matches theirs on the other side. Exact: an
+lessons at least 95% in the community that best matches theirs on the other side, and every kept
+title the one drawn anew for the same community (a title is kept only for the very members and
+texts it was drawn from, so only the idf may have moved; here it moves none). Exact: an
 incremental run on unchanged edges gives back the kept partition; a community no change reaches
 keeps its id and description; the candidates of every lesson that searched again are the full
 search's; a run whose state is due for a full run (or has none) is the full run."""
@@ -22,6 +24,7 @@ from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend
 
 SETTINGS = {**DEFAULTS["community_detection"], "louvain": "python-louvain"}
+SETTINGS_AUTO = parse_config({}, "t").operation("community_detection")  # as a cycle reads them
 P = "/work/alpha"
 TS = "2026-01-01T00:00:00+00:00"
 TOPICS = ["webhook retry", "database migration", "cache invalidation", "git rebase", "docker image",
@@ -94,7 +97,16 @@ def test_an_incremental_run_stays_within_the_bound_of_a_full_run_on_the_same_dat
     assert abs(incremental.modularity - again.modularity) <= 0.01 * again.modularity
     mine, theirs = membership(incremental, after), membership(again, after)
     assert best_match_share(mine, theirs) >= 0.95 and best_match_share(theirs, mine) >= 0.95
-    assert incremental.described < len(incremental.communities)  # the unchanged kept their descriptions
+    assert incremental.described < len(incremental.communities)  # most titles were kept
+    # a kept title against the one drawn now (the same partition, every title drawn with today's idf)
+    drawn = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                    cache=CycleCache(), kept=community_detection.Kept(
+                                        first.kept.settings, first.kept.runs_since_full, first.kept.lessons))
+    assert drawn.described == len(drawn.communities)
+    assert [c["member_ids"] for c in drawn.communities] == [c["member_ids"] for c in incremental.communities]
+    assert [c["summary"] for c in drawn.communities] == [c["summary"] for c in incremental.communities]
+    differ = sum(a["title"] != b["title"] for a, b in zip(drawn.communities, incremental.communities))
+    assert differ == 0  # on these corpora the idf moved no title
     # the kept state describes exactly the lessons of this run, with candidates among them
     ids = {x.id for x in after}
     assert set(incremental.kept.lessons) == ids
@@ -130,6 +142,40 @@ def test_the_lessons_that_search_again_find_what_a_full_search_finds():
     a, b = sparse.neighbours(m, eligible, 10)
     codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
     assert (codes // m.n).tolist() == a.tolist() and (codes % m.n).tolist() == b.tolist()
+
+
+def test_a_title_is_kept_only_for_the_very_members_and_texts_it_was_drawn_from():
+    from mgcp.operations.community_detection import _sample_key
+
+    sample = [f"m{i:02d}" for i in range(40)]
+    content = {lid: "c" for lid in sample + ["x"]}
+    key = _sample_key(sample, content)
+    assert _sample_key(list(sample), dict(content)) == key
+    assert _sample_key(sample[:-1], content) != key and _sample_key(sample[1:] + ["x"], content) != key
+    assert _sample_key(sample, {**content, "m07": "changed"}) != key
+
+
+def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_or_gone():
+    from mgcp.operations.similarity import nearest_in
+
+    rng = random.Random(6)
+    docs = {x.id: x.trigger + " " + x.action for x in corpus(rng, 200)}
+    keys = list(docs)
+    m = LexicalBackend().matrix(docs)
+    *searched, full_found = nearest_in(m, keys, 0.2, 3)
+    # kept candidates unlike the search's, so that what was kept and what was searched show
+    kept = {key: (keys[(i + 1) % len(keys)], keys[(i + 2) % len(keys)]) for i, key in enumerate(keys)}
+    kept[keys[10]] = (keys[11], "gone")
+    kept["gone"] = (keys[0],)
+    del kept[keys[20]]
+    stale = {keys[30], keys[40]}
+    *_, found = nearest_in(m, keys, 0.2, 3, kept, stale)
+    again = {keys[10], keys[20], keys[30], keys[40], keys[28], keys[29], keys[38], keys[39]}
+    assert {key for key in keys if found[key] != kept.get(key)} == again
+    assert all(found[key] == full_found[key] for key in again)
+    # kept as the search would find them: the pairs of a full search
+    *pairs, _ = nearest_in(m, keys, 0.2, 3, full_found, stale)
+    assert [x.tolist() for x in pairs] == [x.tolist() for x in searched]
 
 
 def test_a_run_due_for_a_full_run_or_without_kept_state_is_exactly_the_full_run():
@@ -182,6 +228,15 @@ def test_archived_merged_and_refined_lessons_leave_the_kept_state_consistent(db,
         await store.lessons.set_lifecycle("l0043", LessonStatus.superseded, reason="merged", superseded_by="l0023")
         await store.lessons.add("l9999", "When the webhook retry fails again", "Retry the webhook later.")
         second = await engine.run_cycle(store, parse_config({}, "t"), P, OPS)
+        # what the database keeps is what a run on it keeps: run again on the same lessons, every
+        # row is as it was kept
+        from mgcp.engine.cycle import _kept_communities
+
+        last = await store.rem.last_community_run()
+        again = community_detection.run(await store.lessons.rows(), last["communities"], SETTINGS_AUTO, None,
+                                        cache=CycleCache(), kept=_kept_communities(await store.community_kept.load()))
+        assert again.incremental and again.kept.changed == [] and again.described == 0
+        assert again.kept.titles == _kept_communities(await store.community_kept.load()).titles
         return first, kept_first, runs_first, second, await _kept(store), await _active(store)
 
     first, kept_first, runs_first, second, (kept, runs), active = run(db, scenario)
@@ -225,9 +280,9 @@ def test_a_dry_run_keeps_nothing(db, run):
     async def scenario(store):
         await _seed(store, 40)
         await engine.run(store, parse_config({}, "t"), P, OPS, auto=True, dry_run=True)
-        return await _kept(store)
+        return await _kept(store), await store.db.fetchall("SELECT title FROM community_kept_titles")
 
-    assert run(db, scenario) == ({}, [])
+    assert run(db, scenario) == (({}, []), [])
 
 
 def test_every_full_every_th_run_is_full(db, run):

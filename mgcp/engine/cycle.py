@@ -516,11 +516,15 @@ async def _communities(store, project, settings, inputs):
 
     async def write(run_id):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
-        for community in result.communities:
-            await store.rem.write_community_summary(community)
+        await store.rem.write_community_summaries(result.communities)
         if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
-            await store.community_kept.save(f"{result.kept.settings}@{__version__}", result.kept.runs_since_full,
-                                            _kept_rows(result.kept), loaded[2] if kept else None)
+            k = result.kept
+            if k.changed is None:
+                rows, dropped = _kept_rows(k.lessons), None
+            else:  # made from the loaded state: its changed rows, and the rows of lessons gone
+                rows = _kept_rows({lid: k.lessons[lid] for lid in k.changed})
+                dropped = loaded[2].keys() - k.lessons.keys()
+            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows, k.titles, dropped)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
@@ -528,9 +532,9 @@ async def _communities(store, project, settings, inputs):
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
-def _kept_rows(kept) -> dict:
-    """A `Kept`'s lessons as `CommunityKept` rows."""
-    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in kept.lessons.items()}
+def _kept_rows(lessons: dict) -> dict:
+    """`KeptLesson`s as `CommunityKept` rows."""
+    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in lessons.items()}
 
 
 def _kept_communities(loaded):
@@ -540,8 +544,9 @@ def _kept_communities(loaded):
 
     if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
-    settings, runs_since_full, lessons = loaded
-    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()})
+    settings, runs_since_full, lessons, titles = loaded
+    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()},
+                titles)
 
 
 async def _extraction(store, project, settings, inputs):

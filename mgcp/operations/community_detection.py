@@ -38,7 +38,8 @@ Merges, splits, new and dissolved clusters are reported in `changes`, not as fin
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
 lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
-candidates (`similarity.nearest_in`), its community label and a digest of its edges. A run
+candidates (`similarity.nearest_in`), its community label and a digest of its edges; per community
+of the last run: its title, by a digest of the members (ids and contents) it was drawn from. A run
 given the state of an earlier run with the same settings is *incremental*, unless it is the
 `full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
 less: every run is full):
@@ -48,13 +49,19 @@ less: every run is full):
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
   into them; the rest of the partition stays as it was;
-- a community whose members are unchanged keeps its id and, unless one of the members its
-  description is drawn from (its `TITLE_SAMPLE` most central) changed, its description (from
-  `previous`); the others are described anew.
+- a community whose title would be drawn from the very members, with the very texts, that a kept
+  title was drawn from (its `TITLE_SAMPLE` most central members) keeps that title; the others are
+  titled anew. Every summary is written anew (it needs no corpus statistics).
 What may drift from a full run on the same data: an unchanged lesson does not see a better
-candidate that arrived after its search (the newcomer's own search usually finds it), and
-communities are not merged or rebuilt at the aggregated level until the next full run.
-`tests/test_community_incremental.py` bounds the drift; benchmarks/README.md gives the figures.
+candidate that arrived after its search (the newcomer's own search usually finds it);
+communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
+title was drawn with the keywords' idf of its run. The idf only breaks ties between phrases used
+by as many members and orders the words of a title made of words; a change of c lessons moves a
+keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n), so a kept
+title differs from one drawn now only where two candidates were within that of each other (it
+grows with the lessons changed since, until a full run draws every title anew).
+`tests/test_community_incremental.py` bounds the drift (modularity, membership, and kept titles
+against titles drawn anew); benchmarks/README.md gives the figures.
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
+KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 
 
 @dataclass
@@ -109,6 +117,9 @@ class Kept:
     settings: str                # digest of what shapes the graph and the partition
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
+    titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
+    # the lessons whose rows differ from those of the state this one was made from (None: all may)
+    changed: list[str] | None = None
 
 
 def community_id(member_ids: list[str]) -> str:
@@ -140,12 +151,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if incremental:
         changed = {lid for lid, digest in content.items()
                    if lid not in kept.lessons or kept.lessons[lid].content != digest}
-        # a lesson whose candidates include one changed or gone searches again
-        reached = changed | (kept.lessons.keys() - content.keys())
-        stale = changed | {lid for lid, k in kept.lessons.items()
-                           if lid in content and not reached.isdisjoint(k.candidates)}
-        candidates = {lid: k.candidates for lid, k in kept.lessons.items() if lid in content}
-        graph = _edges(ordered, settings, backend, cache, candidates, stale)
+        # a lesson whose candidates include one changed or gone searches again (`nearest_in`)
+        candidates = {lid: k.candidates for lid, k in kept.lessons.items()}
+        graph = _edges(ordered, settings, backend, cache, candidates, changed)
     else:
         graph = _edges(ordered, settings, backend, cache)
 
@@ -154,8 +162,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
-    edge_digests = graph.digests(ids, lines)
     del lines
+    edge_digests = graph.digests(ids)
 
     resolution = float(settings.get("resolution", 1.0))
     if incremental:
@@ -169,22 +177,22 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     bounds = np.flatnonzero(np.r_[True, labels[by_label][1:] != labels[by_label][:-1], True]) if len(ids) else []
     groups = [by_label[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]) if hi - lo >= 2]
     groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
-    described_before = ({c["community_id"]: c for c in previous or [] if "title" in c and "summary" in c}
-                        if incremental else {})
+    kept_titles = kept.titles if incremental else {}
     idf: dict[str, float] | None = None
-    communities, described = [], 0
+    communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
         central = [ids[i] for i in graph.central(group, ids)]
-        before = described_before.get(community_id(members))
-        if before is not None and not changed.intersection(central[:TITLE_SAMPLE]):
-            communities.append({"community_id": before["community_id"], "member_ids": members,
-                                "title": before["title"], "summary": before["summary"]})
-            continue
-        if idf is None:
-            idf = _idf(ordered)
-        communities.append(_describe(members, central, by_id, idf))
-        described += 1
+        sample = sorted(central[:TITLE_SAMPLE])
+        drawn_from = _sample_key(sample, content)
+        title = kept_titles.get(drawn_from)
+        if title is None:
+            if idf is None:
+                idf = _idf(ordered)
+            title = _title(sample, by_id, idf)
+            described += 1
+        titles[drawn_from] = title
+        communities.append(_describe(members, central, by_id, title))
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
 
@@ -241,10 +249,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
                    for f in cap([o for *_, o in orphans], limit, group_of, settled)])
     new_kept = None
     if graph.proposed is not None:
-        label_of = labels.tolist()
-        new_kept = Kept(settings=key, runs_since_full=kept.runs_since_full + 1 if incremental else 0,
-                        lessons={lid: KeptLesson(content[lid], graph.proposed[lid], label_of[i], edge_digests[i])
-                                 for i, lid in enumerate(ids)})
+        same_rules = kept if kept is not None and kept.settings == key else None
+        new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
+                         labels.tolist(), edge_digests, titles, same_rules)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
@@ -252,12 +259,28 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 # -- kept between runs ---------------------------------------------------------------------------
 
+def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str], proposed: dict,
+          labels: list[int], edges: list[str], titles: dict[str, str], before: Kept | None) -> Kept:
+    """What this run keeps. `before`: the kept state it was given, when kept under the same rules:
+    a lesson whose row is as it was keeps that row, and `changed` names the others."""
+    old = before.lessons if before is not None else {}
+    lessons, changed = {}, []
+    for i, lid in enumerate(ids):
+        row = old.get(lid)
+        if (row is None or row.content != content[lid] or row.candidates != proposed[lid]
+                or row.label != labels[i] or row.edges != edges[i]):
+            row = KeptLesson(content[lid], proposed[lid], labels[i], edges[i])
+            changed.append(lid)
+        lessons[lid] = row
+    return Kept(key, runs_since_full, lessons, titles, changed if before is not None else None)
+
+
 def _settings_key(settings: dict, backend: str) -> str:
     """What kept state is only valid under: the settings that shape the graph and the partition,
     the backend (its class name) and the Louvain implementation (the engine adds the mgcp version)."""
     shaping = {k: settings.get(k) for k in ("seed", "resolution", "similarity_edge_threshold",
                                             "similarity_edge_weight", "shared_tag_weight", "max_tag_frequency")}
-    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS], sort_keys=True)
+    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS, KEPT_RULES], sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
 
@@ -322,37 +345,30 @@ def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[in
                 if n not in queued:
                     queued.add(n)
                     queue.append(n)
-    members: dict[int, list[int]] = defaultdict(list)
-    for node, label in enumerate(labels):
-        if label in touched:
-            members[label].append(node)
-    for label in sorted(members):
-        for piece in _pieces(graph, members[label], labels)[1:]:
-            for node in piece:
-                labels[node] = fresh
-            fresh += 1
-    return np.array(labels, dtype=np.int64)
+    return _split(graph, np.array(labels, dtype=np.int64), sorted(touched), fresh)
 
 
-def _pieces(graph: "_Graph", members: list[int], labels: list[int]) -> list[list[int]]:
-    """The connected pieces of a community (`members` ascending), each ascending, ordered by their
-    first node."""
-    label = labels[members[0]]
-    seen: set[int] = set()
-    pieces = []
-    for start in members:
-        if start in seen:
-            continue
-        seen.add(start)
-        piece, stack = [start], [start]
-        while stack:
-            for n in graph.neighbours(stack.pop())[0]:
-                if n not in seen and labels[n] == label:
-                    seen.add(n)
-                    piece.append(n)
-                    stack.append(n)
-        pieces.append(sorted(piece))
-    return pieces
+def _split(graph: "_Graph", labels, split: list[int], fresh: int):
+    """`labels` with each community of `split` left in pieces split into them: the piece with its
+    lowest node keeps the label, the others take labels from `fresh` on (community after community
+    in label order, pieces in the order of their lowest nodes)."""
+    import numpy as np
+
+    from mgcp.operations.sparse import distinct
+
+    held = np.isin(labels, np.array(split, dtype=np.int64))
+    inside = held[graph.a] & (labels[graph.a] == labels[graph.b])
+    piece = _components(graph.n, graph.a[inside], graph.b[inside])
+    nodes = np.flatnonzero(held)
+    n = max(graph.n, 1)
+    pairs = distinct(labels[nodes] * n + piece[nodes])  # each community's pieces, by their lowest node
+    label, lowest = pairs // n, pairs % n
+    extra = lowest[np.r_[False, label[1:] == label[:-1]]] if len(pairs) else lowest
+    new = np.full(graph.n, -1, dtype=np.int64)
+    new[extra] = fresh + np.arange(len(extra))
+    moved = new[piece[nodes]]
+    labels[nodes[moved >= 0]] = moved[moved >= 0]
+    return labels
 
 
 # -- graph ---------------------------------------------------------------------------------------
@@ -393,11 +409,19 @@ class _Graph:
         """Each edge written out ("a|b|weight"), in edge order."""
         return [f"{ids[x]}|{ids[y]}|{v:.6f}\n" for x, y, v in zip(self.a.tolist(), self.b.tolist(), self.w.tolist())]
 
-    def digests(self, ids: list[str], lines: list[str]) -> list[str]:
-        """Each node's digest of its edges (`lines`: each edge written out)."""
-        at, start = self.edge_at.tolist(), self.start.tolist()
-        return [hashlib.blake2b("".join([lines[e] for e in at[start[i]:start[i + 1]]]).encode(),
-                                digest_size=8).hexdigest() for i in range(len(ids))]
+    def digests(self, ids: list[str]) -> list[str]:
+        """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
+        neighbour's id (its own 64-bit digest) and the edge's weight (its bits), mixed once more
+        with the number of edges. Two different sets of edges digest alike with a chance of about
+        2^-64, so a node whose digest is kept unchanged has its edges unchanged."""
+        import numpy as np
+
+        of_id = np.fromiter((int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little")
+                             for i in ids), dtype=np.uint64, count=len(ids))
+        entry = _mix(of_id[self.neighbour] ^ _mix(self.weight_at.view(np.uint64)))
+        summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(entry, dtype=np.uint64)])
+        node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
+        return [f"{x:016x}" for x in node.tolist()]
 
     def central(self, members, ids: list[str]) -> list[int]:
         """The `members` (node numbers), most central first (the weight of their edges inside),
@@ -450,6 +474,17 @@ class _Graph:
         degree = np.bincount(labels, weights=self.degree, minlength=size).tolist()
         present = np.flatnonzero(np.bincount(labels, minlength=size)).tolist()
         return math.fsum(inner[c] / m - (degree[c] / (2 * m)) ** 2 for c in present)
+
+
+def _mix(x):
+    """A 64-bit mix of each value (SplitMix64's finaliser), on a numpy uint64 array."""
+    import numpy as np
+
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def louvain(settings: dict) -> str:
@@ -534,14 +569,19 @@ def _partition(graph: _Graph, ids: list[str], resolution: float, seed: int):
 
 def _parts(graph: _Graph):
     """Each node's connected part, numbered by the part's lowest node (a numpy array)."""
+    return _components(graph.n, graph.a, graph.b)
+
+
+def _components(n: int, a, b):
+    """Each of `n` nodes' connected component under the edges (a, b), numbered by its lowest node."""
     import numpy as np
 
-    label = np.arange(graph.n, dtype=np.int64)
+    label = np.arange(n, dtype=np.int64)
     while True:
-        low = np.minimum(label[graph.a], label[graph.b])
+        low = np.minimum(label[a], label[b])
         lower = label.copy()
-        np.minimum.at(lower, graph.a, low)
-        np.minimum.at(lower, graph.b, low)
+        np.minimum.at(lower, a, low)
+        np.minimum.at(lower, b, low)
         lower = lower[lower]  # a label is a node of the part; follow it to its own label
         if np.array_equal(lower, label):
             return label
@@ -661,10 +701,16 @@ def _idf(lessons: list[Lesson]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
-def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> dict:
-    """`central`: the members, most central first (`_Graph.central`)."""
-    # a large community is titled by its most central members (TITLE_SAMPLE of them)
-    title = _title(sorted(central[:TITLE_SAMPLE]), by_id, idf)
+def _sample_key(sample: list[str], content: dict[str, str]) -> str:
+    """What a community's title is drawn from (`sample`: its TITLE_SAMPLE most central members,
+    sorted), as a digest of their ids and contents (`_content`)."""
+    read = "".join([f"{lid}\0{content[lid]}\n" for lid in sample])
+    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], title: str) -> dict:
+    """`central`: the members, most central first (`_Graph.central`); `title`: what `_title` gives
+    for the TITLE_SAMPLE most central (a large community is titled by those)."""
     summary = (f"{len(members)} lessons. Central: "
                + "; ".join(f"{lid} - {text.shorten(by_id[lid].trigger, 90)}" for lid in central[:3]))
     return {"community_id": community_id(members), "member_ids": members,

@@ -39,7 +39,7 @@ import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Collection, Hashable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, repeat
 
 from mgcp import text
 from mgcp.operations.shared import CycleCache, stage, terms, ticker
@@ -143,33 +143,38 @@ def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Mapping[
     """`LexicalBackend.nearest` on the corpus's TF-IDF matrix `m` (rows in `keys` order), as index
     arrays (a, b, similarity; a < b, strongest first), and each document's candidates (the
     documents its own search proposed, best first). With `kept` (candidates by document, from an
-    earlier call), a document keeps those unless it is in `stale`, is not in `kept` or one of them
-    is no longer in `keys`; only the others are searched again (against every document). Every
-    candidate pair is scored anew, so kept candidates cost only the search; with no `kept` the
-    pairs are `nearest`'s."""
+    earlier call; it may hold documents no longer in `keys`), a document keeps those unless it is
+    in `stale`, is not in `kept`, or one of them is in `stale` or no longer in `keys`; only the
+    others are searched again (against every document). Every candidate pair is scored anew, so
+    kept candidates cost only the search; with no `kept` the pairs are `nearest`'s."""
     import numpy as np
 
     from mgcp.operations import sparse
 
-    index = {key: i for i, key in enumerate(keys)}
     width = CANDIDATES_PER_NEIGHBOUR * k
-    search = None
+    search = rest = None
     if kept is not None:
-        stale = set(stale)
-        search = np.array([i for i, key in enumerate(keys) if key in stale or key not in kept
-                           or not all(map(index.__contains__, kept[key]))], dtype=np.int64)
+        index = {key: i for i, key in enumerate(keys)}
+        held = list(map(kept.get, keys, repeat(None)))
+        lists = [() if found is None else found for found in held]
+        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(keys))
+        flat = np.fromiter(map(index.get, chain.from_iterable(lists), repeat(-1)), dtype=np.int64,
+                           count=int(lengths.sum()))
+        owner = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
+        marked = np.fromiter(map(set(stale).__contains__, keys), dtype=bool, count=len(keys))
+        spoilt = flat < 0
+        spoilt[~spoilt] = marked[flat[~spoilt]]  # a candidate gone or itself stale
+        again = marked | np.array([found is None for found in held], dtype=bool)
+        again[owner[spoilt]] = True
+        search, rest = np.flatnonzero(again), np.flatnonzero(~again)
     row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, tick)
     searched = range(len(keys)) if search is None else search.tolist()
     proposed = dict.fromkeys([keys[i] for i in searched], ())
     proposed.update(_proposed(keys, row, other))
-    if kept is not None:
-        rest = [i for i, key in enumerate(keys) if key not in proposed]
-        for i in rest:
-            proposed[keys[i]] = tuple(kept[keys[i]])
-        lengths = np.fromiter((len(kept[keys[i]]) for i in rest), dtype=np.int64, count=len(rest))
-        row = np.concatenate([row, np.repeat(np.array(rest, dtype=np.int64), lengths)])
-        other = np.concatenate([other, np.fromiter((index[o] for i in rest for o in kept[keys[i]]), dtype=np.int64,
-                                                   count=int(lengths.sum()))])
+    if rest is not None:
+        proposed.update(zip([keys[i] for i in rest.tolist()], [lists[i] for i in rest.tolist()]))
+        taken = ~again[owner]
+        row, other = np.concatenate([row, owner[taken]]), np.concatenate([other, flat[taken]])
     a, b = sparse.distinct_pairs(row, other, m.n)
     del row, other
     s = m.dots(a, b)

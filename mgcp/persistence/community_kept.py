@@ -1,15 +1,17 @@
 """What community detection keeps between cycles (`community_kept`, `community_kept_runs`,
-migration 0013).
+migration 0013; `community_kept_titles`, migration 0016).
 
-A row per active lesson (see `mgcp.operations.community_detection`, "Kept between runs"), and one
-row for the settings the state holds under. It is a cache: nothing else refers to it, and deleting
-it only makes the next run a full one. Saving writes only the rows that differ from the loaded
-state, and drops the rows of lessons no longer in it, in one transaction.
+A row per active lesson (see `mgcp.operations.community_detection`, "Kept between runs"), one row
+for the settings the state holds under, and a row per title of the last run's communities (keyed by
+what it was drawn from). It is a cache: nothing else refers to it, and deleting it only makes the
+next run a full one. Saving writes only the lesson rows that changed, and drops those of lessons no
+longer in it, in one transaction.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 from mgcp.persistence.database import Database
 
@@ -18,9 +20,9 @@ class CommunityKept:
     def __init__(self, db: Database):
         self.db = db
 
-    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]]] | None:
+    async def load(self) -> tuple[str, int, dict[str, tuple[str, tuple[str, ...], int, str]], dict[str, str]] | None:
         """(settings, runs since the last full run, lesson id -> (content, candidates, label,
-        edges)), or None when nothing is kept."""
+        edges), sample -> title), or None when nothing is kept."""
         head = await self.db.fetchone("SELECT settings, runs_since_full FROM community_kept_runs WHERE id = 1")
         if head is None:
             return None
@@ -31,17 +33,22 @@ class CommunityKept:
             candidates = [json.loads(row[2]) for row in rows]  # a row that is not one list: read alone
         lessons = {lid: (content, tuple(found), label, edges)
                    for (lid, content, _, label, edges), found in zip(rows, candidates)}
-        return head[0], head[1], lessons
+        titles = dict(await self.db.fetchall("SELECT sample, title FROM community_kept_titles"))
+        return head[0], head[1], lessons, titles
 
     async def save(self, settings: str, runs_since_full: int,
-                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]],
-                   loaded: dict[str, tuple[str, tuple[str, ...], int, str]] | None = None) -> None:
-        """Make the kept state `lessons` (`loaded`: what `load` returned, so that only the rows
-        that differ are written), in one transaction (a savepoint of the caller's, when one is open)."""
-        loaded = loaded or {}
+                   lessons: dict[str, tuple[str, tuple[str, ...], int, str]], titles: dict[str, str],
+                   dropped: Collection[str] | None = None) -> None:
+        """Make the kept state `titles` and `lessons`, in one transaction (a savepoint of the
+        caller's, when one is open). `dropped`: None when `lessons` are all the rows; else
+        `lessons` are the rows that changed from the kept state and `dropped` the lessons whose
+        rows go."""
         async with self.db.transaction():
-            if not loaded:
+            if dropped is None:
                 await self.db.conn.execute("DELETE FROM community_kept")
+            else:
+                await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
+                                               [(lid,) for lid in dropped])
             await self.db.conn.execute(
                 "INSERT INTO community_kept_runs (id, settings, runs_since_full) VALUES (1, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET settings = excluded.settings, "
@@ -51,12 +58,13 @@ class CommunityKept:
                 "INSERT OR REPLACE INTO community_kept (lesson_id, content, candidates, label, edges) "
                 "VALUES (?, ?, ?, ?, ?)",
                 ((lid, content, json.dumps(list(candidates)), label, edges)  # rows made as they are written
-                 for lid, (content, candidates, label, edges) in lessons.items()
-                 if loaded.get(lid) != (content, tuple(candidates), label, edges)))
-            await self.db.conn.executemany("DELETE FROM community_kept WHERE lesson_id = ?",
-                                           [(lid,) for lid in loaded if lid not in lessons])
+                 for lid, (content, candidates, label, edges) in lessons.items()))
+            await self.db.conn.execute("DELETE FROM community_kept_titles")
+            await self.db.conn.executemany("INSERT INTO community_kept_titles (sample, title) VALUES (?, ?)",
+                                           list(titles.items()))
 
     async def clear(self) -> None:
         async with self.db.transaction():
             await self.db.conn.execute("DELETE FROM community_kept")
             await self.db.conn.execute("DELETE FROM community_kept_runs")
+            await self.db.conn.execute("DELETE FROM community_kept_titles")

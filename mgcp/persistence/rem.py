@@ -240,16 +240,24 @@ class RemLedger:
 
     async def write_community_summary(self, community: dict) -> None:
         """Insert or refresh one community's summary (the legacy table; normal operation)."""
+        await self.write_community_summaries([community])
+
+    async def write_community_summaries(self, communities: list[dict]) -> None:
+        """`write_community_summary` for each community, in a few statements: a row that already
+        says the same is left as it is, a changed one keeps when it was created."""
         now = utcnow()
-        key = {"community_id": community["community_id"]}
-        values = {"title": community["title"], "summary": community["summary"],
-                  "member_ids": dumps(community["member_ids"]),
-                  "member_count": len(community["member_ids"]), "updated_at": now}
-        existing = await self.db.row("community_summaries", key)
-        if existing is None:
-            await self.db.insert("community_summaries", {**key, **values, "created_at": now})
-        elif any(existing[k] != v for k, v in values.items() if k != "updated_at"):
-            await self.db.update("community_summaries", key, values)
+        existing = {row["community_id"]: dict(row) for row in await self.db.fetchall_in(
+            "SELECT * FROM community_summaries WHERE community_id IN ({marks})",
+            [c["community_id"] for c in communities])}
+        rows = []
+        for community in communities:
+            values = {"community_id": community["community_id"], "title": community["title"],
+                      "summary": community["summary"], "member_ids": dumps(community["member_ids"]),
+                      "member_count": len(community["member_ids"])}
+            before = existing.get(community["community_id"])
+            if before is None or any(before[k] != v for k, v in values.items()):
+                rows.append({**values, "created_at": before["created_at"] if before else now, "updated_at": now})
+        await self.db.upsert_many("community_summaries", rows)
 
     async def last_summary(self, project_id: str) -> dict | None:
         row = await self.db.fetchone(
