@@ -42,7 +42,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from itertools import chain
 
 from mgcp import text
-from mgcp.operations.shared import CycleCache, stage, terms, ticker
+from mgcp.operations.shared import CycleCache, stage, terms, tf_idf, ticker
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -110,14 +110,14 @@ class LexicalBackend(SimilarityBackend):
         return self._matrices[key]
 
     def _matrix_of(self, docs: dict[Doc, str]):
-        from mgcp.operations import sparse
-
         tick = ticker(self.cache)
-        words = []
-        for i, doc in enumerate(docs.values()):
-            tick(i, len(docs))
-            words.append(terms(self.cache, doc))
-        return sparse.tf_idf(words)
+        texts = list(docs.values())
+
+        def read(i: int) -> tuple[str, ...]:
+            tick(i, len(texts))
+            return terms(self.cache, texts[i])
+
+        return tf_idf(self.cache, texts, read)
 
     # -- all pairs -------------------------------------------------------------------------------
 

@@ -169,13 +169,36 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     weighing its stems by sublinear tf times smoothed idf, L2-normalised (see
     `mgcp.operations.similarity`), but in bulk: each distinct word is joined, stemmed and weighed
     once, and the words are counted by numpy."""
-    n = len(docs)
-    # first seen first: nothing here depends on set order
     vocabulary = list(dict.fromkeys(chain.from_iterable(docs)))
     index = {w: i for i, w in enumerate(vocabulary)}
-    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
     ids = np.fromiter(map(index.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(lengths.sum()))
-    doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    return tf_idf_of(lengths, ids, vocabulary)
+
+
+def first_seen(ids: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values of `ids` (each below `size`) in the order they first occur."""
+    first = np.full(size, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids), dtype=np.int64))
+    present = np.flatnonzero(first < len(ids))
+    return present[np.argsort(first[present], kind="stable")]
+
+
+def tf_idf_of(lengths: np.ndarray, ids: np.ndarray, vocabulary: Sequence[str]) -> Matrix:
+    """`tf_idf` of the documents whose words are `vocabulary[i]` for the `ids`, `lengths[d]` of them
+    for document d, one document after the other; `vocabulary` may hold words no document has and
+    be in any order (the words are renumbered in the order they first occur, as `tf_idf` numbers
+    them, so that every sum is taken in the same order and the matrix is the same bit for bit)."""
+    n = len(lengths)
+    order = first_seen(ids, len(vocabulary))
+    if len(order) != len(vocabulary) or not np.array_equal(order, np.arange(len(order))):
+        renumber = np.empty(len(vocabulary), dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        ids = renumber[ids]
+        vocabulary = [vocabulary[i] for i in order.tolist()]
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = np.asarray(ids, dtype=np.int64)
+    doc = np.repeat(np.arange(n, dtype=np.int64), np.asarray(lengths, dtype=np.int64))
     ids, doc = _join_compounds(ids, doc, vocabulary, index)
     stem_of, stems = _stems(vocabulary)
     stem = stem_of[ids]
