@@ -27,6 +27,7 @@ from mgcp.operations import sparse
 
 _HEAD = struct.Struct("<16sqqq")  # rules, texts, ids, vocabulary bytes
 SAMPLE = 64  # texts looked up in each kept corpus to find the one a new corpus continues
+ROWS_AT_ONCE = 10_000
 
 
 class Corpus:
@@ -36,7 +37,7 @@ class Corpus:
         self.name = name
         self.digests = digests
         self.lengths = np.asarray(lengths, dtype=np.int64)
-        self.ids = np.asarray(ids, dtype=np.int32)
+        self.ids = ids if ids.dtype == np.int32 else np.asarray(ids, dtype=np.int32)
         self.vocabulary = vocabulary
         self.kept = False  # decoded from what an earlier cycle kept
         self.unchanged = False  # the same rows as the kept corpus it was built from (nothing to keep)
@@ -51,9 +52,16 @@ class Corpus:
             out.setdefault(key, row)
         return out
 
-    def words(self, row: int) -> tuple[str, ...]:
-        """Row `row`'s words."""
-        return tuple(map(self.vocabulary.__getitem__, self.ids[self.start[row]:self.start[row + 1]].tolist()))
+    def rows(self) -> list[tuple[str, ...]]:
+        """Each row's words (a block of rows at a time, so that only a block's words are listed)."""
+        vocabulary = np.array(self.vocabulary + [""], dtype=object)
+        out: list[tuple[str, ...]] = []
+        for first in range(0, len(self.digests), ROWS_AT_ONCE):
+            bounds = self.start[first:first + ROWS_AT_ONCE + 1]
+            words = vocabulary[self.ids[bounds[0]:bounds[-1]]].tolist()
+            cuts = (bounds - bounds[0]).tolist()
+            out += [tuple(words[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+        return out
 
     def matrix(self) -> sparse.Matrix:
         """`sparse.tf_idf` of the texts' words."""
@@ -83,7 +91,7 @@ class Corpus:
         at += 16 * n
         lengths = np.frombuffer(state, dtype="<i4", count=n, offset=at).astype(np.int64)
         at += 4 * n
-        ids = np.frombuffer(state, dtype="<i4", count=m, offset=at).astype(np.int32)
+        ids = np.frombuffer(state, dtype="<i4", count=m, offset=at)  # read only, as a kept corpus is
         at += 4 * m
         text = state[at:at + v].decode("utf-8", "surrogatepass")
         vocabulary = text.split("\n") if v else []
@@ -99,21 +107,18 @@ def continued(corpora: Sequence[Corpus], digests: list[bytes]) -> Corpus | None:
     or None when none holds any."""
     if not digests:
         return None
-    step = max(1, len(digests) // SAMPLE)
-    sample = digests[::step]
+    sample = set(digests[::max(1, len(digests) // SAMPLE)])
     best, hits = None, 0
     for corpus in corpora:
-        found = sum(key in corpus.row_of for key in sample)
+        found = len(sample.intersection(corpus.digests))
         if found > hits:
             best, hits = corpus, found
     return best
 
 
-def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]], base: Corpus | None
-          ) -> tuple[Corpus, int]:
+def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]], base: Corpus | None) -> Corpus:
     """The corpus of the texts with `digests` (kept under `name`), with the words of the texts
-    `base` holds taken from it and the others read by `read(i)` (the words of the i-th text); and
-    how many were read."""
+    `base` holds taken from it and the others read by `read(i)` (the words of the i-th text)."""
     n = len(digests)
     if base is None:
         rows = np.full(n, -1, dtype=np.int64)
@@ -136,8 +141,15 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
     lengths[missing] = new_lengths
     corpus = Corpus(name, digests, lengths, np.zeros(int(lengths.sum()), dtype=np.int32), vocabulary)
     if base is not None and len(found):
-        corpus.ids[sparse._expand(corpus.start, found)] = base.ids[sparse._expand(base.start, rows[found])]
-    corpus.ids[sparse._expand(corpus.start, missing)] = new_ids
-    corpus.unchanged = (base is not None and (base.kept or base.unchanged) and not len(missing) and n == len(base.digests)
-                        and bool(np.array_equal(rows, np.arange(n))))
-    return corpus, len(missing)
+        corpus.ids[_entries(corpus.start, found)] = base.ids[_entries(base.start, rows[found])]
+    corpus.ids[_entries(corpus.start, missing)] = new_ids
+    corpus.unchanged = (base is not None and (base.kept or base.unchanged) and not len(missing)
+                        and n == len(base.digests) and bool(np.array_equal(rows, np.arange(n))))
+    return corpus
+
+
+def _entries(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The places of each of `rows`' ids (rows laid out from `start`), one row after the other."""
+    counts = start[rows + 1] - start[rows]
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(start[rows], counts) + offsets

@@ -96,6 +96,18 @@ def digest(reading: bytes, doc: str) -> bytes:
     return hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=16, key=reading).digest()
 
 
+def digests(reading: bytes, docs: Sequence[str]) -> list[bytes]:
+    """`digest(reading, doc)` of each of `docs` (a copy of one keyed hash costs less than keying one)."""
+    keyed = hashlib.blake2b(digest_size=16, key=reading)
+
+    def one(doc: str) -> bytes:
+        h = keyed.copy()
+        h.update(doc.encode("utf-8", "surrogatepass"))
+        return h.digest()
+
+    return list(map(one, docs))
+
+
 class Reader:
     """What the operations read from each text, found among what earlier cycles kept or read anew.
 
@@ -119,8 +131,9 @@ class Reader:
         self._kept_names = set(self.corpora)
         self.built: dict = {}  # name -> the corpus built in this cycle
         self._decoded: dict = {}  # name -> the kept corpus, or None when it cannot be used
-        self._unlooked: list = []  # (docs, corpus) of built corpora not yet in `_row_of`
-        self._row_of: list[tuple[dict[str, int], object]] = []
+        self._texts: list = []  # (docs, corpus) of each corpus built in this cycle
+        self._row_of: dict[int, dict[str, int]] = {}  # by place in `_texts`: a row by text
+        self._words: dict[int, list[tuple[str, ...]]] = {}  # by place in `_texts`: each row's words
 
     def read(self, name: str, rules: bytes, doc: str, compute: Callable[[str], str]) -> str:
         """`compute(doc)`: a string that depends only on the text and on the rules `rules` is a
@@ -136,13 +149,14 @@ class Reader:
 
     def terms(self, doc: str) -> tuple[str, ...]:
         """`text.terms(doc)`: from a corpus built in this cycle that holds the text, else read."""
-        while self._unlooked:
-            docs, corpus = self._unlooked.pop()
-            self._row_of.append((dict(zip(docs, range(len(docs)))), corpus))
-        for row_of, corpus in self._row_of:
-            row = row_of.get(doc)
+        for place, (docs, corpus) in enumerate(self._texts):
+            if place not in self._row_of:
+                self._row_of[place] = dict(zip(docs, range(len(docs))))
+            row = self._row_of[place].get(doc)
             if row is not None:
-                return corpus.words(row)
+                if place not in self._words:  # all at once: a corpus asked for one text is asked for all
+                    self._words[place] = corpus.rows()
+                return self._words[place][row]
         return tuple(map(sys.intern, text.terms(doc)))
 
     def corpus(self, docs: list[str], read: Callable[[int], Sequence[str]]):
@@ -150,24 +164,27 @@ class Reader:
         `kept_words.Corpus`, rows in `docs` order."""
         from mgcp.operations import kept_words
 
+        for built_docs, corpus in self._texts:
+            if built_docs == docs:  # the same texts again (the same strings: cheap to compare)
+                return corpus
         for name in list(self.corpora):
             if name not in self._decoded:
                 self._decoded[name] = kept_words.Corpus.decode(name, self.corpora[name], WORDS)
-        digests = [digest(WORDS, doc) for doc in docs]
+        keys = digests(WORDS, docs)
         candidates = list(self.built.values()) + [c for name, c in self._decoded.items()
                                                   if c is not None and name not in self.built]
-        base = kept_words.continued(candidates, digests)
+        base = kept_words.continued(candidates, keys)
         if base is not None:
             name = base.name
         else:
             taken = {n for n, c in self._decoded.items() if c is not None} | set(self.built)  # the unusable: replaced
             name = str(next(i for i in range(len(taken) + 1) if str(i) not in taken))
-        corpus, _ = kept_words.build(name, digests, read, base)
+        corpus = kept_words.build(name, keys, read, base)
         self.built[name] = corpus
         if base is not None and base.kept:
             self.corpora.pop(name, None)
             self._decoded.pop(name, None)
-        self._unlooked.append((docs, corpus))
+        self._texts.append((docs, corpus))
         return corpus
 
     def keep_corpora(self) -> tuple[dict[str, bytes], list[str]]:
