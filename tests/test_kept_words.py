@@ -131,3 +131,18 @@ def test_each_corpus_continues_the_kept_one_sharing_most_texts_and_unchanged_one
 def test_first_seen(n):
     ids = np.array([3, 1, 3, 0, 1, 5][:n], dtype=np.int64)
     assert sparse.first_seen(ids, 6).tolist() == list(dict.fromkeys(ids.tolist()))
+
+
+def test_compounds_are_joined_as_text_join_compounds_joins_each_text():
+    rng = random.Random(3)
+    parts = ["type", "script", "front", "end", "data", "base", "pool", "set", "up", "setup", "typescript",
+             "frontend", "database", "endpool", "upset", "scripttype"]
+    docs = [[rng.choice(parts) for _ in range(rng.randint(0, 9))] for _ in range(400)]
+    vocabulary = list(dict.fromkeys(w for doc in docs for w in doc))
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = np.array([index[w] for doc in docs for w in doc], dtype=np.int64)
+    doc = np.repeat(np.arange(len(docs)), [len(d) for d in docs])
+    joined, joined_doc = sparse._join_compounds(ids, doc, vocabulary, index)
+    got = [[vocabulary[i] for i in joined[joined_doc == d].tolist()] for d in range(len(docs))]
+    assert got == [text.join_compounds(d, set(vocabulary)) for d in docs]
+    assert any(len(g) < len(d) for g, d in zip(got, docs))

@@ -236,15 +236,21 @@ def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], ind
     size = len(vocabulary)
     codes = np.array(sorted(a * size + b for a, b in joins), dtype=np.int64)
     joined = np.array([joins[divmod(int(c), size)] for c in codes], dtype=np.int64)
-    adjacent = ids[:-1] * size + ids[1:]
+    left = np.zeros(size, dtype=bool)
+    left[codes // size] = True
+    place = np.flatnonzero(left[ids[:-1]])  # only a place whose word starts a compound can join
+    adjacent = ids[place] * size + ids[place + 1]
     at = np.minimum(np.searchsorted(codes, adjacent), len(codes) - 1)
-    joinable = (codes[at] == adjacent) & (doc[:-1] == doc[1:])
+    joinable = (codes[at] == adjacent) & (doc[place] == doc[place + 1])
+    place, at = place[joinable], at[joinable]
+    if not len(place):
+        return ids, doc
     # in a run of joinable places, a join consumes the next word, so every other place joins
-    starts = joinable & ~np.r_[False, joinable[:-1]]
-    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(joinable)), 0))
-    take = np.flatnonzero(joinable & ((np.arange(len(joinable)) - run_start) % 2 == 0))
+    run_start = np.maximum.accumulate(np.where(np.r_[True, place[1:] != place[:-1] + 1], place, 0))
+    joins_here = (place - run_start) % 2 == 0
+    take = place[joins_here]
     ids = ids.copy()
-    ids[take] = joined[at[take]]
+    ids[take] = joined[at[joins_here]]
     keep = np.ones(len(ids), dtype=bool)
     keep[take + 1] = False
     return ids[keep], doc[keep]
