@@ -78,7 +78,7 @@ class LexicalBackend(SimilarityBackend):
 
     def __init__(self, cache: CycleCache | None = None):
         self.cache = cache
-        self._matrices: dict = {}
+        self._matrices: list = []  # (keys, texts, matrix) of each corpus built
 
     # -- vectors ---------------------------------------------------------------------------------
 
@@ -104,10 +104,13 @@ class LexicalBackend(SimilarityBackend):
         (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle). Kept
         by this backend, which an operation makes for its own run, so an operation that searches
         one corpus in several ways builds it once, and its memory goes with the operation."""
-        key = tuple(docs.items())
-        if key not in self._matrices:
-            self._matrices[key] = self._matrix_of(docs)
-        return self._matrices[key]
+        keys, texts = list(docs), list(docs.values())
+        for kept_keys, kept_texts, m in self._matrices:  # the same objects again, mostly: cheap to compare
+            if kept_keys == keys and kept_texts == texts:
+                return m
+        m = self._matrix_of(docs)
+        self._matrices.append((keys, texts, m))
+        return m
 
     def _matrix_of(self, docs: dict[Doc, str]):
         tick = ticker(self.cache)
