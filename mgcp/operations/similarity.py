@@ -101,7 +101,8 @@ class LexicalBackend(SimilarityBackend):
 
     def matrix(self, docs: dict[Doc, str]):
         """The corpus's TF-IDF vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order
-        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle). Kept
+        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle, and with
+        the cache's `Reader` only for the texts no kept corpus holds: `shared.tf_idf`). Kept
         by this backend, which an operation makes for its own run, so an operation that searches
         one corpus in several ways builds it once, and its memory goes with the operation."""
         keys, texts = list(docs), list(docs.values())
