@@ -1,6 +1,7 @@
 """What a REM cycle keeps between cycles (what the operations read from each lesson text,
-`kept_readings`) is a cache: a repeat cycle after changes reads only the texts that changed, and
-finds exactly what the same cycle finds with nothing kept."""
+`kept_readings`, and the words of the corpora they compare, `kept_corpora`) is a cache: a repeat
+cycle after changes reads only the texts that changed, and finds exactly what the same cycle finds
+with nothing kept."""
 
 import importlib
 import json
@@ -21,9 +22,19 @@ shared = importlib.import_module("mgcp.operations.shared")  # the package export
 
 
 def _spy(monkeypatch) -> list[str]:
-    """The (reading, text) pairs REM cycles read anew (not found among the kept readings) from now on."""
+    """The (reading, text) pairs REM cycles read anew (not found among the kept readings, or, for
+    "words", among the kept corpora) from now on."""
     reads = []
     original = shared.Reader.read
+    corpus = shared.Reader.corpus
+
+    def read_corpus(reader, docs, read):
+        def words(i):
+            reads.append(("words", docs[i]))
+            return read(i)
+        return corpus(reader, docs, words)
+
+    monkeypatch.setattr(shared.Reader, "corpus", read_corpus)
 
     def read(reader, name, rules, doc, compute):
         before = len(reader.new)
@@ -41,6 +52,14 @@ def _kept(path) -> dict:
     try:
         return {digest: (reading, value) for digest, reading, value in
                 conn.execute("SELECT digest, reading, value FROM kept_readings")}
+    finally:
+        conn.close()
+
+
+def _corpora(path) -> dict:
+    conn = sqlite3.connect(path)
+    try:
+        return dict(conn.execute("SELECT name, state FROM kept_corpora"))
     finally:
         conn.close()
 
@@ -85,10 +104,13 @@ def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_c
     path = tmp_path / "a.db"
     planted.build(path)
     run(path, _cycle)
-    kept_first = _kept(path)
-    assert {reading for reading, _ in kept_first.values()} == {"words", "screen", "claims"}
+    kept_first, corpora_first = _kept(path), _corpora(path)
+    assert {reading for reading, _ in kept_first.values()} == {"screen", "claims"}
+    assert len(corpora_first) == 3  # triggers, actions, and each lesson's whole text
     run(path, _change)
     other = planted.copy_without(path, tmp_path / "b.db", "kept_readings")
+    with sqlite3.connect(other) as conn:
+        conn.execute("DELETE FROM kept_corpora")
 
     reads = _spy(monkeypatch)
     repeat = run(path, _analysed_and_cycle)
@@ -100,13 +122,14 @@ def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_c
     analysed, cycled = repeat
     assert all(analysed[op][2] for op in OPS) and cycled["communities"]
     assert not any(error for error, *_ in analysed.values())
-    # the repeat read only the changed and new texts; the cycle without kept readings read them all
-    assert 0 < len(read_again) <= 12 < len(reads)
+    # the repeat read only the changed and new texts; the cycle with nothing kept read them all
+    assert 0 < len(read_again) <= 20 < len(reads)
     assert {doc for _, doc in read_again} <= {doc for _, doc in reads}
     assert any("Check the result twice" in doc for _, doc in read_again)
     # both keep the same: the archived lesson's texts that no other lesson reads are gone
     assert _kept(path) == _kept(other)
     assert set(_kept(path)) != set(kept_first)
+    assert _corpora(path) == _corpora(other) and _corpora(path) != corpora_first
 
 
 def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
@@ -120,11 +143,13 @@ def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
     conn.execute("UPDATE rem_state SET last_run_result = NULL")  # run the operations again in full
     conn.commit()
     conn.close()
+    corpora = _corpora(path)
     again = run(path, _cycle)
-    after = _kept(path)
-    words = {key for key, (reading, _) in before.items() if reading == "words"}
-    assert len([name for name, _ in reads if name == "words"]) == len(words)
-    assert not words & set(after) and len(after) == len(before)  # the old words dropped, the rest kept
+    texts = sum(int.from_bytes(state[16:24], "little") for state in corpora.values())  # each corpus's count
+    assert len([name for name, _ in reads if name == "words"]) == texts
+    after = _corpora(path)
+    assert set(after) == set(corpora) and not set(after.values()) & set(corpora.values())  # replaced
+    assert _kept(path) == before  # the other readings kept as they were
     assert again["communities"] == first["communities"]
 
 
@@ -136,16 +161,22 @@ def test_a_dry_run_keeps_nothing(tmp_path, run):
         return await engine.run(store, CONFIG, P, OPS, auto=True, dry_run=True)
 
     run(path, dry)
-    assert _kept(path) == {}
+    assert _kept(path) == {} and _corpora(path) == {}
 
 
 @pytest.mark.parametrize("doc", ["", "Don't use camelCase names", "Make sure the TailwindCSS build runs"])
-def test_a_reader_gives_the_words_text_terms_gives_kept_or_not(doc):
-    fresh = shared.Reader({})
-    words = fresh.terms(doc)
-    assert words == tuple(text.terms(doc))
-    kept = shared.Reader({key: value for key, (_, value) in fresh.new.items()})
-    assert kept.terms(doc) == words and kept.new == {}
+def test_a_reader_gives_the_words_text_terms_gives_in_a_corpus_or_not(doc):
+    reader = shared.Reader()
+    assert reader.terms(doc) == tuple(text.terms(doc))
+    reader.corpus([doc, "other words"], lambda i: text.terms([doc, "other words"][i]))
+    assert reader.terms(doc) == tuple(text.terms(doc)) and reader.new == {}
+
+
+def test_a_reading_kept_read_back_equal():
+    fresh = shared.Reader()
+    screen = fresh.read("screen", b"rules", "Don't use camelCase names", str.upper)
+    kept = shared.Reader({"screen": {key: value for key, (_, value) in fresh.new.items()}})
+    assert kept.read("screen", b"rules", "Don't use camelCase names", str.lower) == screen and kept.new == {}
 
 
 def test_claims_kept_read_back_equal_on_every_real_action():

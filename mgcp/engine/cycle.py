@@ -157,7 +157,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
                     summary["steady"] = last["steady"]
             else:
                 if op in TEXT_READERS:
-                    inputs.cache.reader = await inputs.reader()
+                    inputs.cache.reader = await inputs.reader(op)
                 with collector_paused():  # no result changes; see mgcp.collector
                     findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
@@ -342,10 +342,10 @@ LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extra
 HISTORY_READERS = {"knowledge_extraction", "context_summary"}
 # Operations that read the lessons' texts through the cycle's `Reader`, which keeps what they read
 # between cycles; and the readings an operation asks for of every text that has one, whenever it
-# runs: community detection the words of each lesson's trigger, action and tags; the contradiction
-# scan each action's screen (and its claims, of every action it reads them of).
+# runs: the contradiction scan each action's screen (and its claims, of every action it reads them
+# of). The words of the corpora they compare are kept whole, by corpus (`Reader.corpus`).
 TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_scan"}
-READ_IN_FULL = {"community_detection": ("words",), "contradiction_scan": ("screen", "claims")}
+READ_IN_FULL = {"contradiction_scan": ("screen", "claims")}
 
 
 def _give_back() -> None:
@@ -413,22 +413,29 @@ class _Inputs:
             self.digests[mark] = await self.store.lessons.content_digest(mark)
         return self.digests[mark]
 
-    async def reader(self) -> Reader:
+    async def reader(self, op: str) -> Reader:
         """Where the text-reading operations find what they read from each text: what earlier
-        cycles kept (loaded on first use), else read anew."""
+        cycles kept (the corpora on first use, the readings operation `op` asks for before it
+        runs), else read anew."""
         if self._reader is None:
-            self._reader = Reader(await self.store.kept_readings.load())
+            self._reader = Reader({}, await self.store.kept_corpora.load())
+        wanted = [name for name in READ_IN_FULL.get(op, ()) if name not in self._reader.kept]
+        if wanted:
+            self._reader.kept.update(await self.store.kept_readings.load(wanted))
         return self._reader
 
     async def keep_readings(self) -> None:
         """Keep what was read anew in this cycle, and drop the kept readings of a kind asked for
         of every text this cycle that no text asked for (texts changed or gone, or read by older
-        rules). Kept readings are a cache: the next cycle only reads again what is missing."""
+        rules); keep the corpora built in this cycle. Both are a cache: the next cycle only reads
+        again what is missing."""
         reader = self._reader
         if reader is None:
             return
-        seen = set().union(*(reader.seen[name] for name in self.complete))
-        await self.store.kept_readings.keep(reader.new, self.complete, seen)
+        dropped = [key for name in sorted(self.complete) for key in reader.kept.get(name, {})
+                   if key not in reader.seen[name]]
+        await self.store.kept_readings.keep(reader.new, dropped)
+        await self.store.kept_corpora.keep(*reader.keep_corpora())
 
     async def lessons(self) -> list:
         """The active lessons as the operations read them (`LessonRow`)."""

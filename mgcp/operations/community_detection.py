@@ -78,7 +78,7 @@ from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
-from mgcp.operations.shared import CycleCache, joined_terms, stage, ticker
+from mgcp.operations.shared import CycleCache, joined_terms, stage, tf_idf, ticker
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -616,12 +616,14 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     if backend is None or isinstance(backend, LexicalBackend):
         with stage(cache, 0.0, 0.6):  # each text's words, from its trigger's, action's and tags' read once
             tick = ticker(cache)
-            words = []
-            for i, lesson in enumerate(ordered):
+            parts = [[lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)] for lesson in ordered]
+
+            def read(i: int) -> tuple[str, ...]:
                 tick(i, n)
-                words.append(joined_terms(cache, [lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)]))
-            m = sparse.tf_idf(words)
-            del words
+                return joined_terms(cache, parts[i])
+
+            m = tf_idf(cache, [" ".join(p) for p in parts], read)
+            del parts
         with stage(cache, 0.6, 1.0):
             a, b, _, proposed = nearest_in(m, [lesson.id for lesson in ordered], threshold, NEIGHBOURS,
                                            candidates, stale, ticker(cache))

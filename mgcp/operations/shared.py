@@ -11,7 +11,7 @@ import hashlib
 import sys
 import unicodedata
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
@@ -96,24 +96,51 @@ def digest(reading: bytes, doc: str) -> bytes:
     return hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=16, key=reading).digest()
 
 
+def digests(reading: bytes, docs: Sequence[str]) -> list[bytes]:
+    """`digest(reading, doc)` of each of `docs` (a copy of one keyed hash costs less than keying one)."""
+    keyed = hashlib.blake2b(digest_size=16, key=reading)
+
+    def one(doc: str) -> bytes:
+        h = keyed.copy()
+        h.update(doc.encode("utf-8", "surrogatepass"))
+        return h.digest()
+
+    return list(map(one, docs))
+
+
 class Reader:
-    """What the operations read from each text (its words; an action's screen and claims), found
-    among what earlier cycles kept (`kept`: digest -> the reading as a string) or read anew. `new`
-    collects what was read anew (digest -> (reading's name, value)) and `seen` the digests asked
-    for, by reading, so that the engine can keep the new and drop what nothing asked for.
+    """What the operations read from each text, found among what earlier cycles kept or read anew.
+
+    Readings of single texts (an action's screen and claims): `kept` holds those of each reading
+    the cycle loaded (reading's name -> digest -> the reading as a string); `new` collects what was
+    read anew (digest -> (reading's name, value)) and `seen` the digests asked for, by reading, so
+    that the engine can keep the new and drop what nothing asked for.
+
+    The words of whole corpora (`corpus`): `corpora` holds the kept ones as bytes by name
+    (`mgcp.operations.kept_words`); each corpus built in the cycle continues the kept one that
+    shares the most texts with it, and `keep_corpora` says what to keep of them.
     One thread uses it at a time."""
 
-    def __init__(self, kept: dict[bytes, str]):
-        self.kept = kept
+    MAX_CORPORA = 8  # kept corpora, beyond which those this cycle did not build are dropped
+
+    def __init__(self, kept: dict[str, dict[bytes, str]] | None = None, corpora: dict[str, bytes] | None = None):
+        self.kept = kept or {}
         self.new: dict[bytes, tuple[str, str]] = {}
         self.seen: dict[str, set[bytes]] = defaultdict(set)
+        self.corpora = dict(corpora or {})  # let go of once a corpus built in the cycle replaces it
+        self._kept_names = set(self.corpora)
+        self.built: dict = {}  # name -> the corpus built in this cycle
+        self._decoded: dict = {}  # name -> the kept corpus, or None when it cannot be used
+        self._texts: list = []  # (docs, corpus) of each corpus built in this cycle
+        self._row_of: dict[int, dict[str, int]] = {}  # by place in `_texts`: a row by text
+        self._words: dict[int, list[tuple[str, ...]]] = {}  # by place in `_texts`: each row's words
 
     def read(self, name: str, rules: bytes, doc: str, compute: Callable[[str], str]) -> str:
         """`compute(doc)`: a string that depends only on the text and on the rules `rules` is a
         digest of; `name` says which reading it is."""
         key = digest(rules, doc)
         self.seen[name].add(key)
-        found = self.kept.get(key)
+        found = self.kept.get(name, {}).get(key)
         if found is None:
             if key not in self.new:
                 self.new[key] = (name, compute(doc))
@@ -121,14 +148,73 @@ class Reader:
         return found
 
     def terms(self, doc: str) -> tuple[str, ...]:
-        """`text.terms(doc)` (no word holds a space, so they are kept joined by spaces)."""
-        return tuple(map(sys.intern, self.read("words", WORDS, doc, lambda d: " ".join(text.terms(d))).split()))
+        """`text.terms(doc)`: from a corpus built in this cycle that holds the text, else read."""
+        for place, (docs, corpus) in enumerate(self._texts):
+            if place not in self._row_of:
+                self._row_of[place] = dict(zip(docs, range(len(docs))))
+            row = self._row_of[place].get(doc)
+            if row is not None:
+                if place not in self._words:  # all at once: a corpus asked for one text is asked for all
+                    self._words[place] = corpus.rows()
+                return self._words[place][row]
+        return tuple(map(sys.intern, text.terms(doc)))
+
+    def corpus(self, docs: list[str], read: Callable[[int], Sequence[str]]):
+        """The words of `docs` (`read(i)`: docs[i]'s words, for those no kept corpus holds) as a
+        `kept_words.Corpus`, rows in `docs` order."""
+        from mgcp.operations import kept_words
+
+        for built_docs, corpus in self._texts:
+            if built_docs == docs:  # the same texts again (the same strings: cheap to compare)
+                return corpus
+        for name in list(self.corpora):
+            if name not in self._decoded:
+                self._decoded[name] = kept_words.Corpus.decode(name, self.corpora[name], WORDS)
+        keys = digests(WORDS, docs)
+        candidates = list(self.built.values()) + [c for name, c in self._decoded.items()
+                                                  if c is not None and name not in self.built]
+        base = kept_words.continued(candidates, keys)
+        if base is not None:
+            name = base.name
+        else:
+            taken = {n for n, c in self._decoded.items() if c is not None} | set(self.built)  # the unusable: replaced
+            name = str(next(i for i in range(len(taken) + 1) if str(i) not in taken))
+        corpus = kept_words.build(name, keys, read, base)
+        self.built[name] = corpus
+        if base is not None and base.kept:
+            self.corpora.pop(name, None)
+            self._decoded.pop(name, None)
+        self._texts.append((docs, corpus))
+        return corpus
+
+    def keep_corpora(self) -> tuple[dict[str, bytes], list[str]]:
+        """What to keep of the corpora: the states to write by name (those built in this cycle that
+        differ from what is kept), and the names to drop: of the kept corpora this cycle did not
+        build, those kept under other rules, and those beyond MAX_CORPORA (by name)."""
+        write = {name: corpus.encode(WORDS) for name, corpus in sorted(self.built.items()) if not corpus.unchanged}
+        others = sorted(self._kept_names - set(self.built))
+        drop = [name for name in others if name in self._decoded and self._decoded[name] is None]
+        rest = [name for name in others if name not in drop]
+        room = max(self.MAX_CORPORA - len(self.built), 0)
+        drop += rest[room:]
+        return write, drop
 
 
 def _read(cache: CycleCache | None, doc: str) -> tuple[str, ...]:
     if cache is not None and cache.reader is not None:
         return cache.reader.terms(doc)
     return tuple(map(sys.intern, text.terms(doc)))
+
+
+def tf_idf(cache: CycleCache | None, docs: list[str], read: Callable[[int], Sequence[str]]):
+    """`sparse.tf_idf([read(i) for i in range(len(docs))])`, where `read(i)` gives the words of
+    docs[i] (`text.terms`), through the cache's `Reader` when it has one: then only the texts no
+    kept corpus holds are read."""
+    from mgcp.operations import sparse
+
+    if cache is not None and cache.reader is not None:
+        return cache.reader.corpus(docs, read).matrix()
+    return sparse.tf_idf([read(i) for i in range(len(docs))])
 
 
 def terms(cache: CycleCache | None, doc: str) -> tuple[str, ...]:

@@ -42,7 +42,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from itertools import chain, repeat
 
 from mgcp import text
-from mgcp.operations.shared import CycleCache, stage, terms, ticker
+from mgcp.operations.shared import CycleCache, stage, terms, tf_idf, ticker
 
 Doc = Hashable
 DISTINCTIVE_DF = 200          # a word in more documents than this does not propose neighbours
@@ -78,7 +78,7 @@ class LexicalBackend(SimilarityBackend):
 
     def __init__(self, cache: CycleCache | None = None):
         self.cache = cache
-        self._matrices: dict = {}
+        self._matrices: list = []  # (keys, texts, matrix) of each corpus built
 
     # -- vectors ---------------------------------------------------------------------------------
 
@@ -101,23 +101,27 @@ class LexicalBackend(SimilarityBackend):
 
     def matrix(self, docs: dict[Doc, str]):
         """The corpus's TF-IDF vectors as a `mgcp.operations.sparse.Matrix`, rows in `docs` order
-        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle). Kept
+        (`sparse.tf_idf` over each document's `text.terms`, read once per text in a cycle, and with
+        the cache's `Reader` only for the texts no kept corpus holds: `shared.tf_idf`). Kept
         by this backend, which an operation makes for its own run, so an operation that searches
         one corpus in several ways builds it once, and its memory goes with the operation."""
-        key = tuple(docs.items())
-        if key not in self._matrices:
-            self._matrices[key] = self._matrix_of(docs)
-        return self._matrices[key]
+        keys, texts = list(docs), list(docs.values())
+        for kept_keys, kept_texts, m in self._matrices:  # the same objects again, mostly: cheap to compare
+            if kept_keys == keys and kept_texts == texts:
+                return m
+        m = self._matrix_of(docs)
+        self._matrices.append((keys, texts, m))
+        return m
 
     def _matrix_of(self, docs: dict[Doc, str]):
-        from mgcp.operations import sparse
-
         tick = ticker(self.cache)
-        words = []
-        for i, doc in enumerate(docs.values()):
-            tick(i, len(docs))
-            words.append(terms(self.cache, doc))
-        return sparse.tf_idf(words)
+        texts = list(docs.values())
+
+        def read(i: int) -> tuple[str, ...]:
+            tick(i, len(texts))
+            return terms(self.cache, texts[i])
+
+        return tf_idf(self.cache, texts, read)
 
     # -- all pairs -------------------------------------------------------------------------------
 

@@ -169,13 +169,36 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     weighing its stems by sublinear tf times smoothed idf, L2-normalised (see
     `mgcp.operations.similarity`), but in bulk: each distinct word is joined, stemmed and weighed
     once, and the words are counted by numpy."""
-    n = len(docs)
-    # first seen first: nothing here depends on set order
     vocabulary = list(dict.fromkeys(chain.from_iterable(docs)))
     index = {w: i for i, w in enumerate(vocabulary)}
-    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
     ids = np.fromiter(map(index.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(lengths.sum()))
-    doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    return tf_idf_of(lengths, ids, vocabulary)
+
+
+def first_seen(ids: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values of `ids` (each below `size`) in the order they first occur."""
+    first = np.full(size, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids), dtype=np.int64))
+    present = np.flatnonzero(first < len(ids))
+    return present[np.argsort(first[present], kind="stable")]
+
+
+def tf_idf_of(lengths: np.ndarray, ids: np.ndarray, vocabulary: Sequence[str]) -> Matrix:
+    """`tf_idf` of the documents whose words are `vocabulary[i]` for the `ids`, `lengths[d]` of them
+    for document d, one document after the other; `vocabulary` may hold words no document has and
+    be in any order (the words are renumbered in the order they first occur, as `tf_idf` numbers
+    them, so that every sum is taken in the same order and the matrix is the same bit for bit)."""
+    n = len(lengths)
+    order = first_seen(ids, len(vocabulary))
+    if len(order) != len(vocabulary) or not np.array_equal(order, np.arange(len(order))):
+        renumber = np.empty(len(vocabulary), dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        ids = renumber[ids]
+        vocabulary = [vocabulary[i] for i in order.tolist()]
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = np.asarray(ids, dtype=np.int64)
+    doc = np.repeat(np.arange(n, dtype=np.int64), np.asarray(lengths, dtype=np.int64))
     ids, doc = _join_compounds(ids, doc, vocabulary, index)
     stem_of, stems = _stems(vocabulary)
     stem = stem_of[ids]
@@ -213,15 +236,21 @@ def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], ind
     size = len(vocabulary)
     codes = np.array(sorted(a * size + b for a, b in joins), dtype=np.int64)
     joined = np.array([joins[divmod(int(c), size)] for c in codes], dtype=np.int64)
-    adjacent = ids[:-1] * size + ids[1:]
+    left = np.zeros(size, dtype=bool)
+    left[codes // size] = True
+    place = np.flatnonzero(left[ids[:-1]])  # only a place whose word starts a compound can join
+    adjacent = ids[place] * size + ids[place + 1]
     at = np.minimum(np.searchsorted(codes, adjacent), len(codes) - 1)
-    joinable = (codes[at] == adjacent) & (doc[:-1] == doc[1:])
+    joinable = (codes[at] == adjacent) & (doc[place] == doc[place + 1])
+    place, at = place[joinable], at[joinable]
+    if not len(place):
+        return ids, doc
     # in a run of joinable places, a join consumes the next word, so every other place joins
-    starts = joinable & ~np.r_[False, joinable[:-1]]
-    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(joinable)), 0))
-    take = np.flatnonzero(joinable & ((np.arange(len(joinable)) - run_start) % 2 == 0))
+    run_start = np.maximum.accumulate(np.where(np.r_[True, place[1:] != place[:-1] + 1], place, 0))
+    joins_here = (place - run_start) % 2 == 0
+    take = place[joins_here]
     ids = ids.copy()
-    ids[take] = joined[at[take]]
+    ids[take] = joined[at[joins_here]]
     keep = np.ones(len(ids), dtype=bool)
     keep[take + 1] = False
     return ids[keep], doc[keep]

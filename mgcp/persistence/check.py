@@ -59,6 +59,7 @@ MIGRATION_TABLES = {
     "0012_kept_pairs": ("kept_pairs",),
     "0013_community_kept": ("community_kept", "community_kept_runs"),
     "0014_pattern_observations": ("pattern_observations", "pattern_observation_marks"),
+    "0015_kept_corpora": ("kept_corpora",),
     "0016_community_kept_titles": ("community_kept_titles",),
 }
 BACKFILL = "0004_backfill_lesson_versions"

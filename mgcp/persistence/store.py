@@ -60,6 +60,7 @@ class Store:
     kept_pairs = _Part("kept_pairs", "KeptPairs")
     community_kept = _Part("community_kept", "CommunityKept")
     pattern_observations = _Part("pattern_observations", "PatternObservations")
+    kept_corpora = _Part("kept_corpora", "KeptCorpora")
 
     # The review queue's reads in plain rows (which findings still hold; `rem status`).
     queue = _Part("queue_reads", "QueueReads")

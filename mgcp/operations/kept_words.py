@@ -1,0 +1,155 @@
+"""The words of a corpus of texts (what `mgcp.text.terms` reads of each), as numpy arrays that a
+cycle keeps for the next one (`mgcp.persistence.kept_corpora`).
+
+A `Corpus` holds, for each of its texts in order, the text's digest (`shared.digest(WORDS, text)`)
+and its words as ids into a vocabulary, one text after the other (`lengths`, `ids`, like a CSR
+matrix's rows): everything `sparse.tf_idf_of` needs to build the corpus's TF-IDF matrix, which is
+exactly `sparse.tf_idf` of the words (the compounds and stems are worked out again from the
+vocabulary each time, so a new text that writes two words as one joins them in every other text).
+A repeat cycle digests its texts, finds the rows of the unchanged ones in the corpus kept from the
+last cycle (the kept corpus sharing the most texts with it) and reads only the others.
+
+Kept as bytes: the digest of the rules words are read by (`shared.WORDS`; a corpus kept under
+other rules is not used), the counts, the digests, the lengths and ids as 32-bit integers, and the
+vocabulary (the words in the order the texts first use them) as UTF-8 joined by newlines (no word
+holds white space).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from functools import cached_property
+
+import numpy as np
+
+from mgcp.operations import sparse
+
+_HEAD = struct.Struct("<16sqqq")  # rules, texts, ids, vocabulary bytes
+SAMPLE = 64  # texts looked up in each kept corpus to find the one a new corpus continues
+ROWS_AT_ONCE = 10_000
+
+
+class Corpus:
+    """Texts' words (see the module docstring). `name`: what it is kept under."""
+
+    def __init__(self, name: str, digests: list[bytes], lengths: np.ndarray, ids: np.ndarray, vocabulary: list[str]):
+        self.name = name
+        self.digests = digests
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.ids = ids if ids.dtype == np.int32 else np.asarray(ids, dtype=np.int32)
+        self.vocabulary = vocabulary
+        self.kept = False  # decoded from what an earlier cycle kept
+        self.unchanged = False  # the same rows as the kept corpus it was built from (nothing to keep)
+        self.start = np.zeros(len(digests) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=self.start[1:])
+
+    @cached_property
+    def row_of(self) -> dict[bytes, int]:
+        """A row by text digest (the first, should a text be in the corpus twice)."""
+        out: dict[bytes, int] = {}
+        for row, key in enumerate(self.digests):
+            out.setdefault(key, row)
+        return out
+
+    def rows(self) -> list[tuple[str, ...]]:
+        """Each row's words (a block of rows at a time, so that only a block's words are listed)."""
+        vocabulary = np.array(self.vocabulary + [""], dtype=object)
+        out: list[tuple[str, ...]] = []
+        for first in range(0, len(self.digests), ROWS_AT_ONCE):
+            bounds = self.start[first:first + ROWS_AT_ONCE + 1]
+            words = vocabulary[self.ids[bounds[0]:bounds[-1]]].tolist()
+            cuts = (bounds - bounds[0]).tolist()
+            out += [tuple(words[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+        return out
+
+    def matrix(self) -> sparse.Matrix:
+        """`sparse.tf_idf` of the texts' words."""
+        return sparse.tf_idf_of(self.lengths, self.ids, self.vocabulary)
+
+    # -- kept as bytes ---------------------------------------------------------------------------
+
+    def encode(self, rules: bytes) -> bytes:
+        """The corpus as bytes, kept under `rules` (the digest of the rules words are read by)."""
+        order = sparse.first_seen(self.ids, len(self.vocabulary))  # only the words used, as first used
+        renumber = np.zeros(len(self.vocabulary), dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        vocabulary = "\n".join(self.vocabulary[i] for i in order.tolist()).encode("utf-8", "surrogatepass")
+        return b"".join([_HEAD.pack(rules, len(self.digests), len(self.ids), len(vocabulary)), *self.digests,
+                         self.lengths.astype("<i4").tobytes(), renumber[self.ids].astype("<i4").tobytes(), vocabulary])
+
+    @classmethod
+    def decode(cls, name: str, state: bytes, rules: bytes) -> "Corpus | None":
+        """The corpus kept as `state`, or None when it was kept under other `rules` or is cut short."""
+        if len(state) < _HEAD.size:
+            return None
+        kept_rules, n, m, v = _HEAD.unpack_from(state)
+        at = _HEAD.size
+        if kept_rules != rules or len(state) != at + 16 * n + 4 * n + 4 * m + v:
+            return None
+        digests = [state[i:i + 16] for i in range(at, at + 16 * n, 16)]
+        at += 16 * n
+        lengths = np.frombuffer(state, dtype="<i4", count=n, offset=at).astype(np.int64)
+        at += 4 * n
+        ids = np.frombuffer(state, dtype="<i4", count=m, offset=at)  # read only, as a kept corpus is
+        at += 4 * m
+        text = state[at:at + v].decode("utf-8", "surrogatepass")
+        vocabulary = text.split("\n") if v else []
+        if int(lengths.sum()) != m or (m and int(ids.max()) >= len(vocabulary)) or (m and int(ids.min()) < 0):
+            return None
+        corpus = cls(name, digests, lengths, ids, vocabulary)
+        corpus.kept = True
+        return corpus
+
+
+def continued(corpora: Sequence[Corpus], digests: list[bytes]) -> Corpus | None:
+    """The corpus of `corpora` that holds the most of a sample of `digests` (the first of equals),
+    or None when none holds any."""
+    if not digests:
+        return None
+    sample = set(digests[::max(1, len(digests) // SAMPLE)])
+    best, hits = None, 0
+    for corpus in corpora:
+        found = len(sample.intersection(corpus.digests))
+        if found > hits:
+            best, hits = corpus, found
+    return best
+
+
+def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]], base: Corpus | None) -> Corpus:
+    """The corpus of the texts with `digests` (kept under `name`), with the words of the texts
+    `base` holds taken from it and the others read by `read(i)` (the words of the i-th text)."""
+    n = len(digests)
+    if base is None:
+        rows = np.full(n, -1, dtype=np.int64)
+        vocabulary: list[str] = []
+    else:
+        row_of = base.row_of
+        rows = np.fromiter((row_of.get(key, -1) for key in digests), dtype=np.int64, count=n)
+        vocabulary = list(base.vocabulary)
+    missing = np.flatnonzero(rows < 0)
+    index = {w: i for i, w in enumerate(vocabulary)}
+    read_words = [read(i) for i in missing.tolist()]
+    new_lengths = np.fromiter(map(len, read_words), dtype=np.int64, count=len(read_words))
+    new_ids = np.fromiter((index.setdefault(w, len(index)) for words in read_words for w in words),
+                          dtype=np.int64, count=int(new_lengths.sum()))
+    vocabulary += list(index)[len(vocabulary):]
+    lengths = np.zeros(n, dtype=np.int64)
+    found = np.flatnonzero(rows >= 0)
+    if base is not None:
+        lengths[found] = base.lengths[rows[found]]
+    lengths[missing] = new_lengths
+    corpus = Corpus(name, digests, lengths, np.zeros(int(lengths.sum()), dtype=np.int32), vocabulary)
+    if base is not None and len(found):
+        corpus.ids[_entries(corpus.start, found)] = base.ids[_entries(base.start, rows[found])]
+    corpus.ids[_entries(corpus.start, missing)] = new_ids
+    corpus.unchanged = (base is not None and (base.kept or base.unchanged) and not len(missing)
+                        and n == len(base.digests) and bool(np.array_equal(rows, np.arange(n))))
+    return corpus
+
+
+def _entries(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The places of each of `rows`' ids (rows laid out from `start`), one row after the other."""
+    counts = start[rows + 1] - start[rows]
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(start[rows], counts) + offsets

@@ -1,0 +1,149 @@
+"""The words of a corpus kept between cycles (`mgcp.operations.kept_words`) give the TF-IDF matrix
+`sparse.tf_idf` gives from scratch, bit for bit, however the texts change from cycle to cycle."""
+
+import importlib
+import random
+
+import numpy as np
+import pytest
+
+from mgcp import text
+from mgcp.operations import kept_words, sparse
+
+shared = importlib.import_module("mgcp.operations.shared")  # the package exports a function of that name
+
+WORDS = ("pool connection size retry timeout cache type script typescript data base database queue "
+         "worker über straße naïve café the and is 42 a x log logs logging front end frontend").split()
+
+
+def _doc(rng: random.Random) -> str:
+    if rng.random() < 0.05:
+        return ""
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 14)))
+
+
+def _same(a: sparse.Matrix, b: sparse.Matrix) -> None:
+    assert a.n == b.n and a.words == b.words
+    for name in ("df", "start", "rank", "tf", "row"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.weight.tobytes() == b.weight.tobytes()  # the same floats, bit for bit
+
+
+def _cycle(docs: list[str], kept: dict[str, bytes]) -> tuple[sparse.Matrix, dict[str, bytes], list[str]]:
+    """One cycle's matrix of `docs` through a reader over `kept`, what is kept after it, and the
+    texts it read."""
+    reader = shared.Reader({}, kept)
+    read = []
+
+    def words(i: int) -> tuple[str, ...]:
+        read.append(docs[i])
+        return tuple(text.terms(docs[i]))
+
+    m = reader.corpus(docs, words).matrix()
+    write, drop = reader.keep_corpora()
+    after = {name: state for name, state in kept.items() if name not in drop}
+    after.update(write)
+    return m, after, read
+
+
+def test_random_corpora_changing_from_cycle_to_cycle_give_the_matrix_tf_idf_gives():
+    rng = random.Random(5)
+    docs = [_doc(rng) for _ in range(300)]
+    kept: dict[str, bytes] = {}
+    for turn in range(12):
+        m, kept, read = _cycle(docs, kept)
+        _same(m, sparse.tf_idf([text.terms(d) for d in docs]))
+        if turn:
+            assert len(read) <= len(changed)
+        changed = set()
+        for _ in range(rng.randint(0, 12)):  # refine, archive, add, reorder
+            i = rng.randrange(len(docs))
+            what = rng.random()
+            if what < 0.4:
+                docs[i] = _doc(rng)
+                changed.add(docs[i])
+            elif what < 0.7 and len(docs) > 1:
+                del docs[i]
+            else:
+                docs.insert(i, _doc(rng))
+                changed.add(docs[i])
+        if turn % 4 == 3:
+            rng.shuffle(docs)
+        changed = {d for d in changed if d in docs}
+
+
+def test_a_compound_appearing_or_going_changes_the_other_texts_as_a_full_build_does():
+    docs = ["the type script build", "a typescript check", "front end tests", "data base pool"]
+    m, kept, _ = _cycle(docs, {})
+    _same(m, sparse.tf_idf([text.terms(d) for d in docs]))
+    assert "typescript" in m.words
+    for changed in (["the type script build", "a type check", "front end tests", "frontend and database"],
+                    ["the type script build", "a typescript check", "front end tests", "data base pool"],
+                    ["", "", "typescript", "café über naïve straße"]):
+        m, kept, read = _cycle(changed, kept)
+        _same(m, sparse.tf_idf([text.terms(d) for d in changed]))
+        assert set(read) <= set(changed) - set(docs)
+        docs = changed
+
+
+def test_an_empty_corpus_and_empty_texts():
+    _same(_cycle([], {})[0], sparse.tf_idf([]))
+    m, kept, _ = _cycle(["", "", "the"], {})
+    _same(m, sparse.tf_idf([[], [], ["the"]]))
+    m, _, read = _cycle(["", "the", ""], kept)
+    _same(m, sparse.tf_idf([[], ["the"], []]))
+    assert read == []
+
+
+def test_a_corpus_kept_under_other_rules_or_damaged_is_not_used(monkeypatch):
+    docs = ["retry the pool", "cache the queue"]
+    _, kept, _ = _cycle(docs, {})
+    (name, state), = kept.items()
+    assert kept_words.Corpus.decode(name, state, shared.WORDS) is not None
+    assert kept_words.Corpus.decode(name, state[:-3], shared.WORDS) is None
+    monkeypatch.setattr(shared, "WORDS", b"another version of the rules")
+    m, after, read = _cycle(docs, kept)
+    assert read == docs and set(after) == {name} and after[name] != state
+    _same(m, sparse.tf_idf([text.terms(d) for d in docs]))
+
+
+def test_each_corpus_continues_the_kept_one_sharing_most_texts_and_unchanged_ones_are_not_written_again():
+    triggers = ["when the pool runs dry", "when retries pile up", "on a slow query"]
+    actions = ["raise the pool size", "back off before retrying", "add an index"]
+    reader = shared.Reader({}, {})
+    for docs in (triggers, actions):
+        reader.corpus(docs, lambda i, docs=docs: text.terms(docs[i]))
+    kept, drop = reader.keep_corpora()
+    assert len(kept) == 2 and drop == []
+    reader = shared.Reader({}, kept)
+    read = []
+    for docs in (actions, triggers[:2] + ["on a fast query"]):
+        reader.corpus(docs, lambda i, docs=docs: read.append(docs[i]) or text.terms(docs[i]))
+    write, drop = reader.keep_corpora()
+    assert read == ["on a fast query"] and drop == []
+    assert len(write) == 1 and kept_words.Corpus.decode(*write.popitem(), shared.WORDS).digests[2] == \
+        shared.digest(shared.WORDS, "on a fast query")
+    # a reader's words of a text it built a corpus of are text.terms's
+    assert reader.terms("raise the pool size") == tuple(text.terms("raise the pool size"))
+    assert reader.terms("not in any corpus") == tuple(text.terms("not in any corpus"))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_first_seen(n):
+    ids = np.array([3, 1, 3, 0, 1, 5][:n], dtype=np.int64)
+    assert sparse.first_seen(ids, 6).tolist() == list(dict.fromkeys(ids.tolist()))
+
+
+def test_compounds_are_joined_as_text_join_compounds_joins_each_text():
+    rng = random.Random(3)
+    parts = ["type", "script", "front", "end", "data", "base", "pool", "set", "up", "setup", "typescript",
+             "frontend", "database", "endpool", "upset", "scripttype"]
+    docs = [[rng.choice(parts) for _ in range(rng.randint(0, 9))] for _ in range(400)]
+    vocabulary = list(dict.fromkeys(w for doc in docs for w in doc))
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = np.array([index[w] for doc in docs for w in doc], dtype=np.int64)
+    doc = np.repeat(np.arange(len(docs)), [len(d) for d in docs])
+    joined, joined_doc = sparse._join_compounds(ids, doc, vocabulary, index)
+    got = [[vocabulary[i] for i in joined[joined_doc == d].tolist()] for d in range(len(docs))]
+    assert got == [text.join_compounds(d, set(vocabulary)) for d in docs]
+    assert any(len(g) < len(d) for g, d in zip(got, docs))
