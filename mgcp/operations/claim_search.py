@@ -57,14 +57,11 @@ class _Search:
             if words & REFUSING:
                 self.said[u] = scan._compared(action)
                 continue
-            row = set()
             for w in words:
-                number = stem_of.get(w)
-                if number is None:
-                    number = stem_of[w] = self.ids.setdefault(text.stem(w), len(self.ids))
-                row.add(number)
+                if w not in stem_of:
+                    stem_of[w] = self.ids.setdefault(text.stem(w), len(self.ids))
             rest.append(u)
-            rows.append(row)
+            rows.append(set(map(stem_of.__getitem__, words)))
         self.rest = np.array(rest, dtype=np.int64)
         self.rest_start, self.rest_word = _csr(rows)
         refused = [claim.about for said in self.said.values() for claim in said if not claim.positive]
@@ -381,11 +378,12 @@ class _State:
 
     def encode(self) -> bytes:
         quads = np.array([p[:4] for p in self.pairs], dtype=np.int64).reshape(-1, 4)
+        number = _number(len(self.vocab))
         parts = [b"".join(self.digests), "\n".join(self.vocab).encode("utf-8", "surrogatepass"),
-                 self.stem_start.astype("<i8").tobytes(), self.stem_word.astype("<i4").tobytes(),
+                 self.stem_start.astype("<i8").tobytes(), self.stem_word.astype(number).tobytes(),
                  self.claim_start.astype("<i8").tobytes(), self.table.pos.astype("<i4").tobytes(),
                  self.table.positive.astype("u1").tobytes(), self.table.start.astype("<i8").tobytes(),
-                 self.table.word.astype("<i4").tobytes(), self.json_start.astype("<i8").tobytes(), self.blob,
+                 self.table.word.astype(number).tobytes(), self.json_start.astype("<i8").tobytes(), self.blob,
                  quads.astype("<i8").tobytes(), np.array([p[4] for p in self.pairs], dtype="<f8").tobytes()]
         header = json.dumps({"format": FORMAT, "rules": RULES.hex(), "claim_at": self.claim_at,
                              "texts": len(self.digests), "words": len(self.vocab), "claims": len(self.table.pos),
@@ -419,7 +417,8 @@ class _State:
 
             claim_start_ = ints(claim_start, "<i8")
             pos_, start_, json_start_ = ints(pos, "<i4"), ints(start, "<i8"), ints(json_start, "<i8")
-            stem_start_, stem_word_, word_ = ints(stem_start, "<i8"), ints(stem_word, "<i4"), ints(word, "<i4")
+            number = _number(words)
+            stem_start_, stem_word_, word_ = ints(stem_start, "<i8"), ints(stem_word, number), ints(word, number)
             quads_ = ints(quads, "<i8").reshape(-1, 4)
             pairs = [(u, k, v, l, o) for (u, k, v, l), o in zip(quads_.tolist(), np.frombuffer(overlaps, "<f8").tolist())]
             vocab_ = vocab.decode("utf-8", "surrogatepass").split("\n") if words else []
@@ -439,3 +438,8 @@ class _State:
                        stem_word_, table, claim_start_, json_start_, blob, pairs)
         except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError):
             return None
+
+
+def _number(words: int) -> str:
+    """How the numbers of `words` words are written: two bytes each when they fit."""
+    return "<u2" if words <= 1 << 16 else "<i4"

@@ -325,7 +325,7 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     """[((id a, id b), (claim overlap, trigger similarity, claim of a, claim of b))], strongest first;
     `lessons` sorted by id (the order duplicate detection vectorises them in, so a cycle shares it).
 
-    Claims are compared between the distinct actions (`_search`, or `kept.search` from what an
+    Claims are compared between the distinct actions (`claim_search.search`, or `kept.search` from what an
     earlier cycle kept: the same claim pairs); two lessons contradict when their actions hold a
     contradicting claim pair (a lesson's action against itself too, when two lessons share it) and
     their triggers are alike, scored on the trigger vectors of all the lessons. Of the claim pairs
@@ -370,12 +370,30 @@ _PHRASE_FIRST = frozenset(key[0] for key in text.PHRASES)
 _SPECIAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|['’_]|\w\.\w")
 
 
+def _special(action: str) -> bool:
+    """Whether `_SPECIAL` finds something in an ASCII action: without a capital after its first
+    letter, only a dot inside a word can be one, and those are few (a regex over the whole text
+    costs most of what screening it does)."""
+    if "_" in action or "'" in action:
+        return True
+    tail = action[1:]
+    if tail != tail.lower():
+        return _SPECIAL.search(action) is not None
+    at = action.find(".", 1)
+    while 0 < at < len(action) - 1:
+        before, after = action[at - 1], action[at + 1]
+        if (before.isalnum() or before == "_") and (after.isalnum() or after == "_"):
+            return True
+        at = action.find(".", at + 1)
+    return False
+
+
 def _screen(action: str | None) -> set[str]:
     """Every word `claims` could read in the action, and more: its folded words, code names joined
     as `_names` joins them, and what the synonym and phrase tables make of them."""
     action = action or ""
     lower = action.lower()
-    if action.isascii() and not (_SPECIAL.search(action) or "cannot" in lower or "no-" in lower
+    if action.isascii() and not (_special(action) or "cannot" in lower or "no-" in lower
                                  or "non-" in lower or "not-" in lower):
         words = set(_FOLDED.findall(lower))  # what folding and joining names leave as it is
     else:
