@@ -36,9 +36,9 @@ def full_searches(monkeypatch) -> list[int]:
     calls = []
     original = claim_search._Search.__init__
 
-    def init(self, actions, claim_at):
+    def init(self, actions, claim_at, scan):
         calls.append(len(actions))
-        original(self, actions, claim_at)
+        original(self, actions, claim_at, scan)
 
     monkeypatch.setattr(claim_search._Search, "__init__", init)
     return calls
@@ -79,7 +79,8 @@ def test_the_kept_search_finds_what_a_full_search_finds_over_random_changes(full
             expected = contradiction_scan.run(lessons, settings)
             assert _json(got) == _json(expected), (corpus, step)
             actions = list(dict.fromkeys(x.action for x in sorted(lessons, key=lambda x: x.id)))
-            assert sorted(KeptClaims(state).search(actions, claim_at)[1]) == sorted(claim_search.search(actions, claim_at)[1])
+            assert (sorted(KeptClaims(state).search(actions, claim_at, contradiction_scan)[1])
+                    == sorted(claim_search.search(actions, claim_at, contradiction_scan)[1]))
             repeats += state is not None
             findings += len(got)
             state = search.keep or state
@@ -151,7 +152,7 @@ def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(full_s
     assert expected and good
     other = {**SETTINGS, "claim_threshold": 0.4}
     for state, settings in [(good[:-5], SETTINGS), (b"nonsense", SETTINGS), (good, other),
-                            (good.replace(claim_search.RULES.hex().encode(), b"0" * 32), SETTINGS)]:
+                            (good.replace(claim_search.rules(contradiction_scan).hex().encode(), b"0" * 32), SETTINGS)]:
         calls = len(full_searches)
         again = KeptClaims(state)
         found = _json(contradiction_scan.run(lessons, settings, kept=again))
@@ -208,7 +209,8 @@ def test_a_repeat_cycle_finds_what_a_cycle_with_nothing_kept_finds(tmp_path, run
     assert repeat[0][0] is None and len(repeat[0][2]) > len(first[0][2])
     # both keep the same actions and claim pairs (the repeat reads every new action, the full search
     # only those that can meet a refused claim)
-    kept, fresh = (claim_search._State.decode(_kept(p)["contradiction_scan"], 0.6) for p in (path, other))
+    made_by = claim_search.rules(contradiction_scan)
+    kept, fresh = (claim_search._State.decode(_kept(p)["contradiction_scan"], 0.6, made_by) for p in (path, other))
     assert (kept.digests, kept.pairs) == (fresh.digests, fresh.pairs) and kept.pairs
 
 

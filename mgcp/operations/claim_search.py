@@ -14,28 +14,34 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 from mgcp import text
-from mgcp.operations import contradiction_scan as scan
 from mgcp.operations import sparse
-from mgcp.operations.contradiction_scan import READING, REFUSING, Claim, decode_claims, encode_claims
 from mgcp.operations.shared import digest
 
 FORMAT = 1
-RULES = hashlib.blake2b(b"kept-claims\0" + str(FORMAT).encode() + READING + Path(__file__).read_bytes(),
-                        digest_size=16).digest()
+_OWN = Path(__file__).read_bytes()
+
+
+def rules(scan: ModuleType) -> bytes:
+    """What a kept search is made by: this module's rules and those actions are read by (`scan`,
+    the contradiction scan, which hands itself to the search: its `READING`)."""
+    return hashlib.blake2b(b"kept-claims\0" + str(FORMAT).encode() + scan.READING + _OWN, digest_size=16).digest()
 
 
 # (u, k, v, l, overlap): claim k of action u contradicts claim l of action v; (u, k) < (v, l)
 ClaimPair = tuple[int, int, int, int, float]
 
 
-def search(actions: list[str], claim_at: float) -> tuple[Callable[[int], list[Claim]], list[ClaimPair]]:
+def search(actions: list[str], claim_at: float,
+           scan: ModuleType) -> tuple[Callable[[int], list], list[ClaimPair]]:
     """(the compared claims of a read action by its index, the contradicting claim pairs) of the
-    distinct `actions`; see `_Search`."""
-    found = _Search(actions, claim_at)
+    distinct `actions`, read by the rules of `scan` (the contradiction scan: `Claim`s, `_screen`,
+    `_compared`, `_contradiction`, REFUSING); see `_Search`."""
+    found = _Search(actions, claim_at, scan)
     return found.said.__getitem__, found.pairs
 
 
@@ -47,14 +53,14 @@ class _Search:
     stems are `rest`), only those that hold enough of a refused claim's words for the claim
     threshold (`_meeting`). The claims read are compared in bulk (`_Table`)."""
 
-    def __init__(self, actions: list[str], claim_at: float):
+    def __init__(self, actions: list[str], claim_at: float, scan: ModuleType):
         self.ids: dict[str, int] = {}  # every word (a claim's or a stem of the rest) by its number
-        self.said: dict[int, list[Claim]] = {}
+        self.said: dict[int, list] = {}
         stem_of: dict[str, int] = {}
         rest, rows = [], []
         for u, action in enumerate(actions):
             words = scan._screen(action)
-            if words & REFUSING:
+            if words & scan.REFUSING:
                 self.said[u] = scan._compared(action)
                 continue
             for w in words:
@@ -69,7 +75,8 @@ class _Search:
         for u in self.met.tolist():
             self.said[u] = scan._compared(actions[u])
         self.table = _Table.of(self.said, self.ids)
-        self.pairs = self.table.contradicting(*self.table.candidates(claim_at), claim_at, self.said.__getitem__)
+        self.pairs = self.table.contradicting(*self.table.candidates(claim_at), claim_at, self.said.__getitem__,
+                                              scan._contradiction)
 
 
 def _csr(rows: list) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +136,7 @@ class _Table:
     word: np.ndarray
 
     @classmethod
-    def of(cls, said: dict[int, list[Claim]], ids: dict[str, int]) -> "_Table":
+    def of(cls, said: dict[int, list], ids: dict[str, int]) -> "_Table":
         """The claims of `said` (action -> its compared claims), by action, each action's in order."""
         texts, places, positive, rows = [], [], [], []
         for u in sorted(said):
@@ -182,10 +189,11 @@ class _Table:
         codes = sparse.distinct(x * len(lengths) + y)
         return codes // max(len(lengths), 1), codes % max(len(lengths), 1)
 
-    def contradicting(self, x: np.ndarray, y: np.ndarray, claim_at: float,
-                      claims_of: Callable[[int], list[Claim]]) -> list[ClaimPair]:
-        """The pairs (x[i], y[i]) that contradict (`_contradiction`): those whose words are alike
-        enough (Jaccard, as `jaccard` computes it) are checked one by one."""
+    def contradicting(self, x: np.ndarray, y: np.ndarray, claim_at: float, claims_of: Callable[[int], list],
+                      contradiction: Callable) -> list[ClaimPair]:
+        """The pairs (x[i], y[i]) that contradict (`contradiction`, the scan's `_contradiction`):
+        those whose words are alike enough (Jaccard, computed as the scan computes it) are checked
+        one by one."""
         lengths = np.diff(self.start)
         size = int(self.word.max(initial=0)) + 1
         owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
@@ -199,7 +207,7 @@ class _Table:
         out = []
         for i, j in zip(x[alike].tolist(), y[alike].tolist()):
             (u, k), (v, l) = sorted([(int(self.text[i]), int(self.pos[i])), (int(self.text[j]), int(self.pos[j]))])
-            overlap = scan._contradiction(claims_of(u)[k], claims_of(v)[l], claim_at)
+            overlap = contradiction(claims_of(u)[k], claims_of(v)[l], claim_at)
             if overlap is not None:
                 out.append((u, k, v, l, overlap))
         return out
@@ -218,8 +226,8 @@ class KeptClaims:
     """The claim search kept between cycles: a repeat reads and compares only the actions new since
     the last search, and finds exactly the claim pairs `_search` finds.
 
-    A search keeps, for its actions (each by a digest of its text and of RULES, which cover this
-    module's and the words' rules): the compared claims of each action it read (as `encode_claims`
+    A search keeps, for its actions (each by a digest of its text and of `rules`: this module's,
+    the scan's and the words' rules): the compared claims of each action it read (as `encode_claims`
     writes them, and as numbers of their words); the stems of each it did not (its *unread*
     actions); and every contradicting claim pair among them. Two invariants hold of what is kept:
 
@@ -254,12 +262,13 @@ class KeptClaims:
         self.keep: bytes | None = None
         self.fresh: int | None = None
 
-    def search(self, actions: list[str], claim_at: float):
-        """What `search(actions, claim_at)` returns, from the kept state when it holds."""
-        digests = [digest(RULES, action) for action in actions]
-        old = _State.decode(self.state, claim_at)
+    def search(self, actions: list[str], claim_at: float, scan: ModuleType):
+        """What `search(actions, claim_at, scan)` returns, from the kept state when it holds."""
+        made_by = rules(scan)
+        digests = [digest(made_by, action) for action in actions]
+        old = _State.decode(self.state, claim_at, made_by)
         if old is None:
-            found = _Search(actions, claim_at)
+            found = _Search(actions, claim_at, scan)
             self.fresh = None
             kept = np.zeros(len(actions), dtype=bool)
             kept[found.rest] = True
@@ -269,8 +278,9 @@ class KeptClaims:
             unread = np.flatnonzero(kept[found.rest])
             lengths[found.rest[unread]] = np.diff(found.rest_start)[unread]
             np.cumsum(lengths, out=stems[1:])
-            encoded = [encode_claims(found.said[u]).encode() if u in found.said else b"" for u in range(len(actions))]
-            self.keep = _State.made(claim_at, digests, found.ids, stems,
+            encoded = [scan.encode_claims(found.said[u]).encode() if u in found.said else b""
+                       for u in range(len(actions))]
+            self.keep = _State.made(claim_at, made_by, digests, found.ids, stems,
                                     found.rest_word[sparse._expand(found.rest_start, unread)], found.table,
                                     encoded, found.pairs).encode()
             return found.said.__getitem__, found.pairs
@@ -294,17 +304,18 @@ class KeptClaims:
         table = kept.joined(_Table.of(said, ids))
         fresh = np.zeros(len(table.text), dtype=bool)
         fresh[len(kept.text):] = np.isin(table.text[len(kept.text):], new)
-        decoded: dict[int, list[Claim]] = {}
+        decoded: dict[int, list] = {}
 
-        def claims_of(u: int) -> list[Claim]:
+        def claims_of(u: int) -> list:
             if u in said:
                 return said[u]
             if u not in decoded:
                 t = int(was[u])
-                decoded[u] = decode_claims(old.blob[old.json_start[t]:old.json_start[t + 1]].decode("utf-8"))
+                decoded[u] = scan.decode_claims(old.blob[old.json_start[t]:old.json_start[t + 1]].decode("utf-8"))
             return decoded[u]
 
-        pairs = old.pairs_among(now) + table.contradicting(*table.candidates(claim_at, fresh), claim_at, claims_of)
+        pairs = old.pairs_among(now) + table.contradicting(*table.candidates(claim_at, fresh), claim_at, claims_of,
+                                                           scan._contradiction)
         if not new and np.array_equal(was, np.arange(len(old.digests))):
             self.keep = None  # the same actions in the same order: what is kept holds
             return claims_of, pairs
@@ -319,10 +330,11 @@ class KeptClaims:
         starts = old.json_start.tolist()
         for u, t in enumerate(was.tolist()):
             if u in said:
-                encoded.append(encode_claims(said[u]).encode())
+                encoded.append(scan.encode_claims(said[u]).encode())
             else:
                 encoded.append(old.blob[starts[t]:starts[t + 1]] if t >= 0 else b"")
-        self.keep = _State.made(claim_at, digests, ids, stems, old.stem_word[sparse._expand(old.stem_start, by_now)],
+        self.keep = _State.made(claim_at, made_by, digests, ids, stems,
+                                old.stem_word[sparse._expand(old.stem_start, by_now)],
                                 table, encoded, pairs).encode()
         return claims_of, pairs
 
@@ -335,6 +347,7 @@ class _State:
     and the contradicting claim pairs (`pairs`, as `ClaimPair`s)."""
 
     claim_at: float
+    rules: bytes
     digests: list[bytes]
     vocab: list[str]
     stem_start: np.ndarray
@@ -346,7 +359,7 @@ class _State:
     pairs: list[ClaimPair]
 
     @classmethod
-    def made(cls, claim_at: float, digests: list[bytes], ids: dict[str, int], stem_start: np.ndarray,
+    def made(cls, claim_at: float, made_by: bytes, digests: list[bytes], ids: dict[str, int], stem_start: np.ndarray,
              stem_word: np.ndarray, table: _Table, encoded: list[bytes], pairs: list[ClaimPair]) -> "_State":
         """The state of actions `digests` from their stems (unread ones), claims (`table`, any
         order; `encoded`: each read action's claims as JSON, b"" for the others) and pairs; the
@@ -360,7 +373,7 @@ class _State:
         table.word = number[table.word]
         json_start = np.zeros(len(digests) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=json_start[1:])
-        return cls(claim_at, digests, vocab, stem_start, number[stem_word], table,
+        return cls(claim_at, made_by, digests, vocab, stem_start, number[stem_word], table,
                    np.searchsorted(table.text, np.arange(len(digests) + 1)), json_start, b"".join(encoded),
                    sorted(pairs))
 
@@ -385,13 +398,13 @@ class _State:
                  self.table.positive.astype("u1").tobytes(), self.table.start.astype("<i8").tobytes(),
                  self.table.word.astype(number).tobytes(), self.json_start.astype("<i8").tobytes(), self.blob,
                  quads.astype("<i8").tobytes(), np.array([p[4] for p in self.pairs], dtype="<f8").tobytes()]
-        header = json.dumps({"format": FORMAT, "rules": RULES.hex(), "claim_at": self.claim_at,
+        header = json.dumps({"format": FORMAT, "rules": self.rules.hex(), "claim_at": self.claim_at,
                              "texts": len(self.digests), "words": len(self.vocab), "claims": len(self.table.pos),
                              "pairs": len(self.pairs), "sizes": [len(p) for p in parts]}).encode()
         return struct.pack("<I", len(header)) + header + b"".join(parts)
 
     @classmethod
-    def decode(cls, state: bytes | None, claim_at: float) -> "_State | None":
+    def decode(cls, state: bytes | None, claim_at: float, made_by: bytes) -> "_State | None":
         """The state kept in `state`, or None when there is none, it is unreadable, or it was made
         by other rules or for another claim threshold."""
         if not state:
@@ -399,7 +412,7 @@ class _State:
         try:
             (size,) = struct.unpack_from("<I", state)
             header = json.loads(state[4:4 + size])
-            if (header.get("format") != FORMAT or header.get("rules") != RULES.hex()
+            if (header.get("format") != FORMAT or header.get("rules") != made_by.hex()
                     or header.get("claim_at") != claim_at):
                 return None
             parts, at = [], 4 + size
@@ -420,7 +433,8 @@ class _State:
             number = _number(words)
             stem_start_, stem_word_, word_ = ints(stem_start, "<i8"), ints(stem_word, number), ints(word, number)
             quads_ = ints(quads, "<i8").reshape(-1, 4)
-            pairs = [(u, k, v, l, o) for (u, k, v, l), o in zip(quads_.tolist(), np.frombuffer(overlaps, "<f8").tolist())]
+            pairs = [(u, k, v, l, o)
+                     for (u, k, v, l), o in zip(quads_.tolist(), np.frombuffer(overlaps, "<f8").tolist())]
             vocab_ = vocab.decode("utf-8", "surrogatepass").split("\n") if words else []
             ok = (len(digests) == 16 * n and len(vocab_) == words and len(stem_start_) == n + 1 == len(claim_start_)
                   and len(json_start_) == n + 1 and len(pos_) == claims == len(positive) and len(start_) == claims + 1
@@ -434,7 +448,7 @@ class _State:
                 return None
             table = _Table(np.repeat(np.arange(n, dtype=np.int64), np.diff(claim_start_)), pos_,
                            np.frombuffer(positive, dtype="u1").astype(bool), start_, word_)
-            return cls(claim_at, [digests[i:i + 16] for i in range(0, len(digests), 16)], vocab_, stem_start_,
+            return cls(claim_at, made_by, [digests[i:i + 16] for i in range(0, len(digests), 16)], vocab_, stem_start_,
                        stem_word_, table, claim_start_, json_start_, blob, pairs)
         except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError):
             return None

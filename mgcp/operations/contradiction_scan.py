@@ -78,6 +78,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -337,7 +338,9 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     actions = list(holders)
     from mgcp.operations.claim_search import search
 
-    claims_of, pairs = kept.search(actions, claim_at) if kept is not None else search(actions, claim_at)
+    scan = sys.modules[__name__]  # the search reads actions by this module's rules
+    claims_of, pairs = (kept.search(actions, claim_at, scan) if kept is not None
+                        else search(actions, claim_at, scan))
     strongest: dict[tuple[str, str], tuple] = {}
     for u, k, v, l, overlap in pairs:
         score = -round(overlap, 4)
