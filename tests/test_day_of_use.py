@@ -318,7 +318,8 @@ def check_promises(db, tmp_path, saves, current):
     # comparing operation and pattern reinforcement run again, as a dry run) finds and would apply
     # exactly the same
     assert sql(db, "SELECT count(*) FROM kept_readings")[0][0] > 0
-    assert sql(db, "SELECT search FROM kept_pairs") == [("duplicate_detection",)]  # and the pair search's state
+    # and the pair searches' states (duplicates' pairs, the contradiction scan's claims)
+    assert sorted(sql(db, "SELECT search FROM kept_pairs")) == [("contradiction_scan",), ("duplicate_detection",)]
     assert sql(db, "SELECT count(*) FROM community_kept")[0][0] > 0
     assert sql(db, "SELECT count(*) FROM pattern_observations")[0][0] > 0
     previews = []
