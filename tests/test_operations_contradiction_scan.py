@@ -3,6 +3,8 @@ paraphrases, unrelated pairs and hard negatives (pairs that look opposed word fo
 fragments, conditions, code names, restrictions, rankings, descriptions) are not. The precision and
 recall printed by `test_planted_precision_and_recall` are the figures quoted in benchmarks/README.md."""
 
+import re
+
 import pytest
 
 from mgcp.config import DEFAULTS
@@ -221,3 +223,25 @@ def test_reading_only_the_actions_that_can_meet_a_refused_claim_finds_what_readi
     monkeypatch.setattr(contradiction_scan, "_screen", lambda action: every(action) | {"not"})
     assert contradicting_pairs(lessons, 0.0, claim_at) == screened
     assert len(screened) > len(planted()[1])
+
+
+def test_the_quick_screen_checks_find_what_their_patterns_find():
+    """`_special` and the guard of `_names` are shortcuts: they answer as the regular expressions
+    they stand in for, on every kind of text the scan meets."""
+    import random
+
+    texts = [a for _, _, *actions in CONTRADICTIONS + HARD_NEGATIVES for a in actions if isinstance(a, str)]
+    texts += [a for _, *actions in AGREEING + UNRELATED for a in actions]
+    texts += ["Use user.UserID.", "Set chat_id.", "It's fine", "Call setAll.", "Prefer NoSQL.", "Run e.g. x.",
+              "End.", ".Start", "a.b", "A.", "x.y.z and v1.2", "Use JSON API", "ABc", "aB", "9Z", "no-multi-assign",
+              "Use non-blocking IO", "NOT-this", "Done. Next", "", ".", "_"]
+    rng = random.Random(1)
+    alphabet = "aZ9 ._-'Bn oNt"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    for t in texts:
+        assert contradiction_scan._special(t) == bool(contradiction_scan._SPECIAL.search(t)), t
+        assert contradiction_scan._names(t) == contradiction_scan._NAME.sub(
+            lambda m: re.sub(r"[^0-9a-z]", "", m.group().lower())
+            if "." in m.group() or "_" in m.group() or contradiction_scan._INNER_CAPITAL.search(m.group())
+            or "-" in m.group() else m.group(),
+            contradiction_scan._NEGATED_NAME.sub(lambda m: re.sub(r"[^0-9a-z]", "", m.group().lower()), t)), t

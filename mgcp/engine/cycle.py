@@ -342,8 +342,10 @@ LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extra
 HISTORY_READERS = {"knowledge_extraction", "context_summary"}
 # Operations that read the lessons' texts through the cycle's `Reader`, which keeps what they read
 # between cycles; and the readings an operation asks for of every text that has one, whenever it
-# runs: the contradiction scan each action's screen (and its claims, of every action it reads them
-# of). The words of the corpora they compare are kept whole, by corpus (`Reader.corpus`).
+# runs: community detection the words of each lesson's trigger, action and tags. The contradiction
+# scan reads the words of the triggers; what it reads from the actions is in its own kept search
+# (`mgcp.operations.claim_search`), so the readings of actions' screens and claims that earlier
+# versions kept are asked for by no text and dropped.
 TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_scan"}
 READ_IN_FULL = {"contradiction_scan": ("screen", "claims")}
 
@@ -676,10 +678,13 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
 
 async def _contradictions(store, project, settings, inputs):
     from mgcp.operations import contradiction_scan
+    from mgcp.operations.claim_search import KeptClaims
 
     active = await inputs.lessons()
+    search = KeptClaims(await store.kept_pairs.load(contradiction_scan.OPERATION))
     findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache,
-                                       await store.rem.settled(contradiction_scan.OPERATION))
+                                       await store.rem.settled(contradiction_scan.OPERATION), search)
+    inputs.hold_search(contradiction_scan.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 
 

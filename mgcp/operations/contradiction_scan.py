@@ -77,16 +77,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
-from collections import Counter, defaultdict
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import WORDS, CycleCache, Reader
+from mgcp.operations.shared import WORDS, CycleCache
 from mgcp.operations.similarity import LexicalBackend, dot
 
 OPERATION = "contradiction_scan"
@@ -129,6 +128,8 @@ _CLAUSE = re.compile(r"[.;:!?()\[\]{}\"\n\r\t,]+|\s[-–—]+\s|\bbut\b", re.IGN
 _NAME = re.compile(r"\w+(?:\.\w+)*")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
 _NEGATED_NAME = re.compile(r"\bno[nt]?-[\w-]+", re.IGNORECASE)  # "no-multi-assign": a lint rule's name
+# What every name `_names` joins holds (a dot inside a word, "_", an inner capital, "no-"), and more.
+_MAYBE_NAME = re.compile(r"\w\.\w|_|[a-z0-9][A-Z]|[A-Z]{2}[a-z]|\b[Nn][Oo][NnTt]?-")
 _ASIDE = re.compile(r"\(([^()]*)\)|\[([^\[\]]*)\]")
 _BARE = NEGATORS | frozenset({"do", "does", "you", "we", "must", "should", "always", "use"})
 _REFERRING = frozenset({"this", "that", "these", "those", "it", "they"})  # "This protects X from Y"
@@ -229,6 +230,9 @@ def _describes(words: list[str]) -> bool:
 def _names(sentence: str) -> str:
     """Code names written as one word ("setAll", "user.UserID", "chat_id", "NoSQL", "no-multi-assign"):
     a name is one thing, and a "no" or a common word inside it is not the sentence's."""
+    if not _MAYBE_NAME.search(sentence):
+        return sentence  # no word in it is a name of either kind
+
     def one(match: re.Match) -> str:
         name = match.group()
         if "." in name or "_" in name or _INNER_CAPITAL.search(name) or "-" in name:
@@ -305,72 +309,57 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None,
-        settled: frozenset[str] = frozenset()) -> list[RemFinding]:
-    """The findings, capped (`settled`: see `mgcp.operations.cap`)."""
+        settled: frozenset[str] = frozenset(), kept=None) -> list[RemFinding]:
+    """The findings, capped (`settled`: see `mgcp.operations.cap`). With `kept`, the claim search
+    starts from what it kept in an earlier cycle and leaves what to keep for the next one."""
     trigger_at = float(settings["trigger_threshold"])
     claim_at = float(settings["claim_threshold"])
     by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
-    found = contradicting_pairs(list(by_id.values()), trigger_at, claim_at, cache)
+    found = contradicting_pairs(list(by_id.values()), trigger_at, claim_at, cache, kept)
     findings = [_finding(by_id[a], by_id[b], overlap, trigger, ca, cb)
                 for (a, b), (overlap, trigger, ca, cb) in found]
     return cap(findings, int(settings.get("max_findings", 50)), lambda f: f.data["group"], settled)
 
 
 def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: float,
-                        cache: CycleCache | None = None):
+                        cache: CycleCache | None = None, kept=None):
     """[((id a, id b), (claim overlap, trigger similarity, claim of a, claim of b))], strongest first;
     `lessons` sorted by id (the order duplicate detection vectorises them in, so a cycle shares it).
 
-    A pair needs a refused claim, so the actions are read in two rounds: first those with a word
-    that can refuse (REFUSING), then, of the others (whose claims are all said), only those that
-    hold enough of a refused claim's words for the claim threshold (`_meeting`). Among claim pairs
-    of one lesson pair equally strong, the earliest claims in their actions win."""
-    reader = cache.reader if cache is not None else None
-    said_by: dict[str, list[Claim]] = {}
-    rest: list[tuple[Lesson, tuple[str, ...]]] = []  # the other lessons, with the stems they could claim
+    Claims are compared between the distinct actions (`claim_search.search`, or `kept.search` from what an
+    earlier cycle kept: the same claim pairs); two lessons contradict when their actions hold a
+    contradicting claim pair (a lesson's action against itself too, when two lessons share it) and
+    their triggers are alike, scored on the trigger vectors of all the lessons. Of the claim pairs
+    of one lesson pair, the strongest (claim overlap, rounded) wins, and of those equally strong
+    the earliest claims in their actions."""
+    holders: dict[str, list[str]] = {}
     for lesson in lessons:
-        words = _screened(reader, lesson.action)
-        if words & REFUSING:
-            said_by[lesson.id] = _compared_kept(reader, lesson.action)
-        else:
-            rest.append((lesson, tuple({text.stem(w) for w in words})))
-    refused = [claim.about for said in said_by.values() for claim in said if not claim.positive]
-    for lesson in _meeting(refused, rest, claim_at):
-        said_by[lesson.id] = _compared_kept(reader, lesson.action)
-    owners: list[str] = []
-    all_claims: list[Claim] = []
-    for lesson in lessons:  # in id order, each action's claims in their order
-        for claim in said_by.get(lesson.id, ()):
-            owners.append(lesson.id)
-            all_claims.append(claim)
-    df = Counter(w for claim in all_claims for w in claim.about)
-    # Postings by polarity: a claim meets only claims of the other polarity.
-    prefixed: tuple[dict, dict] = (defaultdict(list), defaultdict(list))
-    candidates: set[tuple[int, int]] = set()
-    for i, claim in enumerate(all_claims):
-        ordered = sorted(claim.about, key=lambda w: (df[w], w))
-        owner, other = owners[i], not claim.positive
-        # Jaccard >= t needs at least ceil(t x |about|) shared words: one of the rarest
-        # |about| - ceil(t x |about|) + 1 words is shared (both sides' prefixes meet).
-        prefix = ordered[:len(ordered) - math.ceil(claim_at * len(ordered) - 1e-9) + 1]
-        for w in prefix:
-            candidates.update((j, i) for j in prefixed[other].get(w, ()) if owners[j] != owner)
-            prefixed[claim.positive][w].append(i)
+        holders.setdefault(lesson.action or "", []).append(lesson.id)
+    actions = list(holders)
+    from mgcp.operations.claim_search import search
+
+    scan = sys.modules[__name__]  # the search reads actions by this module's rules
+    claims_of, pairs = (kept.search(actions, claim_at, scan) if kept is not None
+                        else search(actions, claim_at, scan))
+    strongest: dict[tuple[str, str], tuple] = {}
+    for u, k, v, l, overlap in pairs:
+        score = -round(overlap, 4)
+        for x in holders[actions[u]]:
+            for y in holders[actions[v]]:
+                if x == y:
+                    continue
+                key, entry = ((x, y), (score, k, l, u, v)) if x < y else ((y, x), (score, l, k, v, u))
+                if key not in strongest or entry < strongest[key]:
+                    strongest[key] = entry
+    if not strongest:
+        return []
     vectors = LexicalBackend(cache).vectors({lesson.id: lesson.trigger or "" for lesson in lessons})
-    best: dict[tuple[str, str], tuple] = {}
-    for j, i in sorted(candidates):
-        overlap = _contradiction(all_claims[i], all_claims[j], claim_at)
-        if overlap is None:
-            continue
-        a, b = sorted((owners[i], owners[j]))
+    out = []
+    for (a, b), (score, k, l, u, v) in strongest.items():
         trigger = dot(vectors[a], vectors[b])
-        if trigger < trigger_at - 1e-9:
-            continue
-        ca, cb = (all_claims[i], all_claims[j]) if owners[i] == a else (all_claims[j], all_claims[i])
-        entry = (round(overlap, 4), round(min(trigger, 1.0), 4), ca, cb)
-        if (a, b) not in best or entry[:2] > best[(a, b)][:2]:
-            best[(a, b)] = entry
-    return sorted(best.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+        if trigger >= trigger_at - 1e-9:
+            out.append(((a, b), (-score, round(min(trigger, 1.0), 4), claims_of(u)[k], claims_of(v)[l])))
+    return sorted(out, key=lambda item: (-item[1][0], -item[1][1], item[0]))
 
 
 # Words that can make a claim refused: a negator, or a preference's connector ("A over B", "A
@@ -384,12 +373,30 @@ _PHRASE_FIRST = frozenset(key[0] for key in text.PHRASES)
 _SPECIAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|['’_]|\w\.\w")
 
 
+def _special(action: str) -> bool:
+    """Whether `_SPECIAL` finds something in an ASCII action: without a capital after its first
+    letter, only a dot inside a word can be one, and those are few (a regex over the whole text
+    costs most of what screening it does)."""
+    if "_" in action or "'" in action:
+        return True
+    tail = action[1:]
+    if tail != tail.lower():
+        return _SPECIAL.search(action) is not None
+    at = action.find(".", 1)
+    while 0 < at < len(action) - 1:
+        before, after = action[at - 1], action[at + 1]
+        if (before.isalnum() or before == "_") and (after.isalnum() or after == "_"):
+            return True
+        at = action.find(".", at + 1)
+    return False
+
+
 def _screen(action: str | None) -> set[str]:
     """Every word `claims` could read in the action, and more: its folded words, code names joined
     as `_names` joins them, and what the synonym and phrase tables make of them."""
     action = action or ""
     lower = action.lower()
-    if action.isascii() and not (_SPECIAL.search(action) or "cannot" in lower or "no-" in lower
+    if action.isascii() and not (_special(action) or "cannot" in lower or "no-" in lower
                                  or "non-" in lower or "not-" in lower):
         words = set(_FOLDED.findall(lower))  # what folding and joining names leave as it is
     else:
@@ -401,57 +408,9 @@ def _screen(action: str | None) -> set[str]:
     return words
 
 
-def _meeting(refused: list[frozenset[str]], rest: list[tuple[Lesson, tuple[str, ...]]],
-             claim_at: float) -> list[Lesson]:
-    """The lessons of `rest` (with the stems of their `_screen` words) that could hold a claim at least
-    `claim_at` alike (Jaccard) to a refused one: such a claim shares at least ceil(claim_at x n) of
-    the refused claim's n words, so the lesson's stems hold that many. Counted for each refused
-    claim over all lessons at once (numpy), from the lessons holding each of its words."""
-    import numpy as np
-
-    distinct = {about: math.ceil(claim_at * len(about) - 1e-6) for about in refused}
-    if not distinct:
-        return []
-    if min(distinct.values()) <= 0:
-        return [lesson for lesson, _ in rest]
-    wanted = frozenset().union(*distinct)
-    holding: dict[str, list[int]] = defaultdict(list)
-    for i, (_, held) in enumerate(rest):
-        for w in wanted.intersection(held):
-            holding[w].append(i)
-    numbers = {w: np.array(found, dtype=np.int64) for w, found in holding.items()}
-    met = np.zeros(len(rest), dtype=bool)
-    counts = np.zeros(len(rest), dtype=np.int16)
-    for about, need in distinct.items():
-        arrays = [numbers[w] for w in about if w in numbers]
-        if len(arrays) < need:
-            continue
-        for found in arrays:
-            counts[found] += 1
-        met |= counts >= need
-        for found in arrays:
-            counts[found] -= 1
-    return [rest[i][0] for i in np.flatnonzero(met)]
-
-
-# What the scan reads from an action by (this module's rules and the words' own, see
-# `mgcp.operations.shared.Reader`): the screen and the compared claims are kept under it.
+# The rules an action's claims are read by (this module's and the words' own, see
+# `mgcp.operations.shared.WORDS`): what the claim search keeps is kept under them.
 READING = hashlib.blake2b(Path(__file__).read_bytes() + WORDS, digest_size=16).digest()
-_SCREEN, _CLAIMS = (hashlib.blake2b(what + READING, digest_size=16).digest() for what in (b"screen", b"claims"))
-
-
-def _screened(reader: Reader | None, action: str | None) -> set[str]:
-    """`_screen(action)`, kept between cycles by the reader when there is one."""
-    if reader is None:
-        return _screen(action)
-    return set(reader.read("screen", _SCREEN, action or "", lambda a: " ".join(sorted(_screen(a)))).split())
-
-
-def _compared_kept(reader: Reader | None, action: str | None) -> list[Claim]:
-    """`_compared(action)`, kept between cycles by the reader when there is one."""
-    if reader is None:
-        return _compared(action)
-    return decode_claims(reader.read("claims", _CLAIMS, action or "", lambda a: encode_claims(_compared(a))))
 
 
 def encode_claims(claims: list[Claim]) -> str:

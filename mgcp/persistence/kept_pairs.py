@@ -1,8 +1,8 @@
 """What a REM pair search keeps between cycles (`kept_pairs`, migration 0012).
 
-A row holds one search's state (`search` names it, "duplicate_detection") as bytes that only the
-search itself reads and checks. It is a cache: nothing else refers to it, it is replaced whole, and
-deleting it only costs the next cycle a full search.
+A row holds one search's state (`search` names it: "duplicate_detection", "contradiction_scan") as
+bytes that only the search itself reads and checks. It is a cache: nothing else refers to it, it is
+replaced whole, and deleting it only costs the next cycle a full search.
 """
 
 from __future__ import annotations
