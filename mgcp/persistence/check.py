@@ -59,6 +59,7 @@ MIGRATION_TABLES = {
     "0012_kept_pairs": ("kept_pairs",),
     "0013_community_kept": ("community_kept", "community_kept_runs"),
     "0014_pattern_observations": ("pattern_observations", "pattern_observation_marks"),
+    "0018_kept_indexes": ("kept_indexes",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only

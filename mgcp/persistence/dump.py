@@ -90,6 +90,7 @@ NOT_EXPORTED |= {"change_marks", "kept_readings"}
 NOT_EXPORTED |= {"kept_pairs"}
 NOT_EXPORTED |= {"community_kept", "community_kept_runs"}  # community detection's cache
 NOT_EXPORTED |= {"pattern_observations", "pattern_observation_marks"}
+NOT_EXPORTED |= {"kept_indexes"}  # the word index over the lessons
 NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")
 
 # Tables whose integer `id` is only a row number: a merge gives their rows new ids.

@@ -1,0 +1,91 @@
+"""What pattern reinforcement keeps of a run for the next (`Kept`), so that a repeat run reads again
+only what changed: each counted lesson's cluster key and normalized action (as digests), and for
+each decision and note pattern its wording and the lesson holding it.
+
+A lesson is known by `lesson_words.lesson_digest` (its id, creation time and texts), so a changed
+lesson is a new one. A pattern's holder can change only when its wording changes, when the lesson
+holding it changes or leaves, or when a lesson enters (added, changed, made active) whose words
+include one of the pattern's keywords or whose normalized action equals the pattern's: every other
+pattern keeps the holder the kept run found (`Kept.unsettled`). What the kept run decided was
+written then: while the patterns table has not changed since (its change mark), a pattern whose
+observations and holder are unchanged is exactly as stored.
+
+A kept state made by other rules (other code of this module, of pattern reinforcement, of
+`mgcp.reinforcement` or `mgcp.text`, or another `min_count` or `categories`) is ignored. It is a cache: a run from nothing finds and writes exactly what a run from it does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mgcp import reinforcement, text
+
+_CODE = hashlib.blake2b(b"".join(Path(module.__file__).read_bytes() for module in (text, reinforcement))
+                        + Path(__file__).with_name("pattern_reinforcement.py").read_bytes()
+                        + unicodedata.unidata_version.encode(), digest_size=16).hexdigest()
+EMPTY = bytes(16)  # the digest of a text that normalizes to nothing
+ACTIVE, SUPERSEDED = 1, 2
+
+
+def rules(needed: int, categories) -> str:
+    """What a kept state is valid under."""
+    return json.dumps([_CODE, needed, sorted(categories)])
+
+
+def text_digest(said: str) -> bytes:
+    return hashlib.blake2b(said.encode("utf-8", "surrogatepass"), digest_size=16).digest() if said else EMPTY
+
+
+@dataclass
+class Kept:
+    rules: str
+    mark: str  # the patterns table's change mark once the run had written
+    # lesson digest -> (cluster key's text digest, normalized action's digest, ACTIVE or SUPERSEDED)
+    lessons: dict[bytes, tuple[bytes, bytes, int]] = field(default_factory=dict)
+    # decision or note key -> (wording, holder id, holder digest hex, normalized wording, keywords)
+    keys: dict[str, tuple] = field(default_factory=dict)
+
+    def unsettled(self, key: str, surface: str, active: set[bytes], entered_words: set[str],
+                  entered_actions: set[str]) -> bool:
+        """Whether the lesson holding `key` may differ from the kept one (see the module)."""
+        known = self.keys.get(key)
+        if known is None or known[0] != surface:
+            return True
+        _, _, holder, normalized, words = known
+        if holder is not None and bytes.fromhex(holder) not in active:
+            return True
+        return normalized in entered_actions or not entered_words.isdisjoint(words)
+
+    def state(self) -> bytes:
+        header = json.dumps({"rules": self.rules, "mark": self.mark, "keys": self.keys}).encode()
+        digests = list(self.lessons)
+        return b"".join([struct.pack("<QQ", len(header), len(digests)), header, b"".join(digests),
+                         b"".join(self.lessons[d][0] for d in digests), b"".join(self.lessons[d][1] for d in digests),
+                         bytes(self.lessons[d][2] for d in digests)])
+
+    @classmethod
+    def of(cls, state: bytes | None, rules_: str) -> "Kept | None":
+        """The kept state, when made by these rules."""
+        if not state or len(state) < 16:
+            return None
+        try:
+            size, n = struct.unpack_from("<QQ", state)
+            header = json.loads(state[16:16 + size])
+            if header.get("rules") != rules_ or len(state) != 16 + size + 49 * n:
+                return None
+            start = 16 + size
+            digests = [state[start + 16 * i:start + 16 * i + 16] for i in range(n)]
+            start += 16 * n
+            keyed = [state[start + 16 * i:start + 16 * i + 16] for i in range(n)]
+            start += 16 * n
+            whole = [state[start + 16 * i:start + 16 * i + 16] for i in range(n)]
+            status = state[start + 16 * n:]
+            return cls(rules_, header["mark"], dict(zip(digests, zip(keyed, whole, status))),
+                       {k: tuple(v) for k, v in header["keys"].items()})
+        except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+            return None
