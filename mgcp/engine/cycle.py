@@ -384,7 +384,7 @@ class _Inputs:
         self.complete: set[str] = set()  # the readings asked for of every text in this cycle
         self._words = None  # `lesson_words`, over `active`
         self._searches: dict[str, bytes] = {}  # what the searches keep (`hold_search`)
-        self._indexes: dict[str, bytes] = {}  # the states of the indexes built anew, to keep
+        self._indexes: dict = {}  # the indexes built anew (each with its `state()`), to keep
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
@@ -457,13 +457,13 @@ class _Inputs:
             kept = await self.store.kept_indexes.load(WORD_INDEX)
             self._words = await asyncio.to_thread(LessonWords, active, kept)
             if self._words.read or self._words.gone or kept is None:
-                self._indexes[WORD_INDEX] = await asyncio.to_thread(self._words.state)
+                self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
         return self._words
 
     async def keep_indexes(self) -> None:
         """Keep the indexes built anew in this cycle (a cache, see `mgcp.persistence.kept_indexes`)."""
-        for name, state in self._indexes.items():
-            await self.store.kept_indexes.keep(name, state)
+        for name, index in self._indexes.items():
+            await self.store.kept_indexes.keep(name, await asyncio.to_thread(index.state))
 
     def hold_search(self, name: str, state: bytes | None) -> None:
         """What search `name` keeps for the next cycles, written by `keep_searches` (None: what

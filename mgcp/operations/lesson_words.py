@@ -63,15 +63,15 @@ class LessonWords:
         else:
             vocabulary, old_digests, word_of, holders = old
             self.words = {word: number for number, word in enumerate(vocabulary)}
-            where = {digest: number for number, digest in enumerate(old_digests)}
+            # each lesson's kept number, found among the kept digests sorted (16-byte strings: equal
+            # as numpy compares them exactly when their bytes are)
+            now = np.frombuffer(b"".join(self.digests), dtype="S16")
+            order = np.argsort(old_digests, kind="stable")
+            place = np.minimum(np.searchsorted(old_digests[order], now), max(len(old_digests) - 1, 0))
+            found = old_digests[order][place] == now if len(old_digests) else np.zeros(n, dtype=bool)
             moved = np.full(len(old_digests) + 1, -1, dtype=np.int64)  # kept lesson number -> now
-            fresh = []
-            for number, digest in enumerate(self.digests):
-                before = where.get(digest)
-                if before is None:
-                    fresh.append(number)
-                else:
-                    moved[before] = number
+            moved[order[place[found]]] = np.flatnonzero(found)
+            fresh = np.flatnonzero(~found).tolist()
             numbered = moved[:-1][moved[:-1] >= 0]
             if len(numbered) > 1 and not bool(np.all(numbered[1:] > numbered[:-1])):
                 # the kept lessons come in another order: their words are read anew
@@ -88,8 +88,8 @@ class LessonWords:
         codes = word_of * size + holders
         new = add_words * size + add_holders
         codes = np.insert(codes, np.searchsorted(codes, new), new) if len(new) else codes
-        self._word_of, self._holders = np.divmod(codes, size)
-        self._bounds = np.searchsorted(self._word_of, np.arange(len(self.words) + 1))
+        word_of, self._holders = np.divmod(codes, size)
+        self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
     def _read(self, lessons: list, numbers):
         """The (word, lesson number) pairs of `lessons` (numbered `numbers`), sorted, each once."""
@@ -124,8 +124,9 @@ class LessonWords:
         vocabulary = sorted(self.words, key=self.words.__getitem__)
         header = json.dumps({"rules": RULES, "lessons": len(self.digests), "pairs": len(self._holders),
                              "words": vocabulary}).encode()
+        word_of = np.repeat(np.arange(len(self.words), dtype=np.int32), np.diff(self._bounds))
         return b"".join([struct.pack("<Q", len(header)), header, b"".join(self.digests),
-                         self._word_of.astype(np.int32).tobytes(), self._holders.astype(np.int32).tobytes()])
+                         word_of.tobytes(), self._holders.astype(np.int32).tobytes()])
 
     @classmethod
     def over(cls, lessons: list, index: "LessonWords | None" = None) -> "LessonWords":
@@ -155,7 +156,7 @@ def _unpack(state: bytes | None):
         n, pairs, start = int(header["lessons"]), int(header["pairs"]), 8 + size
         if len(state) != start + 16 * n + 8 * pairs:
             return None
-        digests = [state[start + 16 * i:start + 16 * (i + 1)] for i in range(n)]
+        digests = np.frombuffer(state, dtype="S16", count=n, offset=start)
         start += 16 * n
         word_of = np.frombuffer(state, dtype=np.int32, count=pairs, offset=start).astype(np.int64)
         holders = np.frombuffer(state, dtype=np.int32, count=pairs, offset=start + 4 * pairs).astype(np.int64)

@@ -479,6 +479,7 @@ class _Holders:
         self._full = full
         self._wholes = wholes
         self._equal: dict[bytes, int] | None = None  # made on first use
+        self._rank = None  # each lesson's place by recency, made when first needed
 
     def _recency(self, number: int) -> tuple[str, str]:
         lesson = self.lessons[number]
@@ -522,7 +523,14 @@ class _Holders:
         best = int(counts.max())
         if best < need:
             return None
-        return max(np.flatnonzero(counts == best).tolist(), key=self._recency)
+        tied = np.flatnonzero(counts == best)
+        if len(tied) <= 64:
+            return max(tied.tolist(), key=self._recency)
+        if self._rank is None:  # each lesson's place, the most recent first
+            by_recency = sorted(range(len(self.lessons)), key=self._recency, reverse=True)
+            self._rank = np.empty(len(self.lessons), dtype=np.int64)
+            self._rank[by_recency] = np.arange(len(self.lessons))
+        return int(tied[np.argmin(self._rank[tied])])
 
 
 _NONE: frozenset = frozenset()
