@@ -4,14 +4,16 @@ each decision and note pattern its wording and the lesson holding it.
 
 A lesson is known by `lesson_words.lesson_digest` (its id, creation time and texts), so a changed
 lesson is a new one. A pattern's holder can change only when its wording changes, when the lesson
-holding it changes or leaves, or when a lesson enters (added, changed, made active) whose words
-include one of the pattern's keywords or whose normalized action equals the pattern's: every other
-pattern keeps the holder the kept run found (`Kept.unsettled`). What the kept run decided was
+holding it changes or leaves, or when a lesson enters (added, changed, made active) that could hold
+it by itself: its normalized action equals the pattern's, or it holds the share of the pattern's
+keywords a holder must hold (other lessons' counts do not move, and a lesson below that share never
+holds). Every other pattern keeps the holder the kept run found (`Kept.unsettled`). What the kept run decided was
 written then: while the patterns table has not changed since (its change mark), a pattern whose
 observations and holder are unchanged is exactly as stored.
 
 A kept state made by other rules (other code of this module, of pattern reinforcement, of
-`mgcp.reinforcement` or `mgcp.text`, or another `min_count` or `categories`) is ignored. It is a cache: a run from nothing finds and writes exactly what a run from it does.
+`mgcp.reinforcement` or `mgcp.text`, or another `min_count` or `categories`) is ignored. It is a
+cache: a run from nothing finds and writes exactly what a run from it does.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import struct
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from mgcp import reinforcement, text
 
@@ -50,16 +53,16 @@ class Kept:
     # decision or note key -> (wording, holder id, holder digest hex, normalized wording, keywords)
     keys: dict[str, tuple] = field(default_factory=dict)
 
-    def unsettled(self, key: str, surface: str, active: set[bytes], entered_words: set[str],
-                  entered_actions: set[str]) -> bool:
-        """Whether the lesson holding `key` may differ from the kept one (see the module)."""
+    def unsettled(self, key: str, surface: str, active: set[bytes], may_hold: Callable[[str, list], bool]) -> bool:
+        """Whether the lesson holding `key` may differ from the kept one (see the module):
+        `may_hold(normalized wording, keywords)` says whether a lesson that entered could hold it."""
         known = self.keys.get(key)
         if known is None or known[0] != surface:
             return True
         _, _, holder, normalized, words = known
         if holder is not None and bytes.fromhex(holder) not in active:
             return True
-        return normalized in entered_actions or not entered_words.isdisjoint(words)
+        return may_hold(normalized, words)
 
     def state(self) -> bytes:
         header = json.dumps({"rules": self.rules, "mark": self.mark, "keys": self.keys}).encode()

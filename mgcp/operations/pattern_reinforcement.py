@@ -118,8 +118,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
     present = set(index.digests)
     entered = [lesson for lesson, digest in zip(active, index.digests)
                if before is None or before.lessons.get(digest, (None, None, None))[2] != ACTIVE]
-    entered_words = set(chain.from_iterable(text.content_tokens(source(lesson)) for lesson in entered))
-    entered_actions = {normalize_whole(lesson.action) for lesson in entered}
+    may_hold = _Entered(entered).may_hold
     holders = _Holders(active, index, wholes=[after.lessons[digest][1] for digest in index.digests])
     fresh = observed.fresh
     settled_as_stored = before is not None and mark is not None and before.mark == mark and fresh is not None
@@ -140,7 +139,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
             lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
         else:
             surface = observed.surface(key)  # the latest wording of the cluster
-            if before is not None and not before.unsettled(key, surface, present, entered_words, entered_actions):
+            if before is not None and not before.unsettled(key, surface, present, may_hold):
                 after.keys[key] = before.keys[key]
                 lesson_id = before.keys[key][1]
                 if settled_as_stored and key not in fresh and key in existing:
@@ -463,6 +462,31 @@ class Observed:
 
 def _source(project_id: str, session: int) -> str:
     return f"session:{project_id}:{session}"
+
+
+class _Entered:
+    """The active lessons that entered since a kept run (added, changed or made active): could one
+    of them hold a text (see `_Holders`)?"""
+
+    def __init__(self, lessons: list[Lesson]):
+        self.words = [set(text.content_tokens(source(lesson))) for lesson in lessons]
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for number, words in enumerate(self.words):
+            for word in words:
+                self.postings[word].append(number)
+        self.actions = {normalize_whole(lesson.action) for lesson in lessons}
+
+    def may_hold(self, normalized: str, keywords: list[str]) -> bool:
+        """`normalized`: the text `normalize_whole`d; `keywords`: its distinct keywords."""
+        if normalized in self.actions:
+            return True
+        if not keywords:
+            return False
+        need = math.ceil(HELD * len(keywords) - 1e-9)
+        # a lesson holding `need` of the words holds one of the len - need + 1 rarest among them
+        rarest = sorted((self.postings.get(word, ()) for word in keywords), key=len)[:len(keywords) - need + 1]
+        wanted = set(keywords)
+        return any(len(wanted & self.words[number]) >= need for number in set().union(*rarest))
 
 
 class _Holders:
