@@ -68,10 +68,11 @@ def test_a_kept_word_index_made_otherwise_is_ignored(spoil):
 
 
 def test_a_kept_pattern_state_made_by_other_rules_is_ignored():
-    kept = pattern_kept.Kept(pattern_kept.rules(3, ["decision"]), "m", {bytes(16): (bytes(16), bytes(16), 1)},
-                             {"decision::x": ("x", None, None, "x", ["x"])})
+    digests = np.array([bytes(range(16)), bytes(16)], dtype="S16")
+    kept = pattern_kept.Kept(pattern_kept.rules(3, ["decision"]), "m", digests, digests[::-1], digests,
+                             np.array([1, 2], dtype=np.uint8), {"decision::x": ("x", None, None, "x", ["x"])})
     state = kept.state()
-    assert pattern_kept.Kept.of(state, pattern_kept.rules(3, ["decision"])) == kept
+    assert pattern_kept.Kept.of(state, pattern_kept.rules(3, ["decision"])).same(kept)
     assert pattern_kept.Kept.of(state, pattern_kept.rules(2, ["decision"])) is None
     assert pattern_kept.Kept.of(state, pattern_kept.rules(3, ["decision", "note"])) is None
     assert pattern_kept.Kept.of(state[:-1], pattern_kept.rules(3, ["decision"])) is None

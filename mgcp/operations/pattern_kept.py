@@ -46,10 +46,16 @@ def text_digest(said: str) -> bytes:
 
 @dataclass
 class Kept:
+    """`digests`: the counted lessons' digests, with each one's cluster key's text digest (`keyed`),
+    normalized action's digest (`whole`) and status (ACTIVE or SUPERSEDED), numpy arrays of 16-byte
+    strings (equal as numpy compares them exactly when their bytes are) and of bytes."""
+
     rules: str
     mark: str  # the patterns table's change mark once the run had written
-    # lesson digest -> (cluster key's text digest, normalized action's digest, ACTIVE or SUPERSEDED)
-    lessons: dict[bytes, tuple[bytes, bytes, int]] = field(default_factory=dict)
+    digests: "np.ndarray"
+    keyed: "np.ndarray"
+    whole: "np.ndarray"
+    status: "np.ndarray"
     # decision or note key -> (wording, holder id, holder digest hex, normalized wording, keywords)
     keys: dict[str, tuple] = field(default_factory=dict)
 
@@ -64,16 +70,32 @@ class Kept:
             return True
         return may_hold(normalized, words)
 
+    def find(self, digests: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+        """For each of `digests`, whether it is kept and where (its kept number where it is)."""
+        import numpy as np
+
+        if not len(self.digests):
+            return np.zeros(len(digests), dtype=bool), np.zeros(len(digests), dtype=np.int64)
+        order = np.argsort(self.digests, kind="stable")
+        place = order[np.minimum(np.searchsorted(self.digests[order], digests), len(order) - 1)]
+        return self.digests[place] == digests, place
+
+    def same(self, other: "Kept") -> bool:
+        import numpy as np
+
+        return self.keys == other.keys and all(np.array_equal(getattr(self, name), getattr(other, name))
+                                               for name in ("digests", "keyed", "whole", "status"))
+
     def state(self) -> bytes:
         header = json.dumps({"rules": self.rules, "mark": self.mark, "keys": self.keys}).encode()
-        digests = list(self.lessons)
-        return b"".join([struct.pack("<QQ", len(header), len(digests)), header, b"".join(digests),
-                         b"".join(self.lessons[d][0] for d in digests), b"".join(self.lessons[d][1] for d in digests),
-                         bytes(self.lessons[d][2] for d in digests)])
+        return b"".join([struct.pack("<QQ", len(header), len(self.digests)), header, self.digests.tobytes(),
+                         self.keyed.tobytes(), self.whole.tobytes(), self.status.tobytes()])
 
     @classmethod
     def of(cls, state: bytes | None, rules_: str) -> "Kept | None":
         """The kept state, when made by these rules."""
+        import numpy as np
+
         if not state or len(state) < 16:
             return None
         try:
@@ -82,13 +104,8 @@ class Kept:
             if header.get("rules") != rules_ or len(state) != 16 + size + 49 * n:
                 return None
             start = 16 + size
-            digests = [state[start + 16 * i:start + 16 * i + 16] for i in range(n)]
-            start += 16 * n
-            keyed = [state[start + 16 * i:start + 16 * i + 16] for i in range(n)]
-            start += 16 * n
-            whole = [state[start + 16 * i:start + 16 * i + 16] for i in range(n)]
-            status = state[start + 16 * n:]
-            return cls(rules_, header["mark"], dict(zip(digests, zip(keyed, whole, status))),
-                       {k: tuple(v) for k, v in header["keys"].items()})
+            arrays = [np.frombuffer(state, dtype="S16", count=n, offset=start + 16 * n * i) for i in range(3)]
+            status = np.frombuffer(state, dtype=np.uint8, count=n, offset=start + 48 * n)
+            return cls(rules_, header["mark"], *arrays, status, {k: tuple(v) for k, v in header["keys"].items()})
         except (ValueError, KeyError, TypeError, AttributeError, struct.error):
             return None

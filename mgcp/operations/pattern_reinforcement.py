@@ -107,19 +107,15 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
     before = Kept.of(kept, rules_)
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
     index = LessonWords.over(active, words)
-    counted = [(lesson, digest, ACTIVE) for lesson, digest in zip(active, index.digests)]
-    counted += [(lesson, lesson_digest(lesson), SUPERSEDED) for lesson in lessons
-                if lesson.status == LessonStatus.superseded]
-    after = Kept(rules_, "", *_read_lessons(counted, before))
+    counted = active + [lesson for lesson in lessons if lesson.status == LessonStatus.superseded]
+    after, entered = _read_lessons(counted, index.digests, before, rules_)
     clusters: dict[str, list[Lesson]] = {}  # a lesson cluster's lessons; None: see `observed`
     if "lesson" in categories:
         clusters.update(_lesson_members(counted, after, needed))
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     present = set(index.digests)
-    entered = [lesson for lesson, digest in zip(active, index.digests)
-               if before is None or before.lessons.get(digest, (None, None, None))[2] != ACTIVE]
-    may_hold = _Entered(entered).may_hold
-    holders = _Holders(active, index, wholes=[after.lessons[digest][1] for digest in index.digests])
+    may_hold = _Entered([active[number] for number in entered]).may_hold
+    holders = _Holders(active, index, wholes=after.whole[:len(active)])
     fresh = observed.fresh
     settled_as_stored = before is not None and mark is not None and before.mark == mark and fresh is not None
     result = Result()
@@ -179,23 +175,33 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
     result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
     result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
     result.kept = after
-    result.kept_changed = before is None or before.keys != after.keys or before.lessons != after.lessons
+    result.kept_changed = before is None or not before.same(after)
     return result
 
 
-def _read_lessons(counted: list[tuple], before: Kept | None) -> tuple[dict, dict]:
-    """Each counted lesson's (cluster key's digest, normalized action's digest, status) by its
-    digest, as kept where it was (a lesson unchanged since), else read; and no pattern yet."""
-    known = before.lessons if before is not None else {}
-    out = {}
-    for lesson, digest, status in counted:
-        found = known.get(digest)
-        if found is None:
-            said = normalize_whole(lesson.action)
-            out[digest] = (text_digest(said[:KEY_LENGTH]), text_digest(said), status)
-        else:
-            out[digest] = found if found[2] == status else (found[0], found[1], status)
-    return out, {}
+def _read_lessons(counted: list[Lesson], digests: list[bytes], before: Kept | None, rules_: str):
+    """What this run keeps of the counted lessons (the active ones first, whose digests are
+    `digests`, then the superseded): each one's cluster key's and normalized action's digests, as
+    kept where it was (a lesson unchanged since), else read; and the numbers of the active ones that
+    were not active when `before` was kept."""
+    import numpy as np
+
+    n, active = len(counted), len(digests)
+    digests = digests + [lesson_digest(lesson) for lesson in counted[active:]]
+    now = np.frombuffer(b"".join(digests), dtype="S16") if digests else np.zeros(0, dtype="S16")
+    status = np.full(n, SUPERSEDED, dtype=np.uint8)
+    status[:active] = ACTIVE
+    keyed, whole = np.zeros(n, dtype="S16"), np.zeros(n, dtype="S16")
+    found, was_active = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    if before is not None:
+        found, place = before.find(now)
+        place = place[found]
+        keyed[found], whole[found] = before.keyed[place], before.whole[place]
+        was_active[found] = before.status[place] == ACTIVE
+    for number in np.flatnonzero(~found).tolist():
+        said = normalize_whole(counted[number].action)
+        keyed[number], whole[number] = text_digest(said[:KEY_LENGTH]), text_digest(said)
+    return Kept(rules_, "", now, keyed, whole, status), np.flatnonzero(~was_active[:active]).tolist()
 
 
 def _stamp(previous, key: str, category: str, surface: str,
@@ -228,18 +234,24 @@ def _same_sources(stored, sources: list[str]) -> bool:
 
 # -- observations --------------------------------------------------------------------------------
 
-def _lesson_members(counted: list[tuple], kept: Kept, needed: int) -> dict[str, list[Lesson]]:
-    """The lesson clusters of at least `needed` members: each counted lesson (lesson, digest,
-    status) by its action normalized (its first KEY_LENGTH characters are its cluster key's text),
-    grouped by the digests in `kept`."""
-    groups: dict[bytes, list[Lesson]] = defaultdict(list)
-    lessons = kept.lessons
-    for lesson, digest, _ in counted:
-        keyed = lessons[digest][0]
-        if keyed != EMPTY:
-            groups[keyed].append(lesson)
-    return {whole_key("lesson", normalize_whole(group[0].action)): group
-            for group in groups.values() if len(group) >= needed}
+def _lesson_members(counted: list[Lesson], kept: Kept, needed: int) -> dict[str, list[Lesson]]:
+    """The lesson clusters of at least `needed` members: the counted lessons grouped by their
+    action normalized (its first KEY_LENGTH characters are the cluster key's text), as digested in
+    `kept`."""
+    import numpy as np
+
+    numbers = np.flatnonzero(kept.keyed != np.frombuffer(EMPTY, dtype="S16")[0])
+    keyed = kept.keyed[numbers]
+    order = np.argsort(keyed, kind="stable")
+    keyed, numbers = keyed[order], numbers[order]
+    starts = np.flatnonzero(np.r_[True, keyed[1:] != keyed[:-1]]) if len(keyed) else np.zeros(0, dtype=np.int64)
+    ends = np.r_[starts[1:], len(keyed)]
+    out = {}
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        if end - start >= needed:
+            group = [counted[number] for number in sorted(numbers[start:end].tolist())]
+            out[whole_key("lesson", normalize_whole(group[0].action))] = group
+    return out
 
 
 class Observations:
@@ -495,9 +507,10 @@ class _Holders:
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
     def __init__(self, active: list[Lesson], words: LessonWords | None = None, full: text.Memo | None = None,
-                 wholes: list[bytes] | None = None):
+                 wholes=None):
         """`words`: the index of these very lessons, when the cycle has it; `wholes`: the digests of
-        their normalized actions (`pattern_kept.text_digest`), when known."""
+        their normalized actions (`pattern_kept.text_digest`, a numpy array of 16-byte strings),
+        when known."""
         self.index = LessonWords.over(active, words) if words is not None else None
         self.lessons = active
         self._full = full
@@ -515,27 +528,26 @@ class _Holders:
 
     def holding_number(self, surface: str) -> int | None:
         """The number of the lesson holding `surface`, or None."""
-        if self._equal is None:
+        import numpy as np
+
+        if self._equal is None:  # the lessons' normalized actions' digests, sorted, and their numbers
             wholes = self._wholes
             if wholes is None:
                 full = self._full if self._full is not None else text.Memo(normalize_whole)
-                wholes = [text_digest(full[lesson.action]) for lesson in self.lessons]
-            self._equal = {}
-            for number, whole in enumerate(wholes):
-                other = self._equal.get(whole)
-                if other is None or self._recency(number) > self._recency(other):
-                    self._equal[whole] = number
-        equal = self._equal.get(text_digest(normalize_whole(surface)))
-        if equal is not None:
-            return equal
+                wholes = np.array([text_digest(full[lesson.action]) for lesson in self.lessons], dtype="S16")
+            order = np.argsort(wholes, kind="stable")
+            self._equal = (wholes[order], order)
+        ordered, numbers = self._equal
+        said = np.array([text_digest(normalize_whole(surface))], dtype="S16")
+        low, high = np.searchsorted(ordered, said, "left")[0], np.searchsorted(ordered, said, "right")[0]
+        if high > low:
+            return max(numbers[low:high].tolist(), key=self._recency)
         words = list(dict.fromkeys(text.keywords(surface)))
         if not words:
             return None
         need = math.ceil(HELD * len(words) - 1e-9)
         # How many of the words each lesson holds, counted in one array; among the highest counts,
         # the most recent lesson.
-        import numpy as np
-
         if self.index is None:
             self.index = LessonWords(self.lessons)
         found = [numbers for numbers in map(self.index.of, words) if len(numbers)]
