@@ -114,7 +114,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
         clusters.update(_lesson_members(counted, after, needed))
     clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
     present = set(index.digests)
-    may_hold = _Entered([active[number] for number in entered]).may_hold
+    may_hold = _Entered([active[number] for number in entered]).may_hold if before is not None else None
     holders = _Holders(active, index, wholes=after.whole[:len(active)])
     fresh = observed.fresh
     settled_as_stored = before is not None and mark is not None and before.mark == mark and fresh is not None
