@@ -16,7 +16,7 @@ from mgcp import engine
 from mgcp.config import parse_config
 from mgcp.models import LessonRow, LessonStatus
 from mgcp.operations import pattern_kept, pattern_reinforcement
-from mgcp.operations.lesson_words import LessonWords
+from mgcp.operations.lesson_words import LessonWords, lesson_digest, lesson_digests
 
 WORDS = ["pool", "cache", "schema", "worker", "deploy", "release", "migration", "queue", "retry", "index"]
 
@@ -33,6 +33,15 @@ def _same_index(a: LessonWords, b: LessonWords) -> None:
     assert words == {w for w in b.words if len(b.of(w))}
     for word in words | {"absent"}:
         assert np.array_equal(a.of(word), b.of(word)), word
+
+
+def test_a_lesson_is_known_by_its_id_creation_time_and_texts():
+    lesson = _lesson(1)
+    digests = lesson_digests([lesson, lesson._replace(usage_count=9, version=4, last_refined="2026-05-01")])
+    assert digests[0] == digests[1] == lesson_digest(lesson)
+    for change in ({"id": "other"}, {"created_at": "2026-02-02T00:00:00"}, {"trigger": lesson.trigger + "!"},
+                   {"action": lesson.action + " again"}, {"tags": lesson.tags[:1]}, {"tags": [" ".join(lesson.tags)]}):
+        assert lesson_digests([lesson._replace(**change)])[0] != digests[0], change
 
 
 def test_the_word_index_built_from_a_kept_one_is_the_one_built_from_nothing():

@@ -495,8 +495,13 @@ class _Entered:
         if not keywords:
             return False
         need = math.ceil(HELD * len(keywords) - 1e-9)
-        # a lesson holding `need` of the words holds one of the len - need + 1 rarest among them
-        rarest = sorted((self.postings.get(word, ()) for word in keywords), key=len)[:len(keywords) - need + 1]
+        # a lesson holding `need` of the words holds one of the len - need + 1 rarest among them (the
+        # words no such lesson holds the rarest of all)
+        found = [self.postings[word] for word in keywords if word in self.postings]
+        room = len(found) - need + 1
+        if room <= 0:
+            return False
+        rarest = sorted(found, key=len)[:room] if room < len(found) else found
         wanted = set(keywords)
         return any(len(wanted & self.words[number]) >= need for number in set().union(*rarest))
 
