@@ -321,6 +321,7 @@ def check_promises(db, tmp_path, saves, current):
     assert sql(db, "SELECT search FROM kept_pairs") == [("duplicate_detection",)]  # and the pair search's state
     assert sql(db, "SELECT count(*) FROM community_kept")[0][0] > 0
     assert sql(db, "SELECT count(*) FROM pattern_observations")[0][0] > 0
+    assert ("lesson_words",) in sql(db, "SELECT name FROM kept_indexes")  # the word index over the lessons
     previews = []
     for source, name in ((db, "kept.db"), (db, "not-kept.db")):
         with sqlite3.connect(source) as src, sqlite3.connect(tmp_path / name) as dst:
@@ -333,6 +334,7 @@ def check_promises(db, tmp_path, saves, current):
                 conn.execute("DELETE FROM community_kept")
                 conn.execute("DELETE FROM pattern_observations")  # what pattern reinforcement observed
                 conn.execute("DELETE FROM pattern_observation_marks")
+                conn.execute("DELETE FROM kept_indexes")  # the word index, pattern reinforcement's holders
         ops = [a for op in ("duplicate_detection", "community_detection", "contradiction_scan", "pattern_reinforcement")
                for a in ("--op", op)]
         run = json.loads(cli(tmp_path / name, "rem", "run", "--auto", "--dry-run", "--project", P, *ops, "--json"))
