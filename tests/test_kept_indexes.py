@@ -15,7 +15,7 @@ import planted
 from mgcp import engine
 from mgcp.config import parse_config
 from mgcp.models import LessonRow, LessonStatus
-from mgcp.operations import pattern_kept, pattern_reinforcement
+from mgcp.operations import pattern_kept
 from mgcp.operations.lesson_words import LessonWords, lesson_digest, lesson_digests
 
 WORDS = ["pool", "cache", "schema", "worker", "deploy", "release", "migration", "queue", "retry", "index"]

@@ -20,6 +20,7 @@ import hashlib
 import json
 import struct
 import unicodedata
+from operator import attrgetter
 from pathlib import Path
 
 from mgcp import text
@@ -45,13 +46,12 @@ def lesson_digest(lesson) -> bytes:
 
 
 def lesson_digests(lessons: list) -> list[bytes]:
-    """`lesson_digest` of each lesson (in one loop over `LessonRow`s: 100k lessons)."""
-    if not lessons or not isinstance(lessons[0], tuple):
-        return [lesson_digest(lesson) for lesson in lessons]
+    """`lesson_digest` of each lesson, in one loop (100k lessons)."""
     blake2b, nul = hashlib.blake2b, chr(0)
+    fields = attrgetter("id", "created_at", "trigger", "action", "tags")
     return [blake2b(f"{len(i)}:{len(c or '')}:{len(t)}:{len(a)}:{len(g)}:{i}{c or ''}{t}{a}{nul.join(g)}"
                     .encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            for i, t, a, g, _, _, _, c, *_ in lessons]
+            for i, c, t, a, g in map(fields, lessons)]
 
 
 class LessonWords:
