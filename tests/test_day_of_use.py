@@ -321,6 +321,7 @@ def check_promises(db, tmp_path, saves, current):
     assert {table for table in CACHES if sql(db, f"SELECT count(*) FROM {table}")[0][0] == 0} == set()
     # and the pair searches' states (duplicates' pairs, the contradiction scan's claims)
     assert sorted(sql(db, "SELECT search FROM kept_pairs")) == [("contradiction_scan",), ("duplicate_detection",)]
+    assert ("lesson_words",) in sql(db, "SELECT name FROM kept_indexes")  # the word index over the lessons
     previews = []
     for source, name in ((db, "kept.db"), (db, "not-kept.db")):
         with sqlite3.connect(source) as src, sqlite3.connect(tmp_path / name) as dst:

@@ -20,7 +20,7 @@ SETTINGS = {"enabled": True, "min_count": 2, "max_findings": 500}
 CONFIG = parse_config({"rem": {"pattern_reinforcement": SETTINGS}}, "test")
 OPS = ["pattern_reinforcement"]
 MAIN, OTHER, THIRD = "/work/app", "/work/lib", "/work/docs"
-KEPT = ("pattern_observations", "pattern_observation_marks")
+KEPT = ("pattern_observations", "pattern_observation_marks", "kept_indexes")
 NOTES = ["Keep the connection pool warm overnight.", "Run the migrations before the tests start.",
          "Pin the node version in the CI image.", "Review the flaky login test on Fridays."]
 DECISIONS = ["Use pnpm workspaces", "Pin node to 20", "Keep the pool at twenty connections", "Ship on Tuesdays"]
@@ -185,6 +185,7 @@ def test_a_dry_run_keeps_nothing_and_a_run_from_the_cli_keeps_what_it_read(db, r
                 "--json")
     assert done.returncode == 0, done.stderr
     assert _count(db, "pattern_observations") == 0 and _count(db, "reinforced_patterns") == 0
+    assert _count(db, "kept_indexes") == 0
     done = mgcp("rem", "run", "--project", MAIN, "--op", "pattern_reinforcement", "--json")
     assert done.returncode == 0, done.stderr
     assert _count(db, "pattern_observations") > 0 and _count(db, "reinforced_patterns") > 0

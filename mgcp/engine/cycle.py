@@ -176,6 +176,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     if keep:
         await inputs.keep_readings()
         await inputs.keep_searches()
+        await inputs.keep_indexes()
 
 
 # Operations whose findings (and writes) depend only on the active lessons' content, their own
@@ -348,6 +349,7 @@ HISTORY_READERS = {"knowledge_extraction", "context_summary"}
 # versions kept are asked for by no text and dropped.
 TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_scan"}
 READ_IN_FULL = {"contradiction_scan": ("screen", "claims")}
+WORD_INDEX = "lesson_words"  # the kept `LessonWords`
 
 
 def _give_back() -> None:
@@ -384,6 +386,7 @@ class _Inputs:
         self.complete: set[str] = set()  # the readings asked for of every text in this cycle
         self._words = None  # `lesson_words`, over `active`
         self._searches: dict[str, bytes] = {}  # what the searches keep (`hold_search`)
+        self._indexes: dict = {}  # the indexes built anew (each with its `state()`), to keep
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
@@ -454,13 +457,22 @@ class _Inputs:
 
     async def lesson_words(self):
         """Which active lessons hold which word (`LessonWords`, read by knowledge extraction and
-        pattern reinforcement), built once per cycle over `lessons()`."""
+        pattern reinforcement), built once per cycle over `lessons()` from what earlier cycles kept
+        of it (`keep_indexes` keeps it for the next)."""
         from mgcp.operations.lesson_words import LessonWords
 
         active = await self.lessons()
         if self._words is None or self._words.lessons is not active:
-            self._words = await asyncio.to_thread(LessonWords, active)
+            kept = await self.store.kept_indexes.load(WORD_INDEX)
+            self._words = await asyncio.to_thread(LessonWords, active, kept)
+            if self._words.read or self._words.gone or kept is None:
+                self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
         return self._words
+
+    async def keep_indexes(self) -> None:
+        """Keep the indexes built anew in this cycle (a cache, see `mgcp.persistence.kept_indexes`)."""
+        for name, index in self._indexes.items():
+            await self.store.kept_indexes.keep(name, await asyncio.to_thread(index.state))
 
     def hold_search(self, name: str, state: bytes | None) -> None:
         """What search `name` keeps for the next cycles, written by `keep_searches` (None: what
@@ -595,10 +607,12 @@ async def _patterns(store, project, settings, inputs):
     # the active lessons the cycle shares, and the superseded copies (they count as members)
     lessons = await inputs.lessons() + await store.lessons.rows(status="superseded")
     observed = await _observe_patterns(store, pattern_reinforcement.min_count(settings.get("min_count", 3)))
-    existing = await store.patterns.all()
+    existing = await store.patterns.rows()
     paths = await store.patterns.project_paths()
+    kept = await store.kept_indexes.load(pattern_reinforcement.OPERATION)
     result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
-                                     utcnow(), paths, await inputs.lesson_words())
+                                     utcnow(), paths, await inputs.lesson_words(), kept,
+                                     await store.patterns.mark())
     for finding in result.findings:  # a draft is a context finding: reviewed in a project whose sessions
         # it cites (this one if it is among them, else the first cited), never in another
         owners = [where["project_id"] for where in finding.data.get("sessions", ())]
@@ -607,13 +621,16 @@ async def _patterns(store, project, settings, inputs):
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
                "snapshots": observed.snapshots, "decision_observations": observed.decisions,
                "history_read": "whole" if observed.whole else "since the last run"}
-    if not result.patterns and not observed.new:
+    if not result.patterns and not observed.new and not result.kept_changed:
         return result.findings, summary, None
 
     async def write(run_id):
         if result.patterns:
             await store.patterns.save(result.patterns)
         await observed.keep()
+        # what the run decided, for the next (a cache: kept with the run, so a dry run keeps nothing)
+        result.kept.mark = await store.patterns.mark()
+        await store.kept_indexes.keep(pattern_reinforcement.OPERATION, await asyncio.to_thread(result.kept.state))
 
     return result.findings, summary, ("write_reinforced_patterns", write)
 
@@ -659,13 +676,12 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
             await asyncio.to_thread(observations.add_history, page)
     seen = await asyncio.to_thread(observations.seen)  # key -> the fields of a `Seen`
     if whole:
-        view = {key: Seen(*fields) for key, fields in seen.items() if len(fields[2]) >= needed}
+        view = Observed({key: Seen(*fields) for key, fields in seen.items() if len(fields[2]) >= needed})
     else:
         for key, fields in (await kept.seen(list(seen))).items():
             seen[key] = Seen(*fields).merge(Seen(*seen[key])).fields()
-        view = {key: Seen(said_at, said, sources, None)
-                for key, (said_at, said, sources) in (await kept.sized(needed, seen)).items()}
-        view.update((key, Seen(*fields)) for key, fields in seen.items())
+        view = Observed({key: Seen(*fields) for key, fields in seen.items()}, await kept.sized(needed, seen),
+                        set(seen))
     new = bool(whole or read or decisions)
     marked = {**read, DECISIONS: decided, RULES: (0, 0, rules, None)}
 
@@ -673,7 +689,7 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
         if new:
             await kept.keep(seen, marked, marks, whole)
 
-    return _PatternHistory(Observed(view), observations.snapshots, len(decisions), whole, new, keep)
+    return _PatternHistory(view, observations.snapshots, len(decisions), whole, new, keep)
 
 
 async def _contradictions(store, project, settings, inputs):

@@ -47,6 +47,7 @@ Findings (at most `max_findings` of each kind, see `mgcp.operations.cap`):
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from array import array
@@ -56,7 +57,9 @@ from itertools import chain
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
-from mgcp.operations.lesson_words import LessonWords
+from mgcp.operations import pattern_kept
+from mgcp.operations.lesson_words import LessonWords, lesson_digest, source
+from mgcp.operations.pattern_kept import ACTIVE, EMPTY, SUPERSEDED, Kept, text_digest
 from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
                                 normalize_whole, pattern_id, whole_key)
 
@@ -85,30 +88,42 @@ class Result:
     findings: list[RemFinding] = field(default_factory=list)
     clusters: int = 0      # clusters at or above min_count
     unchanged: int = 0     # patterns found exactly as stored
+    kept: Kept | None = None  # what the next run starts from (its `mark` set once the patterns are written)
+    kept_changed: bool = True  # whether `kept` differs from the state the run started from
 
 
-def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, ReinforcedPattern], settings: dict,
-        now: str, project_paths: dict[str, str] | None = None, words: LessonWords | None = None) -> Result:
+def run(lessons: list[Lesson], observed: "Observations", existing: dict, settings: dict,
+        now: str, project_paths: dict[str, str] | None = None, words: LessonWords | None = None,
+        kept: bytes | None = None, mark: str | None = None) -> Result:
     """`observed`: the decisions and notes of the context history (see `Observations` and
-    `Observed`); `existing`: the stored patterns by cluster key; `words`: the index of which active
-    lessons hold which word, when the cycle has it (over the active lessons in `lessons`' order)."""
+    `Observed`); `existing`: the stored patterns by cluster key (`ReinforcedPattern`s, or rows with
+    the same fields and `derived_from` as stored); `words`: the index of which active lessons hold
+    which word, when the cycle has it (over the active lessons in `lessons`' order); `kept`: the
+    state an earlier run kept (see `mgcp.operations.pattern_kept`), `mark` the patterns table's
+    change mark now."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
-    clusters: dict[str, list[Lesson]] = defaultdict(list)  # a lesson cluster's lessons; None: see `observed`
-    full = text.Memo(normalize_whole)  # each action normalized once, for its cluster key and for `holding`
-    if "lesson" in categories:
-        _lesson_members(lessons, clusters, full)
-    clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
+    rules_ = pattern_kept.rules(needed, categories)
+    before = Kept.of(kept, rules_)
     active = [lesson for lesson in lessons if lesson.status == LessonStatus.active]
-    holders = _Holders(active, words, full)
+    index = LessonWords.over(active, words)
+    counted = active + [lesson for lesson in lessons if lesson.status == LessonStatus.superseded]
+    after, entered = _read_lessons(counted, index.digests, before, rules_)
+    clusters: dict[str, list[Lesson]] = {}  # a lesson cluster's lessons; None: see `observed`
+    if "lesson" in categories:
+        clusters.update(_lesson_members(counted, after, needed))
+    clusters.update(dict.fromkeys(observed.keys(needed, categories)))  # their members made one at a time
+    present = set(index.digests)
+    may_hold = _Entered([active[number] for number in entered]).may_hold if before is not None else None
+    holders = _Holders(active, index, wholes=after.whole[:len(active)])
+    fresh = observed.fresh
+    settled_as_stored = before is not None and mark is not None and before.mark == mark and fresh is not None
     result = Result()
     paths = project_paths or {}
-    drafts: list[ReinforcedPattern] = []
+    drafts: list = []
     for key in sorted(clusters):
         category = key.split("::", 1)[0]
         if category == "lesson":
-            if len(clusters[key]) < needed:
-                continue
             members = [_Member(f"lesson:{lesson.id}", lesson.created_at, lesson.action, lesson=lesson)
                        for lesson in clusters[key]]
             members.sort(key=lambda m: (m.at, m.ref))
@@ -119,12 +134,24 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
             surface, sources = canonical.text, [m.ref for m in members]
             lesson_id, canonical_ref = canonical.lesson.id, canonical.lesson.id
         else:
-            sources = observed.sources(key)  # oldest first: the last one is the canonical
-            if len(sources) < needed:
-                continue
             surface = observed.surface(key)  # the latest wording of the cluster
-            holder = holders.holding(surface)
-            lesson_id, canonical_ref = (holder.id if holder else None), sources[-1]
+            if before is not None and not before.unsettled(key, surface, present, may_hold):
+                after.keys[key] = before.keys[key]
+                lesson_id = before.keys[key][1]
+                if settled_as_stored and key not in fresh and key in existing:
+                    # observations and holder as the kept run found them: stored then, unchanged since
+                    result.clusters += 1
+                    result.unchanged += 1
+                    if lesson_id is None:
+                        drafts.append(existing[key])
+                    continue
+            else:
+                number = holders.holding_number(surface)
+                lesson_id = None if number is None else active[number].id
+                after.keys[key] = (surface, lesson_id, None if number is None else index.digests[number].hex(),
+                                   normalize_whole(surface), text.keywords(surface))
+            sources = observed.sources(key)  # oldest first: the last one is the canonical
+            canonical_ref = sources[-1]
         result.clusters += 1
         pattern = _stamp(existing.get(key), key, category, surface, lesson_id, canonical_ref, sources, now)
         if pattern is None:
@@ -147,10 +174,37 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict[str, Rei
         result.findings.append(_draft_finding(pattern, members, paths, full=full))
     result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
     result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
+    result.kept = after
+    result.kept_changed = before is None or not before.same(after)
     return result
 
 
-def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface: str,
+def _read_lessons(counted: list[Lesson], digests: list[bytes], before: Kept | None, rules_: str):
+    """What this run keeps of the counted lessons (the active ones first, whose digests are
+    `digests`, then the superseded): each one's cluster key's and normalized action's digests, as
+    kept where it was (a lesson unchanged since), else read; and the numbers of the active ones that
+    were not active when `before` was kept."""
+    import numpy as np
+
+    n, active = len(counted), len(digests)
+    digests = digests + [lesson_digest(lesson) for lesson in counted[active:]]
+    now = np.frombuffer(b"".join(digests), dtype="S16") if digests else np.zeros(0, dtype="S16")
+    status = np.full(n, SUPERSEDED, dtype=np.uint8)
+    status[:active] = ACTIVE
+    keyed, whole = np.zeros(n, dtype="S16"), np.zeros(n, dtype="S16")
+    found, was_active = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    if before is not None:
+        found, place = before.find(now)
+        place = place[found]
+        keyed[found], whole[found] = before.keyed[place], before.whole[place]
+        was_active[found] = before.status[place] == ACTIVE
+    for number in np.flatnonzero(~found).tolist():
+        said = normalize_whole(counted[number].action)
+        keyed[number], whole[number] = text_digest(said[:KEY_LENGTH]), text_digest(said)
+    return Kept(rules_, "", now, keyed, whole, status), np.flatnonzero(~was_active[:active]).tolist()
+
+
+def _stamp(previous, key: str, category: str, surface: str,
            lesson_id: str | None, canonical: str, sources: list[str], now: str) -> ReinforcedPattern | None:
     """The pattern to write for this cluster, or None when the stored one is already exact."""
     if previous is None:
@@ -159,25 +213,45 @@ def _stamp(previous: ReinforcedPattern | None, key: str, category: str, surface:
             canonical=canonical, reinforcement_count=len(sources), last_reinforced_at=now,
             derived_from=sources, derived_via=DERIVED_VIA, created_at=now, updated_at=now)
     grew = len(sources) > previous.reinforcement_count
-    fields = {"text": surface, "lesson_id": lesson_id, "canonical": canonical, "derived_from": sources,
-              "derived_via": DERIVED_VIA}
-    if not grew and all(getattr(previous, k) == v for k, v in fields.items()):
+    fields = {"text": surface, "lesson_id": lesson_id, "canonical": canonical, "derived_via": DERIVED_VIA}
+    if (not grew and all(getattr(previous, k) == v for k, v in fields.items())
+            and _same_sources(previous.derived_from, sources)):
         return None
-    update = {**fields, "updated_at": now}
+    update = {**fields, "derived_from": sources, "updated_at": now}
     if grew:
         update.update(reinforcement_count=len(sources), last_reinforced_at=now)
+    if not isinstance(previous, ReinforcedPattern):  # a stored row: its sources as stored
+        previous = ReinforcedPattern(**{**previous._asdict(), "derived_from": json.loads(previous.derived_from or "[]")})
     return previous.model_copy(update=update)
+
+
+def _same_sources(stored, sources: list[str]) -> bool:
+    """Whether the stored sources (a list, or the JSON text of one) are `sources`."""
+    if isinstance(stored, list):
+        return stored == sources
+    return stored == json.dumps(sources, ensure_ascii=False) or json.loads(stored or "[]") == sources
 
 
 # -- observations --------------------------------------------------------------------------------
 
-def _lesson_members(lessons: list[Lesson], clusters: dict[str, list[Lesson]], full: text.Memo) -> None:
-    """Each counted lesson in its cluster. `full`: each action normalized without the length limit
-    (its first KEY_LENGTH characters are its cluster key's text)."""
-    counted = (LessonStatus.active, LessonStatus.superseded)
-    for lesson in lessons:
-        if lesson.status in counted and (said := full[lesson.action]):
-            clusters[whole_key("lesson", said)].append(lesson)
+def _lesson_members(counted: list[Lesson], kept: Kept, needed: int) -> dict[str, list[Lesson]]:
+    """The lesson clusters of at least `needed` members: the counted lessons grouped by their
+    action normalized (its first KEY_LENGTH characters are the cluster key's text), as digested in
+    `kept`."""
+    import numpy as np
+
+    numbers = np.flatnonzero(kept.keyed != np.frombuffer(EMPTY, dtype="S16")[0])
+    keyed = kept.keyed[numbers]
+    order = np.argsort(keyed, kind="stable")
+    keyed, numbers = keyed[order], numbers[order]
+    starts = np.flatnonzero(np.r_[True, keyed[1:] != keyed[:-1]]) if len(keyed) else np.zeros(0, dtype=np.int64)
+    ends = np.r_[starts[1:], len(keyed)]
+    out = {}
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        if end - start >= needed:
+            group = [counted[number] for number in sorted(numbers[start:end].tolist())]
+            out[whole_key("lesson", normalize_whole(group[0].action))] = group
+    return out
 
 
 class Observations:
@@ -364,27 +438,72 @@ class Seen:
 
 
 class Observed:
-    """The observations a run reads, one `Seen` per key: the same answers as `Observations`."""
+    """The observations a run reads, one `Seen` per key: the same answers as `Observations`.
+    `later`: more keys' observations as kept, (said_at, said, number of sources, the sources one
+    per line), split only when a run asks for them; `fresh`: the keys observed anew since those
+    were kept (None: every key)."""
 
-    def __init__(self, seen: dict[str, Seen]):
+    def __init__(self, seen: dict[str, Seen], later: dict[str, tuple] | None = None, fresh: set[str] | None = None):
         self.seen = seen
+        self.later = later or {}
+        self.fresh = fresh
 
     def keys(self, needed: int, categories) -> list[str]:
-        return [key for key, seen in self.seen.items()
-                if len(seen.sources) >= needed and key.split("::", 1)[0] in categories]
+        return ([key for key, seen in self.seen.items()
+                 if len(seen.sources) >= needed and key.split("::", 1)[0] in categories]
+                + [key for key, (_, _, size, _) in self.later.items()
+                   if size >= needed and key not in self.seen and key.split("::", 1)[0] in categories])
+
+    def _seen(self, key: str) -> Seen:
+        found = self.seen.get(key)
+        if found is None:
+            said_at, said, _, sources = self.later[key]
+            found = self.seen[key] = Seen(said_at, said, sources.split("\n"), None)
+        return found
 
     def surface(self, key: str) -> str:
-        return self.seen[key].said.strip()
+        found = self.seen.get(key)
+        return (found.said if found is not None else self.later[key][1]).strip()
 
     def sources(self, key: str) -> list[str]:
-        return self.seen[key].sources
+        return self._seen(key).sources
 
     def members(self, key: str) -> list["_Member"]:
-        return self.seen[key].members()
+        return self._seen(key).members()
 
 
 def _source(project_id: str, session: int) -> str:
     return f"session:{project_id}:{session}"
+
+
+class _Entered:
+    """The active lessons that entered since a kept run (added, changed or made active): could one
+    of them hold a text (see `_Holders`)?"""
+
+    def __init__(self, lessons: list[Lesson]):
+        self.words = [set(text.content_tokens(source(lesson))) for lesson in lessons]
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for number, words in enumerate(self.words):
+            for word in words:
+                self.postings[word].append(number)
+        self.actions = {normalize_whole(lesson.action) for lesson in lessons}
+
+    def may_hold(self, normalized: str, keywords: list[str]) -> bool:
+        """`normalized`: the text `normalize_whole`d; `keywords`: its distinct keywords."""
+        if normalized in self.actions:
+            return True
+        if not keywords:
+            return False
+        need = math.ceil(HELD * len(keywords) - 1e-9)
+        # a lesson holding `need` of the words holds one of the len - need + 1 rarest among them (the
+        # words no such lesson holds the rarest of all)
+        found = [self.postings[word] for word in keywords if word in self.postings]
+        room = len(found) - need + 1
+        if room <= 0:
+            return False
+        rarest = sorted(found, key=len)[:room] if room < len(found) else found
+        wanted = set(keywords)
+        return any(len(wanted & self.words[number]) >= need for number in set().union(*rarest))
 
 
 class _Holders:
@@ -392,32 +511,50 @@ class _Holders:
     one holding the largest share (at least HELD) of its keywords in its trigger, action and tags,
     the most recent among equals (how knowledge extraction judges a decision captured)."""
 
-    def __init__(self, active: list[Lesson], words: LessonWords | None = None, full: text.Memo | None = None):
-        """`words`: the index of these very lessons, when the cycle has it; `full`: `normalize_whole` of
-        texts, as far as computed already."""
-        import numpy as np
-
-        full = full if full is not None else text.Memo(normalize_whole)
-        self.index = LessonWords.over(active, words)
+    def __init__(self, active: list[Lesson], words: LessonWords | None = None, full: text.Memo | None = None,
+                 wholes=None):
+        """`words`: the index of these very lessons, when the cycle has it; `wholes`: the digests of
+        their normalized actions (`pattern_kept.text_digest`, a numpy array of 16-byte strings),
+        when known."""
+        self.index = LessonWords.over(active, words) if words is not None else None
         self.lessons = active
-        by_recency = sorted(range(len(active)), key=lambda n: (active[n].created_at, active[n].id), reverse=True)
-        self.rank = np.empty(len(active), dtype=np.int64)  # each lesson's place, the most recent first
-        self.rank[by_recency] = np.arange(len(active))
-        self.equal: dict[str, Lesson] = {}
-        for number in by_recency:
-            self.equal.setdefault(full[active[number].action], active[number])
+        self._full = full
+        self._wholes = wholes
+        self._equal: dict[bytes, int] | None = None  # made on first use
+        self._rank = None  # each lesson's place by recency, made when first needed
+
+    def _recency(self, number: int) -> tuple[str, str]:
+        lesson = self.lessons[number]
+        return lesson.created_at, lesson.id
 
     def holding(self, surface: str) -> Lesson | None:
-        if normalize_whole(surface) in self.equal:
-            return self.equal[normalize_whole(surface)]
+        number = self.holding_number(surface)
+        return None if number is None else self.lessons[number]
+
+    def holding_number(self, surface: str) -> int | None:
+        """The number of the lesson holding `surface`, or None."""
+        import numpy as np
+
+        if self._equal is None:  # the lessons' normalized actions' digests, sorted, and their numbers
+            wholes = self._wholes
+            if wholes is None:
+                full = self._full if self._full is not None else text.Memo(normalize_whole)
+                wholes = np.array([text_digest(full[lesson.action]) for lesson in self.lessons], dtype="S16")
+            order = np.argsort(wholes, kind="stable")
+            self._equal = (wholes[order], order)
+        ordered, numbers = self._equal
+        said = np.array([text_digest(normalize_whole(surface))], dtype="S16")
+        low, high = np.searchsorted(ordered, said, "left")[0], np.searchsorted(ordered, said, "right")[0]
+        if high > low:
+            return max(numbers[low:high].tolist(), key=self._recency)
         words = list(dict.fromkeys(text.keywords(surface)))
         if not words:
             return None
         need = math.ceil(HELD * len(words) - 1e-9)
         # How many of the words each lesson holds, counted in one array; among the highest counts,
         # the most recent lesson.
-        import numpy as np
-
+        if self.index is None:
+            self.index = LessonWords(self.lessons)
         found = [numbers for numbers in map(self.index.of, words) if len(numbers)]
         if len(found) < need:
             return None
@@ -428,7 +565,13 @@ class _Holders:
         if best < need:
             return None
         tied = np.flatnonzero(counts == best)
-        return self.lessons[int(tied[np.argmin(self.rank[tied])])]
+        if len(tied) <= 64:
+            return max(tied.tolist(), key=self._recency)
+        if self._rank is None:  # each lesson's place, the most recent first
+            by_recency = sorted(range(len(self.lessons)), key=self._recency, reverse=True)
+            self._rank = np.empty(len(self.lessons), dtype=np.int64)
+            self._rank[by_recency] = np.arange(len(self.lessons))
+        return int(tied[np.argmin(self._rank[tied])])
 
 
 _NONE: frozenset = frozenset()

@@ -61,6 +61,7 @@ MIGRATION_TABLES = {
     "0014_pattern_observations": ("pattern_observations", "pattern_observation_marks"),
     "0015_kept_corpora": ("kept_corpora",),
     "0016_community_kept_titles": ("community_kept_titles",),
+    "0018_kept_indexes": ("kept_indexes",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only

@@ -89,7 +89,7 @@ NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesso
 # which a cycle rebuilds when they are missing (deleting them changes no result, only the time).
 CACHES = {"kept_readings", "kept_pairs", "community_kept", "community_kept_runs", "pattern_observations",
           "pattern_observation_marks"}
-CACHES |= {"community_kept_titles", "kept_corpora"}
+CACHES |= {"community_kept_titles", "kept_corpora", "kept_indexes"}
 # Derived from the rows they watch or read; a database gets its own when it is created or cycled.
 NOT_EXPORTED |= {"change_marks"} | CACHES
 NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")

@@ -9,6 +9,7 @@ step in that transaction too.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mgcp import quality, ranking
@@ -68,6 +69,46 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
         "failure_streak": d["streak"], "success_rate": ranking.success_rate(d["helped"], d["failed"]),
         "tier": ranking.tier(d["status"], d["helped"], d["usage_count"]),
     })
+
+
+def _lesson_rows(rows: list[tuple], state: LessonStatus) -> list[LessonRow]:
+    """`Lessons.rows`' rows as `LessonRow`s."""
+    tags = Memo(_tags_of)  # tags lists repeat from lesson to lesson; rows are read-only
+    return [LessonRow(lesson_id, trigger, action, tags[tags_text], _links(related), int(version), int(used),
+                      created, refined, state)
+            for lesson_id, trigger, action, tags_text, related, version, used, created, refined in rows]
+
+
+# JSON lists as mgcp writes them (`dumps`), their strings free of escapes and control characters:
+# their values are then their raw text, split without a parser. Anything else is parsed as JSON.
+_STRING = r'"[^"\\\x00-\x1f]*"'
+_STRINGS = re.compile(r"\[{s}(?:, {s})*\]".format(s=_STRING))
+_ENTRY = (r'\{{"target": {s}, "type": {s}, "weight": -?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?, '
+          r'"context": \[(?:{s}(?:, {s})*)?\], "bidirectional": (?:true|false)\}}').format(s=_STRING)
+_RELATIONSHIPS = re.compile(r"\[{e}(?:, {e})*\]".format(e=_ENTRY))
+
+
+def _tags_of(text: str | None) -> list[str]:
+    """The tags column (see `columns.tags`)."""
+    if text and _STRINGS.fullmatch(text):
+        return text[2:-2].split('", "')
+    return _tags(text)
+
+
+def _links(text: str | None) -> tuple[LessonLink, ...]:
+    """The links of a relationships column (see `columns.relationships`)."""
+    if not text or text == "[]":
+        return ()
+    if _RELATIONSHIPS.fullmatch(text):
+        # each entry begins '{"target": "', and no string holds a quote: an entry's target is the
+        # text up to the next quote, its type the text between the fourth and fifth quotes after
+        return tuple(LessonLink(parts[0], parts[4]) for parts in
+                     (entry.split('"', 5) for entry in text.split('{"target": "')[1:]))
+    return tuple(LessonLink(str(r["target"]), str(r.get("type", "related"))) for r in _relationships(text))
+
+
+def _first(row: tuple):
+    return row[0]
 
 
 def version_from_row(row) -> LessonVersion:
@@ -137,20 +178,18 @@ class Lessons:
     async def rows(self, status: str = "active") -> list[LessonRow]:
         """The lessons of a status as the REM operations read them (see `LessonRow`), by id: the
         values `list` gives, without building a model per lesson."""
-        rows = await self.db.fetchall(
-            """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count, l.created_at,
-                      l.last_refined, COALESCE(c.status, 'active')
-               FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-               WHERE COALESCE(c.status, 'active') = ? ORDER BY l.id""", [status])
-        tags = Memo(_tags)  # tags lists repeat from lesson to lesson; rows are read-only
-        out = []
-        with collector_paused():  # a hundred thousand rows, no reference cycles
-            for lesson_id, trigger, action, tags_text, links, version, used, created, refined, state in rows:
-                related = tuple(LessonLink(str(r["target"]), str(r.get("type", "related")))
-                                for r in _relationships(links))
-                out.append(LessonRow(lesson_id, trigger, action, tags[tags_text], related, int(version), int(used),
-                                     created, refined, LessonStatus(state)))
-        return out
+        # The table is scanned in its own order and sorted here (reading it in the order of the id
+        # index costs a lookup per row; ids are unique and Python orders them as SQLite does).
+        with collector_paused():  # a hundred thousand rows of objects, no reference cycles
+            async with self.db.conn.execute(
+                    """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count,
+                              l.created_at, l.last_refined
+                       FROM lessons l NOT INDEXED LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                       WHERE COALESCE(c.status, 'active') = ?""", [status]) as cursor:
+                cursor.row_factory = None
+                rows = await cursor.fetchall()
+            rows.sort(key=_first)
+            return _lesson_rows(rows, LessonStatus(status))
 
     async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,

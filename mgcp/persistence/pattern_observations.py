@@ -125,14 +125,16 @@ class PatternObservations:
 
     async def sized(self, needed: int, skip) -> dict[str, tuple]:
         """The kept observations of the keys of at least `needed` sessions, but those in `skip`:
-        key -> (said_at, said, sources); their first times are left unread."""
+        key -> (said_at, said, number of sources, the sources one per line); their first times are
+        left unread."""
         out = {}
         async with self.db.conn.execute(
-                "SELECT key, said_at, said, sources FROM pattern_observations WHERE size >= ?", [needed]) as cursor:
+                "SELECT key, said_at, said, size, sources FROM pattern_observations WHERE size >= ?",
+                [needed]) as cursor:
             cursor.row_factory = None
-            for key, said_at, said, sources in await cursor.fetchall():
+            for key, said_at, said, size, sources in await cursor.fetchall():
                 if key not in skip:
-                    out[key] = (said_at, said, sources.split("\n"))
+                    out[key] = (said_at, said, size, sources)
         return out
 
     async def keep(self, seen: dict[str, tuple], marks: dict[str, tuple], read_under: dict[str, tuple],

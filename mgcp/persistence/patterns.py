@@ -9,6 +9,8 @@ project and of `decision_observations` (written by `Contexts.save`).
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
+
 from mgcp.errors import PatternNotFoundError
 from mgcp.models import PatternMember, ReinforcedPattern
 from mgcp.persistence.database import Database, dumps
@@ -19,6 +21,23 @@ def pattern_from_row(row) -> ReinforcedPattern:
     return ReinforcedPattern(**{**d, "derived_from": json.loads(d["derived_from"] or "[]")})
 
 
+class PatternRow(NamedTuple):
+    """A pattern as stored: `ReinforcedPattern`'s fields, `derived_from` its JSON text."""
+
+    id: str
+    cluster_key: str
+    category: str
+    text: str
+    lesson_id: str | None
+    canonical: str
+    reinforcement_count: int
+    last_reinforced_at: str
+    derived_from: str
+    derived_via: str
+    created_at: str
+    updated_at: str
+
+
 class Patterns:
     def __init__(self, db: Database):
         self.db = db
@@ -27,6 +46,17 @@ class Patterns:
         """Every pattern by cluster key."""
         rows = await self.db.fetchall("SELECT * FROM reinforced_patterns")
         return {r["cluster_key"]: pattern_from_row(r) for r in rows}
+
+    async def rows(self) -> dict[str, PatternRow]:
+        """Every pattern by cluster key, as stored (`derived_from` its JSON text)."""
+        async with self.db.conn.execute(f"SELECT {', '.join(PatternRow._fields)} FROM reinforced_patterns") as cursor:
+            cursor.row_factory = None
+            return {row[1]: PatternRow(*row) for row in await cursor.fetchall()}
+
+    async def mark(self) -> str:
+        """A value every write to the patterns replaces (see migration 0018)."""
+        row = await self.db.fetchone("SELECT mark FROM change_marks WHERE name = 'reinforced_patterns'")
+        return f"reinforced_patterns:{row[0] if row else None}"
 
     async def save(self, patterns: list[ReinforcedPattern]) -> None:
         """Insert the patterns, or replace the rows with their ids (recorded inside `recording()`)."""

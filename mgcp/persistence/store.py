@@ -61,6 +61,8 @@ class Store:
     community_kept = _Part("community_kept", "CommunityKept")
     pattern_observations = _Part("pattern_observations", "PatternObservations")
     kept_corpora = _Part("kept_corpora", "KeptCorpora")
+    # the word index over the lessons (knowledge extraction, pattern reinforcement)
+    kept_indexes = _Part("kept_indexes", "KeptIndexes")
 
     # The review queue's reads in plain rows (which findings still hold; `rem status`).
     queue = _Part("queue_reads", "QueueReads")
