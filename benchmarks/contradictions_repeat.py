@@ -57,12 +57,12 @@ def main(db: str) -> None:
         return search.keep if search else None
 
     rows = lessons(db) if not db.endswith(".jsonl.gz") else real_world(db)
-    reader = Reader({})
+    reader = Reader()
     state = cycle("full", rows, reader, None)
-    words = {key: value for key, (_, value) in reader.new.items()}
+    corpora = reader.keep_corpora()[0]
     new = changed(rows)
-    cycle("repeat", new, Reader(dict(words)), state)
-    cycle("repeat, nothing kept", new, Reader(dict(words)), None, keep=False)
+    cycle("repeat", new, Reader(corpora), state)
+    cycle("repeat, nothing kept", new, Reader(corpora), None, keep=False)
     print(json.dumps(out, indent=1))
 
 

@@ -75,9 +75,9 @@ def main(db: str) -> None:
         return search.keep if search else None
 
     rows = lessons(db)
-    reader = Reader({})
+    reader = Reader()
     state = cycle("full", rows, reader, None)
-    cycle("repeat", changed(rows), Reader({key: value for key, (_, value) in reader.new.items()}), state)
+    cycle("repeat", changed(rows), Reader(reader.keep_corpora()[0]), state)
     print(json.dumps(out, indent=1))
 
 

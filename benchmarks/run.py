@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
+from mgcp.persistence.dump import CACHES  # noqa: E402
 
 SIZES = {"small": (1_000, 10_000), "medium": (10_000, 100_000), "large": (100_000, 1_000_000)}
 FIGURES = ["build", "migrate", "query", "refine", "save", "cli", "hook", "rem", "repeat", "dup", "theme",
@@ -116,9 +117,7 @@ def w_migrate(a) -> dict:
 
 
 REM_TABLES = ["rem_actions", "rem_findings", "rem_runs", "rem_state", "community_runs",
-              "context_summaries", "community_summaries", "reinforced_patterns", "kept_readings",
-              "pattern_observations", "pattern_observation_marks", "community_kept", "community_kept_runs",
-              "kept_pairs"]
+              "context_summaries", "community_summaries", "reinforced_patterns", *sorted(CACHES)]
 
 
 def w_rem(a) -> dict:

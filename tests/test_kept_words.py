@@ -32,7 +32,7 @@ def _same(a: sparse.Matrix, b: sparse.Matrix) -> None:
 def _cycle(docs: list[str], kept: dict[str, bytes]) -> tuple[sparse.Matrix, dict[str, bytes], list[str]]:
     """One cycle's matrix of `docs` through a reader over `kept`, what is kept after it, and the
     texts it read."""
-    reader = shared.Reader({}, kept)
+    reader = shared.Reader(kept)
     read = []
 
     def words(i: int) -> tuple[str, ...]:
@@ -110,12 +110,12 @@ def test_a_corpus_kept_under_other_rules_or_damaged_is_not_used(monkeypatch):
 def test_each_corpus_continues_the_kept_one_sharing_most_texts_and_unchanged_ones_are_not_written_again():
     triggers = ["when the pool runs dry", "when retries pile up", "on a slow query"]
     actions = ["raise the pool size", "back off before retrying", "add an index"]
-    reader = shared.Reader({}, {})
+    reader = shared.Reader()
     for docs in (triggers, actions):
         reader.corpus(docs, lambda i, docs=docs: text.terms(docs[i]))
     kept, drop = reader.keep_corpora()
     assert len(kept) == 2 and drop == []
-    reader = shared.Reader({}, kept)
+    reader = shared.Reader(kept)
     read = []
     for docs in (actions, triggers[:2] + ["on a fast query"]):
         reader.corpus(docs, lambda i, docs=docs: read.append(docs[i]) or text.terms(docs[i]))

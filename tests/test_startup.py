@@ -25,7 +25,7 @@ NOT_AT_START = ["numpy", "networkx", "community", "igraph", "mgcp.operations", "
 STATUS_NEVER = NOT_AT_START + ["pydantic", "mgcp.models", "mgcp.persistence.lessons", "mgcp.persistence.context"]
 # `lesson show` reads one lesson (a pydantic model): no other part of the store.
 SHOW_NEVER = NOT_AT_START + ["mgcp.engine", "mgcp.persistence.context", "mgcp.persistence.rem",
-                             "mgcp.persistence.kept_readings", "mgcp.persistence.community_kept"]
+                             "mgcp.persistence.community_kept"]
 
 REPORT_MODULES = """
 import atexit, json, runpy, sys

@@ -138,7 +138,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering.
     After the last one, with `keep`, what was read anew from the texts is kept for the next cycles
-    (a cache, see `_Inputs.keep_readings`)."""
+    (a cache, see `_Inputs.keep_corpora`)."""
     progress = progress or (lambda message, fraction=None: None)
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id, model)
@@ -157,7 +157,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
                     summary["steady"] = last["steady"]
             else:
                 if op in TEXT_READERS:
-                    inputs.cache.reader = await inputs.reader(op)
+                    inputs.cache.reader = await inputs.reader()
                 with collector_paused():  # no result changes; see mgcp.collector
                     findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
@@ -170,11 +170,9 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         inputs.cache.progress = None
         inputs.end([p.operation for p in plan[index:]])
-        if analysis.error is None and not analysis.summary.get("skipped"):
-            inputs.complete.update(READ_IN_FULL.get(op, ()))
         yield analysis
     if keep:
-        await inputs.keep_readings()
+        await inputs.keep_corpora()
         await inputs.keep_searches()
         await inputs.keep_indexes()
 
@@ -341,14 +339,9 @@ SHARING = {"duplicate_detection": "similarity", "community_detection": "similari
 LESSON_READERS = {"duplicate_detection", "community_detection", "knowledge_extraction", "pattern_reinforcement",
                   "contradiction_scan"}
 HISTORY_READERS = {"knowledge_extraction", "context_summary"}
-# Operations that read the lessons' texts through the cycle's `Reader`, which keeps what they read
-# between cycles; and the readings an operation asks for of every text that has one, whenever it
-# runs: community detection the words of each lesson's trigger, action and tags. The contradiction
-# scan reads the words of the triggers; what it reads from the actions is in its own kept search
-# (`mgcp.operations.claim_search`), so the readings of actions' screens and claims that earlier
-# versions kept are asked for by no text and dropped.
+# Operations that read the lessons' texts through the cycle's `Reader`, which keeps the words of
+# the corpora they compare between cycles (`Reader.corpus`).
 TEXT_READERS = {"duplicate_detection", "community_detection", "contradiction_scan"}
-READ_IN_FULL = {"contradiction_scan": ("screen", "claims")}
 WORD_INDEX = "lesson_words"  # the kept `LessonWords`
 
 
@@ -383,7 +376,6 @@ class _Inputs:
         self.after: int | None = None
         self.snapshots: list = []
         self._reader: Reader | None = None
-        self.complete: set[str] = set()  # the readings asked for of every text in this cycle
         self._words = None  # `lesson_words`, over `active`
         self._searches: dict[str, bytes] = {}  # what the searches keep (`hold_search`)
         self._indexes: dict = {}  # the indexes built anew (each with its `state()`), to keep
@@ -418,29 +410,18 @@ class _Inputs:
             self.digests[mark] = await self.store.lessons.content_digest(mark)
         return self.digests[mark]
 
-    async def reader(self, op: str) -> Reader:
-        """Where the text-reading operations find what they read from each text: what earlier
-        cycles kept (the corpora on first use, the readings operation `op` asks for before it
-        runs), else read anew."""
+    async def reader(self) -> Reader:
+        """Where the text-reading operations find the words of the corpora they compare: what
+        earlier cycles kept (loaded on first use), else read anew."""
         if self._reader is None:
-            self._reader = Reader({}, await self.store.kept_corpora.load())
-        wanted = [name for name in READ_IN_FULL.get(op, ()) if name not in self._reader.kept]
-        if wanted:
-            self._reader.kept.update(await self.store.kept_readings.load(wanted))
+            self._reader = Reader(await self.store.kept_corpora.load())
         return self._reader
 
-    async def keep_readings(self) -> None:
-        """Keep what was read anew in this cycle, and drop the kept readings of a kind asked for
-        of every text this cycle that no text asked for (texts changed or gone, or read by older
-        rules); keep the corpora built in this cycle. Both are a cache: the next cycle only reads
-        again what is missing."""
-        reader = self._reader
-        if reader is None:
-            return
-        dropped = [key for name in sorted(self.complete) for key in reader.kept.get(name, {})
-                   if key not in reader.seen[name]]
-        await self.store.kept_readings.keep(reader.new, dropped)
-        await self.store.kept_corpora.keep(*reader.keep_corpora())
+    async def keep_corpora(self) -> None:
+        """Keep the corpora built in this cycle (a cache: the next cycle reads again only the texts
+        no kept corpus holds)."""
+        if self._reader is not None:
+            await self.store.kept_corpora.keep(*self._reader.keep_corpora())
 
     async def lessons(self) -> list:
         """The active lessons as the operations read them (`LessonRow`)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import sys
 import unicodedata
-from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
@@ -109,24 +108,14 @@ def digests(reading: bytes, docs: Sequence[str]) -> list[bytes]:
 
 
 class Reader:
-    """What the operations read from each text, found among what earlier cycles kept or read anew.
-
-    Readings of single texts (an action's screen and claims): `kept` holds those of each reading
-    the cycle loaded (reading's name -> digest -> the reading as a string); `new` collects what was
-    read anew (digest -> (reading's name, value)) and `seen` the digests asked for, by reading, so
-    that the engine can keep the new and drop what nothing asked for.
-
-    The words of whole corpora (`corpus`): `corpora` holds the kept ones as bytes by name
-    (`mgcp.operations.kept_words`); each corpus built in the cycle continues the kept one that
-    shares the most texts with it, and `keep_corpora` says what to keep of them.
-    One thread uses it at a time."""
+    """The words of the corpora the operations compare, found among what earlier cycles kept or
+    read anew: `corpora` holds the kept ones as bytes by name (`mgcp.operations.kept_words`); each
+    corpus built in the cycle continues the kept one that shares the most texts with it, and
+    `keep_corpora` says what to keep of them. One thread uses it at a time."""
 
     MAX_CORPORA = 8  # kept corpora, beyond which those this cycle did not build are dropped
 
-    def __init__(self, kept: dict[str, dict[bytes, str]] | None = None, corpora: dict[str, bytes] | None = None):
-        self.kept = kept or {}
-        self.new: dict[bytes, tuple[str, str]] = {}
-        self.seen: dict[str, set[bytes]] = defaultdict(set)
+    def __init__(self, corpora: dict[str, bytes] | None = None):
         self.corpora = dict(corpora or {})  # let go of once a corpus built in the cycle replaces it
         self._kept_names = set(self.corpora)
         self.built: dict = {}  # name -> the corpus built in this cycle
@@ -134,18 +123,6 @@ class Reader:
         self._texts: list = []  # (docs, corpus) of each corpus built in this cycle
         self._row_of: dict[int, dict[str, int]] = {}  # by place in `_texts`: a row by text
         self._words: dict[int, list[tuple[str, ...]]] = {}  # by place in `_texts`: each row's words
-
-    def read(self, name: str, rules: bytes, doc: str, compute: Callable[[str], str]) -> str:
-        """`compute(doc)`: a string that depends only on the text and on the rules `rules` is a
-        digest of; `name` says which reading it is."""
-        key = digest(rules, doc)
-        self.seen[name].add(key)
-        found = self.kept.get(name, {}).get(key)
-        if found is None:
-            if key not in self.new:
-                self.new[key] = (name, compute(doc))
-            found = self.new[key][1]
-        return found
 
     def terms(self, doc: str) -> tuple[str, ...]:
         """`text.terms(doc)`: from a corpus built in this cycle that holds the text, else read."""

@@ -1,5 +1,5 @@
 """What REM operations keep of the indexes they build over the lessons (`kept_indexes`, migration
-0018).
+0017).
 
 A row holds one index's state (`name` names it, "lesson_words") as bytes that only the index itself
 reads and checks. It is a cache: nothing else refers to it, it is replaced whole, it is not exported

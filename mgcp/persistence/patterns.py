@@ -54,7 +54,7 @@ class Patterns:
             return {row[1]: PatternRow(*row) for row in await cursor.fetchall()}
 
     async def mark(self) -> str:
-        """A value every write to the patterns replaces (see migration 0018)."""
+        """A value every write to the patterns replaces (see migration 0017)."""
         row = await self.db.fetchone("SELECT mark FROM change_marks WHERE name = 'reinforced_patterns'")
         return f"reinforced_patterns:{row[0] if row else None}"
 

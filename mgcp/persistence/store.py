@@ -54,14 +54,13 @@ class Store:
     outcomes = _Part("outcomes", "Outcomes")
     patterns = _Part("patterns", "Patterns")
     rem_inputs = _Part("rem_inputs", "RemInputs")  # the history as REM cycles read it
-    # Kept between cycles: what REM operations read from each text; duplicate detection's pair
-    # search; community detection's graph and partition; what pattern reinforcement observed.
-    kept_readings = _Part("kept_readings", "KeptReadings")
+    # Kept between cycles (caches): the words of the corpora compared; the pair searches of
+    # duplicate detection and the contradiction scan; community detection's graph, partition and
+    # titles; what pattern reinforcement observed; the word index over the lessons.
+    kept_corpora = _Part("kept_corpora", "KeptCorpora")
     kept_pairs = _Part("kept_pairs", "KeptPairs")
     community_kept = _Part("community_kept", "CommunityKept")
     pattern_observations = _Part("pattern_observations", "PatternObservations")
-    kept_corpora = _Part("kept_corpora", "KeptCorpora")
-    # the word index over the lessons (knowledge extraction, pattern reinforcement)
     kept_indexes = _Part("kept_indexes", "KeptIndexes")
 
     # The review queue's reads in plain rows (which findings still hold; `rem status`).

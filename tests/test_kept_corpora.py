@@ -1,7 +1,6 @@
-"""What a REM cycle keeps between cycles (what the operations read from each lesson text,
-`kept_readings`, and the words of the corpora they compare, `kept_corpora`) is a cache: a repeat
-cycle after changes reads only the texts that changed, and finds exactly what the same cycle finds
-with nothing kept."""
+"""The words of the corpora REM cycles compare, kept between cycles (`kept_corpora`), are a cache:
+a repeat cycle after changes reads only the texts that changed, and finds exactly what the same
+cycle finds with nothing kept."""
 
 import importlib
 import json
@@ -22,10 +21,8 @@ shared = importlib.import_module("mgcp.operations.shared")  # the package export
 
 
 def _spy(monkeypatch) -> list[str]:
-    """The (reading, text) pairs REM cycles read anew (not found among the kept readings, or, for
-    "words", among the kept corpora) from now on."""
+    """The ("words", text) pairs REM cycles read anew (not found among the kept corpora) from now on."""
     reads = []
-    original = shared.Reader.read
     corpus = shared.Reader.corpus
 
     def read_corpus(reader, docs, read):
@@ -35,25 +32,7 @@ def _spy(monkeypatch) -> list[str]:
         return corpus(reader, docs, words)
 
     monkeypatch.setattr(shared.Reader, "corpus", read_corpus)
-
-    def read(reader, name, rules, doc, compute):
-        before = len(reader.new)
-        value = original(reader, name, rules, doc, compute)
-        if len(reader.new) > before:
-            reads.append((name, doc))
-        return value
-
-    monkeypatch.setattr(shared.Reader, "read", read)
     return reads
-
-
-def _kept(path) -> dict:
-    conn = sqlite3.connect(path)
-    try:
-        return {digest: (reading, value) for digest, reading, value in
-                conn.execute("SELECT digest, reading, value FROM kept_readings")}
-    finally:
-        conn.close()
 
 
 def _corpora(path) -> dict:
@@ -99,18 +78,15 @@ async def _change(store):
                                  decisions=["Keep the connection pool at twenty connections"])
 
 
-def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_cycle_without_kept_readings_finds(
+def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_cycle_without_kept_corpora_finds(
         tmp_path, run, monkeypatch):
     path = tmp_path / "a.db"
     planted.build(path)
     run(path, _cycle)
-    kept_first, corpora_first = _kept(path), _corpora(path)
-    assert {reading for reading, _ in kept_first.values()} == {"screen", "claims"}
+    corpora_first = _corpora(path)
     assert len(corpora_first) == 3  # triggers, actions, and each lesson's whole text
     run(path, _change)
-    other = planted.copy_without(path, tmp_path / "b.db", "kept_readings")
-    with sqlite3.connect(other) as conn:
-        conn.execute("DELETE FROM kept_corpora")
+    other = planted.copy_without(path, tmp_path / "b.db", "kept_corpora")
 
     reads = _spy(monkeypatch)
     repeat = run(path, _analysed_and_cycle)
@@ -126,9 +102,7 @@ def test_a_repeat_cycle_after_changes_reads_only_what_changed_and_finds_what_a_c
     assert 0 < len(read_again) <= 20 < len(reads)
     assert {doc for _, doc in read_again} <= {doc for _, doc in reads}
     assert any("Check the result twice" in doc for _, doc in read_again)
-    # both keep the same: the archived lesson's texts that no other lesson reads are gone
-    assert _kept(path) == _kept(other)
-    assert set(_kept(path)) != set(kept_first)
+    # both keep the same corpora, the changed texts in them
     assert _corpora(path) == _corpora(other) and _corpora(path) != corpora_first
 
 
@@ -136,7 +110,6 @@ def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
     path = tmp_path / "a.db"
     planted.build(path)
     first = run(path, _cycle)
-    before = _kept(path)
     monkeypatch.setattr(shared, "WORDS", b"another version of the rules")
     reads = _spy(monkeypatch)
     conn = sqlite3.connect(path)
@@ -149,7 +122,6 @@ def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
     assert len([name for name, _ in reads if name == "words"]) == texts
     after = _corpora(path)
     assert set(after) == set(corpora) and not set(after.values()) & set(corpora.values())  # replaced
-    assert _kept(path) == before  # the other readings kept as they were
     assert again["communities"] == first["communities"]
 
 
@@ -161,7 +133,7 @@ def test_a_dry_run_keeps_nothing(tmp_path, run):
         return await engine.run(store, CONFIG, P, OPS, auto=True, dry_run=True)
 
     run(path, dry)
-    assert _kept(path) == {} and _corpora(path) == {}
+    assert _corpora(path) == {}
 
 
 @pytest.mark.parametrize("doc", ["", "Don't use camelCase names", "Make sure the TailwindCSS build runs"])
@@ -169,14 +141,7 @@ def test_a_reader_gives_the_words_text_terms_gives_in_a_corpus_or_not(doc):
     reader = shared.Reader()
     assert reader.terms(doc) == tuple(text.terms(doc))
     reader.corpus([doc, "other words"], lambda i: text.terms([doc, "other words"][i]))
-    assert reader.terms(doc) == tuple(text.terms(doc)) and reader.new == {}
-
-
-def test_a_reading_kept_read_back_equal():
-    fresh = shared.Reader()
-    screen = fresh.read("screen", b"rules", "Don't use camelCase names", str.upper)
-    kept = shared.Reader({"screen": {key: value for key, (_, value) in fresh.new.items()}})
-    assert kept.read("screen", b"rules", "Don't use camelCase names", str.lower) == screen and kept.new == {}
+    assert reader.terms(doc) == tuple(text.terms(doc))
 
 
 def test_claims_kept_read_back_equal_on_every_real_action():
