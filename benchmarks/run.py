@@ -166,7 +166,7 @@ def w_repeat(a) -> dict:
     config = RemConfig(copy.deepcopy(DEFAULTS))
 
     async def cycle(store):
-        report = await run_cycle(store, config, a.project, operations=list(OPERATIONS))
+        report = await run_cycle(store, config, a.project, operations=a.what or list(OPERATIONS))
         return {"ms": report.duration_ms, "findings": len(report.findings),
                 "operations": {r.operation: {"ms": r.duration_ms, "skipped": bool(r.summary.get("skipped")),
                                              "error": r.error} for r in report.operations}}
@@ -608,10 +608,11 @@ class Bench:
         for i in range(self.args.repeat):
             self.log(f"repeat {size} run {i + 1}/{self.args.repeat}")
             work = self.working_copy(pristine, f"repeat-{size}.db")  # each run changes its copy
-            runs.append(run_worker("repeat", db=work, seed=self.args.seed + i))
+            runs.append(run_worker("repeat", db=work, seed=self.args.seed + i, what=",".join(self.args.rem_ops)))
         self.details[f"repeat/{size}"] = runs
         large = size == "large"
-        for key, figure, target in (("full", "REM full cycle, then", None),
+        counted = f" ({len(self.args.rem_ops)} ops)"
+        for key, figure, target in (("full", "REM full cycle" + counted + ", then", None),
                                     ("same", "REM repeat cycle, nothing changed", ("< 1 s (at large)", 1)),
                                     ("after", "REM repeat cycle, 1% changed", ("< 5 s (at large)", 5))):
             seconds = statistics.median(r[key]["ms"] for r in runs) / 1000
@@ -620,7 +621,8 @@ class Bench:
                              for op, v in ops.items())
             if key == "after":
                 note = f"after {runs[0]['changed']}: " + note
-            self.add(figure, size, round(seconds, 2), "s", target[0] if target else None,
+            self.add(figure if key == "full" else figure + counted, size, round(seconds, 2), "s",
+                     target[0] if target else None,
                      seconds < target[1] if target else None, large, None, note,
                      target[1] if target else None)
 
