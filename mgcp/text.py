@@ -73,6 +73,9 @@ def tokenize(text: str | None) -> list[str]:
 
 
 _STEMMER = Stemmer.Stemmer("english")
+# Beside this module and the Unicode tables, what a text's stems depend on: kept readings of stems
+# are kept under a digest of all three, so that another stemmer finds none of them.
+STEMMER = f"snowball english, PyStemmer {Stemmer.version()}"
 
 
 @lru_cache(maxsize=1 << 18)  # a pure function; the cache only saves time on large corpora

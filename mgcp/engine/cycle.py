@@ -137,8 +137,8 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
     """Each planned operation's analysis, one by one. Nothing is written and no transaction is
     open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering.
-    After the last one, with `keep`, what was read anew from the texts is kept for the next cycles
-    (a cache, see `_Inputs.keep_corpora`)."""
+    After the last one, with `keep`, what the next cycles can start from (the corpora's words, the
+    searches, the indexes) is kept: a cache (`_Inputs.keep_corpora`, `keep_searches`, `keep_indexes`)."""
     progress = progress or (lambda message, fraction=None: None)
     settings = config.for_project(project.project_path)
     inputs = _Inputs(store, project.project_id, model)

@@ -27,7 +27,7 @@ from mgcp import text
 
 # What a kept index is valid under: these rules and the text rules words are read by.
 RULES = hashlib.blake2b(b"lesson words\0" + Path(text.__file__).read_bytes() + Path(__file__).read_bytes()
-                        + unicodedata.unidata_version.encode(), digest_size=16).hexdigest()
+                        + unicodedata.unidata_version.encode() + text.STEMMER.encode(), digest_size=16).hexdigest()
 
 
 def source(lesson) -> str:

@@ -29,8 +29,9 @@ from typing import Callable
 from mgcp import reinforcement, text
 
 _CODE = hashlib.blake2b(b"".join(Path(module.__file__).read_bytes() for module in (text, reinforcement))
-                        + Path(__file__).with_name("pattern_reinforcement.py").read_bytes()
-                        + unicodedata.unidata_version.encode(), digest_size=16).hexdigest()
+                        + b"".join(Path(__file__).with_name(name).read_bytes()
+                                   for name in ("pattern_reinforcement.py", "pattern_kept.py", "lesson_words.py"))
+                        + unicodedata.unidata_version.encode() + text.STEMMER.encode(), digest_size=16).hexdigest()
 EMPTY = bytes(16)  # the digest of a text that normalizes to nothing
 ACTIVE, SUPERSEDED = 1, 2
 

@@ -175,7 +175,7 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
     result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
     result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
     result.kept = after
-    result.kept_changed = before is None or not before.same(after)
+    result.kept_changed = before is None or before.mark != mark or not before.same(after)
     return result
 
 

@@ -1,8 +1,8 @@
 """What the operations of one REM cycle can share: the same lessons vectorised once, the same notes
 mined once. The engine makes one `CycleCache` per cycle and passes it to each operation; an
 operation called without one computes afresh, so it behaves the same on its own. What outlives a
-cycle is only what the operations read from each text (`Reader`), which the engine keeps in the
-database. No module-level state but the digest of the rules words are read by.
+cycle here is only the words of the corpora the operations compare (`Reader`), which the engine
+keeps in the database. No module-level state but the digest of the rules words are read by.
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ _PHRASE_STARTS = frozenset(w for first, *_ in text.PHRASES for w in (first, text
 
 # What a text's words are read by (`mgcp.text` and the Unicode tables folding uses): kept words are
 # found under it, so that another version of the rules finds none.
-WORDS = hashlib.blake2b(b"words\0" + Path(text.__file__).read_bytes() + unicodedata.unidata_version.encode(),
-                        digest_size=16).digest()
+WORDS = hashlib.blake2b(b"words\0" + Path(text.__file__).read_bytes() + unicodedata.unidata_version.encode()
+                        + text.STEMMER.encode(), digest_size=16).digest()
 
 
 def digest(reading: bytes, doc: str) -> bytes:

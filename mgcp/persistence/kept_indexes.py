@@ -1,8 +1,9 @@
 """What REM operations keep of the indexes they build over the lessons (`kept_indexes`, migration
 0017).
 
-A row holds one index's state (`name` names it, "lesson_words") as bytes that only the index itself
-reads and checks. It is a cache: nothing else refers to it, it is replaced whole, it is not exported
+A row holds one state (`name` names it: "lesson_words", the index of which lessons hold which word;
+"pattern_reinforcement", what pattern reinforcement's last run decided) as bytes that only its
+owner reads and checks. It is a cache: nothing else refers to it, it is replaced whole, it is not exported
 and no undo touches it; deleting it only costs the next cycle the time to build the index anew.
 """
 

@@ -42,11 +42,6 @@ class Patterns:
     def __init__(self, db: Database):
         self.db = db
 
-    async def all(self) -> dict[str, ReinforcedPattern]:
-        """Every pattern by cluster key."""
-        rows = await self.db.fetchall("SELECT * FROM reinforced_patterns")
-        return {r["cluster_key"]: pattern_from_row(r) for r in rows}
-
     async def rows(self) -> dict[str, PatternRow]:
         """Every pattern by cluster key, as stored (`derived_from` its JSON text)."""
         async with self.db.conn.execute(f"SELECT {', '.join(PatternRow._fields)} FROM reinforced_patterns") as cursor:

@@ -238,13 +238,9 @@ class RemLedger:
             "run_id": run_id, "graph_hash": graph_hash, "modularity": modularity,
             "communities": dumps(communities), "created_at": utcnow()})
 
-    async def write_community_summary(self, community: dict) -> None:
-        """Insert or refresh one community's summary (the legacy table; normal operation)."""
-        await self.write_community_summaries([community])
-
     async def write_community_summaries(self, communities: list[dict]) -> None:
-        """`write_community_summary` for each community, in a few statements: a row that already
-        says the same is left as it is, a changed one keeps when it was created."""
+        """Insert or refresh each community's summary (the legacy table), in a few statements: a row
+        that already says the same is left as it is, a changed one keeps when it was created."""
         now = utcnow()
         existing = {row["community_id"]: dict(row) for row in await self.db.fetchall_in(
             "SELECT * FROM community_summaries WHERE community_id IN ({marks})",
