@@ -395,6 +395,8 @@ class _Inputs:
         for group in [g for g in self.caches if not any(SHARING.get(op) == g for op in later)]:
             del self.caches[group]
         self.cache, self.similarity = CycleCache(), None
+        if self._reader is not None:
+            self._reader.let_go()
         if not LESSON_READERS.intersection(later):
             self.active = self._words = None
         if not HISTORY_READERS.intersection(later):

@@ -136,6 +136,12 @@ class Reader:
                 return self._words[place][row]
         return tuple(map(sys.intern, text.terms(doc)))
 
+    def let_go(self) -> None:
+        """Drop what `terms` made to answer quickly (each corpus's rows of words, its rows by text);
+        the corpora stay, and `terms` makes them again if asked."""
+        self._row_of.clear()
+        self._words.clear()
+
     def corpus(self, docs: list[str], read: Callable[[int], Sequence[str]]):
         """The words of `docs` (`read(i)`: docs[i]'s words, for those no kept corpus holds) as a
         `kept_words.Corpus`, rows in `docs` order."""
