@@ -59,7 +59,7 @@ def test_the_word_index_built_from_a_kept_one_is_the_one_built_from_nothing():
     _same_index(unchanged, LessonWords(lessons))
 
 
-@pytest.mark.parametrize("spoil", ["rules", "truncated", "garbage", "reordered"])
+@pytest.mark.parametrize("spoil", ["rules", "truncated", "garbage", "pointing nowhere", "reordered"])
 def test_a_kept_word_index_made_otherwise_is_ignored(spoil):
     lessons = [_lesson(i) for i in range(30)]
     kept = LessonWords(lessons).state()
@@ -69,6 +69,8 @@ def test_a_kept_word_index_made_otherwise_is_ignored(spoil):
         kept = kept[:-4]
     elif spoil == "garbage":
         kept = b"\xff" * 40
+    elif spoil == "pointing nowhere":  # the last holder's number past the lessons kept
+        kept = kept[:-4] + (2**31 - 1).to_bytes(4, "little")
     else:  # the same lessons in another order: their numbers mean other lessons
         lessons = lessons[::-1]
     index = LessonWords(lessons, kept)
@@ -85,6 +87,9 @@ def test_a_kept_pattern_state_made_by_other_rules_is_ignored():
     assert pattern_kept.Kept.of(state, pattern_kept.rules(2, ["decision"])) is None
     assert pattern_kept.Kept.of(state, pattern_kept.rules(3, ["decision", "note"])) is None
     assert pattern_kept.Kept.of(state[:-1], pattern_kept.rules(3, ["decision"])) is None
+    spoilt = pattern_kept.Kept(kept.rules, "m", digests, digests[::-1], digests, np.array([1, 2], dtype=np.uint8),
+                               {"decision::x": ("x", "l1", "not a digest", "x", ["x"])})
+    assert pattern_kept.Kept.of(spoilt.state(), pattern_kept.rules(3, ["decision"])) is None
 
 
 # -- in the engine ----------------------------------------------------------------------------------

@@ -170,6 +170,10 @@ def _unpack(state: bytes | None):
         start += 16 * n
         word_of = np.frombuffer(state, dtype=np.int32, count=pairs, offset=start).astype(np.int64)
         holders = np.frombuffer(state, dtype=np.int32, count=pairs, offset=start + 4 * pairs).astype(np.int64)
-        return list(header["words"]), digests, word_of, holders
+        words = list(header["words"])
+        if pairs and not (0 <= word_of.min() and word_of.max() < len(words) and 0 <= holders.min()
+                          and holders.max() < n):
+            return None  # numbers that point nowhere: not a state these rules made
+        return words, digests, word_of, holders
     except (ValueError, KeyError, TypeError, struct.error):
         return None

@@ -107,6 +107,10 @@ class Kept:
             start = 16 + size
             arrays = [np.frombuffer(state, dtype="S16", count=n, offset=start + 16 * n * i) for i in range(3)]
             status = np.frombuffer(state, dtype=np.uint8, count=n, offset=start + 48 * n)
-            return cls(rules_, header["mark"], *arrays, status, {k: tuple(v) for k, v in header["keys"].items()})
+            keys = {k: tuple(v) for k, v in header["keys"].items()}
+            # each (wording, holder id, holder digest as hex or None, normalized wording, keywords)
+            if any(len(v) != 5 or (v[2] is not None and len(bytes.fromhex(v[2])) != 16) for v in keys.values()):
+                return None
+            return cls(rules_, header["mark"], *arrays, status, keys)
         except (ValueError, KeyError, TypeError, AttributeError, struct.error):
             return None
