@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
@@ -131,8 +132,10 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
     index = {w: i for i, w in enumerate(vocabulary)}
     read_words = [read(i) for i in missing.tolist()]
     new_lengths = np.fromiter(map(len, read_words), dtype=np.int64, count=len(read_words))
-    new_ids = np.fromiter((index.setdefault(w, len(index)) for words in read_words for w in words),
-                          dtype=np.int64, count=int(new_lengths.sum()))
+    said = list(chain.from_iterable(read_words))
+    for word in dict.fromkeys(said):  # each new word numbered where it is first used
+        index.setdefault(word, len(index))
+    new_ids = np.fromiter(map(index.__getitem__, said), dtype=np.int64, count=len(said))
     vocabulary += list(index)[len(vocabulary):]
     lengths = np.zeros(n, dtype=np.int64)
     found = np.flatnonzero(rows >= 0)
