@@ -57,6 +57,11 @@ def test_the_word_index_built_from_a_kept_one_is_the_one_built_from_nothing():
     unchanged = LessonWords(lessons, kept)
     assert (unchanged.read, unchanged.gone) == (0, 0)
     _same_index(unchanged, LessonWords(lessons))
+    # a word no lesson holds any more is not kept: without the zebrafish lessons, neither is the word
+    without = [lesson for lesson in changed if "zebrafish" not in lesson.action]
+    again = LessonWords(without, LessonWords(without, again.state()).state())
+    assert "zebrafish" not in again.words and "zebrafish" in LessonWords(changed, kept).words
+    _same_index(again, LessonWords(without))
 
 
 @pytest.mark.parametrize("spoil", ["rules", "truncated", "garbage", "pointing nowhere", "reordered"])

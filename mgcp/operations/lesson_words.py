@@ -131,10 +131,12 @@ class LessonWords:
         """What the next cycles read this index back from (see `LessonWords(lessons, kept)`)."""
         import numpy as np
 
-        vocabulary = sorted(self.words, key=self.words.__getitem__)
+        counts = np.diff(self._bounds)
+        held = counts > 0  # a word no lesson holds any more is not kept
+        vocabulary = [word for word, h in zip(sorted(self.words, key=self.words.__getitem__), held.tolist()) if h]
         header = json.dumps({"rules": RULES, "lessons": len(self.digests), "pairs": len(self._holders),
                              "words": vocabulary}).encode()
-        word_of = np.repeat(np.arange(len(self.words), dtype=np.int32), np.diff(self._bounds))
+        word_of = np.repeat(np.arange(len(vocabulary), dtype=np.int32), counts[held])
         return b"".join([struct.pack("<Q", len(header)), header, b"".join(self.digests),
                          word_of.tobytes(), self._holders.astype(np.int32).tobytes()])
 
