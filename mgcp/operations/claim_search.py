@@ -71,8 +71,7 @@ class _Search:
             lengths.append(len(row))
             stems.extend(row)
         self.rest = np.array(rest, dtype=np.int64)
-        self.rest_start = np.zeros(len(rest) + 1, dtype=np.int64)
-        np.cumsum(np.array(lengths, dtype=np.int64), out=self.rest_start[1:])
+        self.rest_start = sparse.starts(np.array(lengths, dtype=np.int64))
         self.rest_word = np.array(stems, dtype=np.int64)
         refused = [claim.about for said in self.said.values() for claim in said if not claim.positive]
         self.met = self.rest[_meeting(refused, self.ids, self.rest_start, self.rest_word, claim_at)]
@@ -85,8 +84,7 @@ class _Search:
 
 def _csr(rows: list) -> tuple[np.ndarray, np.ndarray]:
     """Rows of numbers as (start, values): row r is values[start[r]:start[r + 1]]."""
-    start = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)), out=start[1:])
+    start = sparse.starts(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
     return start, np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(start[-1]))
 
 
@@ -155,11 +153,9 @@ class _Table:
 
     def rows(self, claims: np.ndarray) -> "_Table":
         """The table of the claims `claims` (numbers), in that order."""
-        lengths = self.start[claims + 1] - self.start[claims]
-        start = np.zeros(len(claims) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=start[1:])
+        start = sparse.starts(self.start[claims + 1] - self.start[claims])
         return _Table(self.text[claims], self.pos[claims], self.positive[claims], start,
-                      self.word[sparse._expand(self.start, claims)])
+                      self.word[sparse.expand(self.start, claims)])
 
     def joined(self, other: "_Table") -> "_Table":
         return _Table(np.r_[self.text, other.text], np.r_[self.pos, other.pos], np.r_[self.positive, other.positive],
@@ -186,7 +182,7 @@ class _Table:
         word_start = np.searchsorted(self.word[by_word], np.arange(size + 1))
         reach = self.word[source]
         x = np.repeat(owner[source], word_start[reach + 1] - word_start[reach])
-        y = owner[by_word[sparse._expand(word_start, reach)]]
+        y = owner[by_word[sparse.expand(word_start, reach)]]
         opposite = self.positive[x] != self.positive[y]
         x, y = x[opposite], y[opposite]
         x, y = np.where(self.positive[x], x, y), np.where(self.positive[x], y, x)
@@ -202,7 +198,7 @@ class _Table:
         size = int(self.word.max(initial=0)) + 1
         owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
         held = np.sort(owner * size + self.word)
-        entries = sparse._expand(self.start, x)
+        entries = sparse.expand(self.start, x)
         asked = np.repeat(y, lengths[x]) * size + self.word[entries]
         at = np.minimum(np.searchsorted(held, asked), max(len(held) - 1, 0))
         found = held[at] == asked if len(held) else np.zeros(0, dtype=bool)
@@ -277,15 +273,14 @@ class KeptClaims:
             kept = np.zeros(len(actions), dtype=bool)
             kept[found.rest] = True
             kept[found.met] = False
-            stems = np.zeros(len(actions) + 1, dtype=np.int64)
             lengths = np.zeros(len(actions), dtype=np.int64)
             unread = np.flatnonzero(kept[found.rest])
             lengths[found.rest[unread]] = np.diff(found.rest_start)[unread]
-            np.cumsum(lengths, out=stems[1:])
+            stems = sparse.starts(lengths)
             encoded = [scan.encode_claims(found.said[u]).encode() if u in found.said else b""
                        for u in range(len(actions))]
             self.keep = _State.made(claim_at, made_by, digests, found.ids, stems,
-                                    found.rest_word[sparse._expand(found.rest_start, unread)], found.table,
+                                    found.rest_word[sparse.expand(found.rest_start, unread)], found.table,
                                     encoded, found.pairs).encode()
             return found.said.__getitem__, found.pairs
         index = {d: t for t, d in enumerate(old.digests)}
@@ -303,7 +298,7 @@ class KeptClaims:
         for u in now[met].tolist():
             said[u] = scan._compared(actions[u])
         kept_read = np.flatnonzero(read & (now >= 0))
-        kept = old.table.rows(sparse._expand(old.claim_start, kept_read))
+        kept = old.table.rows(sparse.expand(old.claim_start, kept_read))
         kept.text = now[kept.text]
         table = kept.joined(_Table.of(said, ids))
         fresh = np.zeros(len(table.text), dtype=bool)
@@ -327,8 +322,7 @@ class KeptClaims:
         unread = unread[~np.isin(unread, met)]
         lengths = np.zeros(len(actions), dtype=np.int64)
         lengths[now[unread]] = np.diff(old.stem_start)[unread]
-        stems = np.zeros(len(actions) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=stems[1:])
+        stems = sparse.starts(lengths)
         by_now = unread[np.argsort(now[unread], kind="stable")]
         encoded = []
         starts = old.json_start.tolist()
@@ -338,7 +332,7 @@ class KeptClaims:
             else:
                 encoded.append(old.blob[starts[t]:starts[t + 1]] if t >= 0 else b"")
         self.keep = _State.made(claim_at, made_by, digests, ids, stems,
-                                old.stem_word[sparse._expand(old.stem_start, by_now)],
+                                old.stem_word[sparse.expand(old.stem_start, by_now)],
                                 table, encoded, pairs).encode()
         return claims_of, pairs
 
@@ -375,8 +369,7 @@ class _State:
         number = np.cumsum(used) - 1
         vocab = [w for w, i in ids.items() if used[i]]
         table.word = number[table.word]
-        json_start = np.zeros(len(digests) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=json_start[1:])
+        json_start = sparse.starts(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         return cls(claim_at, made_by, digests, vocab, stem_start, number[stem_word], table,
                    np.searchsorted(table.text, np.arange(len(digests) + 1)), json_start, b"".join(encoded),
                    sorted(pairs))

@@ -428,12 +428,12 @@ class _Graph:
         then by id."""
         import numpy as np
 
-        from mgcp.operations.sparse import _expand
+        from mgcp.operations.sparse import expand
 
         inside = np.zeros(self.n, dtype=bool)
         inside[members] = True
         counts = self.start[members + 1] - self.start[members]
-        entries = _expand(self.start, members)
+        entries = expand(self.start, members)
         held = inside[self.neighbour[entries]]
         owner = np.repeat(np.arange(len(members)), counts)[held]
         weights = self.weight_at[entries][held].tolist()

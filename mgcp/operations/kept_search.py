@@ -182,8 +182,7 @@ class _Base:
         order = np.argsort(text, kind="stable")
         rows, text = rows[order], text[order]
         count = np.bincount(text, minlength=len(self.texts))
-        start = np.zeros(len(self.texts) + 1, dtype=np.int64)
-        np.cumsum(count, out=start[1:])
+        start = sparse.starts(count)
         # every row of text a with every row of text b, for each kept pair (a, b)
         ca, cb = count[self.a], count[self.b]
         total = ca * cb

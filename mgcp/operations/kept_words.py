@@ -42,8 +42,7 @@ class Corpus:
         self.vocabulary = vocabulary
         self.kept = False  # decoded from what an earlier cycle kept
         self.unchanged = False  # the same rows as the kept corpus it was built from (nothing to keep)
-        self.start = np.zeros(len(digests) + 1, dtype=np.int64)
-        np.cumsum(self.lengths, out=self.start[1:])
+        self.start = sparse.starts(self.lengths)
 
     @cached_property
     def row_of(self) -> dict[bytes, int]:
@@ -144,15 +143,8 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
     lengths[missing] = new_lengths
     corpus = Corpus(name, digests, lengths, np.zeros(int(lengths.sum()), dtype=np.int32), vocabulary)
     if base is not None and len(found):
-        corpus.ids[_entries(corpus.start, found)] = base.ids[_entries(base.start, rows[found])]
-    corpus.ids[_entries(corpus.start, missing)] = new_ids
+        corpus.ids[sparse.expand(corpus.start, found)] = base.ids[sparse.expand(base.start, rows[found])]
+    corpus.ids[sparse.expand(corpus.start, missing)] = new_ids
     corpus.unchanged = (base is not None and (base.kept or base.unchanged) and not len(missing)
                         and n == len(base.digests) and bool(np.array_equal(rows, np.arange(n))))
     return corpus
-
-
-def _entries(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The places of each of `rows`' ids (rows laid out from `start`), one row after the other."""
-    counts = start[rows + 1] - start[rows]
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(start[rows], counts) + offsets

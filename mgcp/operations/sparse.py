@@ -71,8 +71,7 @@ class Matrix:
         self.df = np.asarray(df, dtype=np.int64)[order]
         ranks = rank_of[word]
         self.lengths = np.bincount(row, minlength=n).astype(np.int64)
-        self.start = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(self.lengths, out=self.start[1:])
+        self.start = starts(self.lengths)
         order_in_row = np.argsort(row * max(len(words), 1) + ranks, kind="stable")
         self.rank = ranks[order_in_row]
         self.weight = np.asarray(weight, dtype=np.float64)[order_in_row]
@@ -151,10 +150,10 @@ class Matrix:
         for lo in range(0, len(distinct), step):
             pick = by_a[distinct[lo]:distinct[lo + step] if lo + step < len(distinct) else len(a)]
             held, local = np.unique(a[pick], return_inverse=True)
-            cells = _expand(self.start, held)
+            cells = expand(self.start, held)
             at = (np.repeat(np.arange(len(held)), self.lengths[held]), self.rank[cells])
             dense[at] = self.weight[cells]
-            entries = _expand(self.start, b[pick])
+            entries = expand(self.start, b[pick])
             pair = np.repeat(np.arange(len(pick)), self.lengths[b[pick]])
             found = dense[local[pair], self.rank[entries]]
             dense[at] = 0.0
@@ -273,8 +272,16 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
-def _expand(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The entries of each of `rows`, one after the other."""
+def starts(lengths) -> np.ndarray:
+    """Where each of rows of `lengths` entries starts, laid one after the other, and where the last
+    ends: row r's entries are at start[r]:start[r + 1]."""
+    start = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=start[1:])
+    return start
+
+
+def expand(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The places of the entries of each of `rows` (laid out from `start`), one row after the other."""
     counts = start[rows + 1] - start[rows]
     offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     return np.repeat(start[rows], counts) + offsets
@@ -356,7 +363,7 @@ def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int
     found_a, found_b, found_s = [], [], []
     for lo, hi in _blocks(m.row[mine], cum, m.n, tick):
         x_entry = np.repeat(mine[lo:hi], counts[lo:hi])
-        y_entry = by_word[_expand(word_start, m.rank[mine[lo:hi]])]
+        y_entry = by_word[expand(word_start, m.rank[mine[lo:hi]])]
         x, y = m.row[x_entry], m.row[y_entry]
         keep = (x != y) & (~touched[y] | (y < x))
         ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor, counted=False)
@@ -460,7 +467,7 @@ def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | No
         group = m.rank[entries[lo:hi]]
         counts = word_start[group + 1] - word_start[group]
         x = np.repeat(rows[lo:hi], counts)
-        y = holder[_expand(word_start, group)]
+        y = holder[expand(word_start, group)]
         rank = np.repeat(group, counts)
         if packed:
             # runs of ascending keys (a word's holders, for each word of each row): timsort merges
@@ -516,7 +523,7 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     rarest = m.rank[m.start[small]]
     counts = word_start[rarest + 1] - word_start[rarest]
     x = np.repeat(small, counts)
-    y = m.row[order[_expand(word_start, rarest)]]
+    y = m.row[order[expand(word_start, rarest)]]
     fits = (m.lengths[x] < m.lengths[y]) & (m.lengths[y] <= max_growth * m.lengths[x])
     x, y = x[fits], y[fits]
     # the larger must set every bit of the smaller's signature (`mask`)
