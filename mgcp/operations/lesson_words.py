@@ -38,11 +38,7 @@ def source(lesson) -> str:
 def lesson_digest(lesson) -> bytes:
     """What a lesson's entries are kept under: its id, its creation time, its trigger, its action
     and its tags (each part's length first, so that no two lessons read alike)."""
-    lesson_id, created, trigger, action, tags = (lesson.id, lesson.created_at or "", lesson.trigger, lesson.action,
-                                                 lesson.tags)
-    said = (f"{len(lesson_id)}:{len(created)}:{len(trigger)}:{len(action)}:{len(tags)}:{lesson_id}{created}{trigger}"
-            f"{action}{chr(0).join(tags)}")
-    return hashlib.blake2b(said.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return lesson_digests([lesson])[0]
 
 
 def lesson_digests(lessons: list) -> list[bytes]:

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from array import array
 from dataclasses import dataclass, field
 from itertools import chain
@@ -58,7 +58,7 @@ from mgcp import text
 from mgcp.models import FindingOption, Lesson, LessonStatus, ReinforcedPattern, RemFinding
 from mgcp.operations import cap, draft_options, fingerprint, subject_identity, subject_of
 from mgcp.operations import pattern_kept
-from mgcp.operations.lesson_words import LessonWords, lesson_digest, source
+from mgcp.operations.lesson_words import LessonWords, lesson_digests, source
 from mgcp.operations.pattern_kept import ACTIVE, EMPTY, SUPERSEDED, Kept, text_digest
 from mgcp.reinforcement import (DERIVED_VIA, KEY_LENGTH, cluster_key, differences, key_of, min_count, normalize,
                                 normalize_whole, pattern_id, whole_key)
@@ -187,7 +187,7 @@ def _read_lessons(counted: list[Lesson], digests: list[bytes], before: Kept | No
     import numpy as np
 
     n, active = len(counted), len(digests)
-    digests = digests + [lesson_digest(lesson) for lesson in counted[active:]]
+    digests = digests + lesson_digests(counted[active:])
     now = np.frombuffer(b"".join(digests), dtype="S16") if digests else np.zeros(0, dtype="S16")
     status = np.full(n, SUPERSEDED, dtype=np.uint8)
     status[:active] = ACTIVE
