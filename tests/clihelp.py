@@ -1,6 +1,7 @@
-"""Run the real `mgcp` entry point in-process: (exit code, stdout, stderr)."""
+"""Run the real `mgcp` entry point in-process: (exit code, stdout, stderr); or as a process of its own."""
 
 import io
+import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -21,3 +22,13 @@ def mgcp(*args, stdin="") -> tuple[int, str, str]:
     finally:
         sys.argv, sys.stdin = old_argv, old_stdin
     return code, out.getvalue(), err.getvalue()
+
+
+def process_cli(db, config):
+    """A runner of `mgcp ARGS --db DB --config CONFIG` as a process of its own: ARGS -> its
+    `subprocess.CompletedProcess` (text)."""
+    def run(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mgcp", *map(str, args), "--db", str(db), "--config", str(config)],
+                              capture_output=True, text=True)
+
+    return run

@@ -5,13 +5,12 @@ deleting it changes no result; a dry run keeps nothing."""
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import planted
+from clihelp import process_cli
 from mgcp import engine
 from mgcp.config import parse_config
 from mgcp.models import LessonRow, LessonStatus
@@ -180,10 +179,7 @@ def test_a_dry_run_keeps_no_index_and_a_run_from_the_cli_keeps_them(db, run, tmp
     run(db, seed)
     config = tmp_path / "rem-config.yaml"
     config.write_text("rem:\n  pattern_reinforcement:\n    enabled: true\n    min_count: 2\n")
-
-    def mgcp(*args):
-        return subprocess.run([sys.executable, "-m", "mgcp", *args, "--db", str(db), "--config", str(config)],
-                              capture_output=True, text=True)
+    mgcp = process_cli(db, config)
 
     ops = ["--op", "pattern_reinforcement", "--op", "knowledge_extraction"]
     done = mgcp("rem", "run", "--project", MAIN, *ops, "--auto", "--dry-run", "--json")

@@ -6,10 +6,9 @@ the history is read whole again). A dry run keeps nothing."""
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 import planted
+from clihelp import process_cli
 from mgcp import engine
 from mgcp.config import parse_config
 from mgcp.engine import actions, cycle
@@ -176,10 +175,7 @@ def test_a_dry_run_keeps_nothing_and_a_run_from_the_cli_keeps_what_it_read(db, r
     run(db, seed)
     config = tmp_path / "rem-config.yaml"
     config.write_text("rem:\n  pattern_reinforcement:\n    enabled: true\n    min_count: 2\n")
-
-    def mgcp(*args):
-        return subprocess.run([sys.executable, "-m", "mgcp", *args, "--db", str(db), "--config", str(config)],
-                              capture_output=True, text=True)
+    mgcp = process_cli(db, config)
 
     done = mgcp("rem", "run", "--project", MAIN, "--op", "pattern_reinforcement", "--auto", "--dry-run",
                 "--json")
