@@ -19,15 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import unicodedata
 from operator import attrgetter
 from pathlib import Path
 
 from mgcp import text
+from mgcp.operations.shared import WORDS
 
-# What a kept index is valid under: these rules and the text rules words are read by.
-RULES = hashlib.blake2b(b"lesson words\0" + Path(text.__file__).read_bytes() + Path(__file__).read_bytes()
-                        + unicodedata.unidata_version.encode() + text.STEMMER.encode(), digest_size=16).hexdigest()
+# What a kept index is valid under: these rules and the rules words are read by (`shared.WORDS`).
+RULES = hashlib.blake2b(b"lesson words\0" + WORDS + Path(__file__).read_bytes(), digest_size=16).hexdigest()
 
 
 def source(lesson) -> str:

@@ -11,8 +11,9 @@ holds). Every other pattern keeps the holder the kept run found (`Kept.unsettled
 written then: while the patterns table has not changed since (its change mark), a pattern whose
 observations and holder are unchanged is exactly as stored.
 
-A kept state made by other rules (other code of this module, of pattern reinforcement, of
-`mgcp.reinforcement` or `mgcp.text`, or another `min_count` or `categories`) is ignored. It is a
+A kept state made by other rules (other code of this module, of pattern reinforcement, of the word
+index or of `mgcp.reinforcement`, other rules words are read by (`shared.WORDS`), or another
+`min_count` or `categories`) is ignored. It is a
 cache: a run from nothing finds and writes exactly what a run from it does.
 """
 
@@ -21,17 +22,17 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from mgcp import reinforcement, text
+from mgcp import reinforcement
+from mgcp.operations.shared import WORDS
 
-_CODE = hashlib.blake2b(b"".join(Path(module.__file__).read_bytes() for module in (text, reinforcement))
+_CODE = hashlib.blake2b(WORDS + Path(reinforcement.__file__).read_bytes()
                         + b"".join(Path(__file__).with_name(name).read_bytes()
-                                   for name in ("pattern_reinforcement.py", "pattern_kept.py", "lesson_words.py"))
-                        + unicodedata.unidata_version.encode() + text.STEMMER.encode(), digest_size=16).hexdigest()
+                                   for name in ("pattern_reinforcement.py", "pattern_kept.py", "lesson_words.py")),
+                        digest_size=16).hexdigest()
 EMPTY = bytes(16)  # the digest of a text that normalizes to nothing
 ACTIVE, SUPERSEDED = 1, 2
 
