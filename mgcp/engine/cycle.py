@@ -346,10 +346,11 @@ WORD_INDEX = "lesson_words"  # the kept `LessonWords`
 
 
 def _give_back() -> None:
-    """Hand the memory a cycle freed back to the system: glibc's malloc keeps freed memory inside
-    its heap between live blocks, so a long-running process (`mgcp serve`) would hold its cycle's
-    peak until it exits; elsewhere (no `malloc_trim`) nothing happens. Once per cycle: between
-    operations the next one takes most of it again, and faulting it back in costs more time."""
+    """Hand the memory an operation freed back to the system: glibc's malloc keeps freed memory
+    inside its heaps between live blocks (a heap per thread that allocated), so the next operation's
+    peak would stack on what the last one left there, and a long-running process (`mgcp serve`)
+    would hold its cycle's peak until it exits; elsewhere (no `malloc_trim`) nothing happens. Done
+    after each operation: the pages faulted in again cost less than the peak they save."""
     import ctypes
 
     try:
@@ -401,8 +402,7 @@ class _Inputs:
             self.active = self._words = None
         if not HISTORY_READERS.intersection(later):
             self.snapshots, self.after = [], None
-        if not later:
-            _give_back()
+        _give_back()
 
     async def lessons_digest(self, mark: str = "lesson_content") -> str:
         """The lessons' `content_digest` (or another mark), taken once per cycle and before
