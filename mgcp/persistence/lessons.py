@@ -154,10 +154,14 @@ class Lessons:
         with collector_paused():
             return [lesson_from_row(r, tags.__getitem__) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
 
-    async def uses(self) -> list[LessonUse]:
-        """Every active lesson's use (see `LessonUse`), by id. The lessons are read in one scan of
-        their table, beside the few rows of the lifecycle, traits and outcome tables (joined row by
-        row in id order, the same read takes three times as long at 100k lessons)."""
+    async def uses(self, skip: tuple[int, int] | None = None) -> list[LessonUse]:
+        """Every active lesson's use (see `LessonUse`), by id; with `skip` (low, high), but those
+        whose usage count is from low to high. The lessons are read in one scan of their table,
+        beside the few rows of the lifecycle, traits and outcome tables (joined row by row in id
+        order, the same read takes three times as long at 100k lessons)."""
+        where, params = "", []
+        if skip is not None:  # a count stored as text or NULL is read (it is never in the range)
+            where, params = " WHERE usage_count IS NULL OR NOT (usage_count BETWEEN ? AND ?)", list(skip)
         async with self.db.snapshot():
             gone = {lid for (lid,) in await self.db.fetchall(
                 "SELECT lesson_id FROM lesson_lifecycle WHERE COALESCE(status, 'active') != 'active'")}
@@ -168,7 +172,8 @@ class Lessons:
             helped = dict(await self.db.fetchall(
                 "SELECT lesson_id, helped FROM lesson_outcome_stats WHERE helped IS NOT NULL"))
             rows = await self.db.fetchall(
-                "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons")
+                "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons"
+                + where, params)
         uses = [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7],
                           float(confidence.get(r[0], 0.8)), int(helped.get(r[0], 0)))
                 for r in rows if r[0] not in gone]
