@@ -72,10 +72,12 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
 
 
 def _lesson_rows(rows: list[tuple], state: LessonStatus) -> list[LessonRow]:
-    """`Lessons.rows`' rows as `LessonRow`s."""
+    """`Lessons.rows`' rows as `LessonRow`s, made as the tuples they are with every field given
+    (the named tuple's constructor is a Python call per row)."""
     tags = Memo(_tags_of)  # tags lists repeat from lesson to lesson; rows are read-only
-    return [LessonRow(lesson_id, trigger, action, tags[tags_text], _links(related), int(version), int(used),
-                      created, refined, state)
+    new = tuple.__new__
+    return [new(LessonRow, (lesson_id, trigger, action, tags[tags_text], _links(related), int(version), int(used),
+                            created, refined, state))
             for lesson_id, trigger, action, tags_text, related, version, used, created, refined in rows]
 
 
@@ -86,6 +88,7 @@ _STRINGS = re.compile(r"\[{s}(?:, {s})*\]".format(s=_STRING))
 _ENTRY = (r'\{{"target": {s}, "type": {s}, "weight": -?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?, '
           r'"context": \[(?:{s}(?:, {s})*)?\], "bidirectional": (?:true|false)\}}').format(s=_STRING)
 _RELATIONSHIPS = re.compile(r"\[{e}(?:, {e})*\]".format(e=_ENTRY))
+_LINK = re.compile(r'\{"target": "([^"]*)", "type": "([^"]*)"')  # an entry's target and type, once matched
 
 
 def _tags_of(text: str | None) -> list[str]:
@@ -100,10 +103,9 @@ def _links(text: str | None) -> tuple[LessonLink, ...]:
     if not text or text == "[]":
         return ()
     if _RELATIONSHIPS.fullmatch(text):
-        # each entry begins '{"target": "', and no string holds a quote: an entry's target is the
-        # text up to the next quote, its type the text between the fourth and fifth quotes after
-        return tuple(LessonLink(parts[0], parts[4]) for parts in
-                     (entry.split('"', 5) for entry in text.split('{"target": "')[1:]))
+        # each entry opens with its target and type, and no string holds a quote
+        new = tuple.__new__
+        return tuple([new(LessonLink, pair) for pair in _LINK.findall(text)])
     return tuple(LessonLink(str(r["target"]), str(r.get("type", "related"))) for r in _relationships(text))
 
 
