@@ -173,13 +173,19 @@ class Lessons:
                    WHERE t.confidence IS NOT NULL"""))
             helped = dict(await self.db.fetchall(
                 "SELECT lesson_id, helped FROM lesson_outcome_stats WHERE helped IS NOT NULL"))
-            rows = await self.db.fetchall(
-                "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons"
-                + where, params)
-        uses = [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7],
-                          float(confidence.get(r[0], 0.8)), int(helped.get(r[0], 0)))
-                for r in rows if r[0] not in gone]
-        uses.sort(key=lambda use: use.id)
+            async with self.db.conn.execute(
+                    "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons"
+                    + where, params) as cursor:
+                cursor.row_factory = None  # plain tuples: a hundred thousand rows
+                rows = await cursor.fetchall()
+        new = tuple.__new__  # each made as the tuple it is, every field given (see `_lesson_rows`)
+        with collector_paused():
+            uses = [new(LessonUse, (lesson_id, trigger, action, int(version or 1), int(used or 0), created,
+                                    refined or created, last_used, float(confidence.get(lesson_id, 0.8)),
+                                    int(helped.get(lesson_id, 0))))
+                    for lesson_id, trigger, action, version, used, created, refined, last_used in rows
+                    if lesson_id not in gone]
+        uses.sort(key=_first)
         return uses
 
     async def rows(self, status: str = "active") -> list[LessonRow]:
