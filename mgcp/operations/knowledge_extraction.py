@@ -22,7 +22,7 @@ engine prefixes the project id). `subject` is empty: these findings are about hi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import chain, islice
 
 from mgcp import text
@@ -194,16 +194,12 @@ def excerpts(history: list[ContextSnapshot | HistoryRow], keys: list[tuple[str, 
 
 
 def _mined(history: list[ContextSnapshot | HistoryRow], cache: CycleCache | None):
-    # Two operations of a cycle may mine overlapping spans of the history (extraction from its last
-    # run, the summary from its last summary): each sentence's phrases are read once for both.
-    phrases = (text.phrases if cache is None
-               else shared(cache, "sentence phrases", lambda: text.Memo(text.phrases)).__getitem__)
-    return shared(cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history, phrases))
+    return shared(cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
 
 
-def _mine(history: list[ContextSnapshot | HistoryRow], phrases: Callable[[str], dict] = text.phrases):
+def _mine(history: list[ContextSnapshot | HistoryRow]):
     """Every phrase of the notes, numbered, with the sessions whose notes hold it, and each distinct
-    sentence's phrase numbers (`phrases`: `text.phrases`, or a memo of it)."""
+    sentence's phrase numbers."""
     note_sessions: dict[str, set[int]] = {}  # distinct notes, in order of first appearance
     for snap in history:
         note_sessions.setdefault(snap.notes or "", set()).add(snap.session_number)
@@ -217,7 +213,7 @@ def _mine(history: list[ContextSnapshot | HistoryRow], phrases: Callable[[str], 
             found = in_sentence.get(sentence)
             if found is None:
                 found = in_sentence[sentence] = []
-                for key, form in phrases(sentence).items():
+                for key, form in text.phrases(sentence).items():
                     n = number.get(key)
                     if n is None:
                         n = number[key] = len(keys)
