@@ -134,8 +134,8 @@ def test_excerpts_of_a_phrase_do_not_depend_on_the_others_asked_for():
 
 
 def test_a_cycle_mining_two_spans_of_the_history_finds_what_each_finds_alone():
-    """Extraction and the summary mine overlapping spans in one cycle; what one read of a sentence
-    is shared with the other changes neither's result."""
+    """Extraction and the summary mine overlapping spans of the history in one cycle, with one
+    cache: what either mined is not taken for the other's span."""
     from mgcp.operations import context_summary
     from mgcp.operations.shared import CycleCache
 
