@@ -131,3 +131,18 @@ def test_excerpts_of_a_phrase_do_not_depend_on_the_others_asked_for():
     together = knowledge_extraction.excerpts(notes, keys)
     assert all(knowledge_extraction.excerpts(notes, [k]) == {k: together[k]} for k in keys)
     assert together[("connect", "pool")] and len({s for s, _ in together[("connect", "pool")]}) == len(together[("connect", "pool")])
+
+
+def test_a_cycle_mining_two_spans_of_the_history_finds_what_each_finds_alone():
+    """Extraction and the summary mine overlapping spans of the history in one cycle, with one
+    cache: what either mined is not taken for the other's span."""
+    from mgcp.operations import context_summary
+    from mgcp.operations.shared import CycleCache
+
+    whole = history() + [snap(6, 6, NOTES[5]), snap(7, 7, "Connection pooling limits tuned for staging.")]
+    settings = {**SETTINGS, "theme_min_sessions": 2}
+    cache = CycleCache()
+    assert knowledge_extraction.run(whole, [], settings, cache) == knowledge_extraction.run(whole, [], settings)
+    later = whole[3:]
+    assert context_summary.run(later, {}, cache) == context_summary.run(later, {})
+    assert context_summary.run(later, {}, cache).data["themes"]

@@ -140,3 +140,41 @@ def test_the_findings_hold_until_the_moment_the_scan_names_and_no_longer():
         later = {f.fingerprint for f in _scan_at(lessons, queries, until + timedelta(days=1), settings)[0]}
         changed_after += later != shown
     assert changed_after >= 8
+
+
+def test_the_lessons_no_rule_can_judge_change_nothing_when_left_out():
+    """Without queries, a lesson retrieved at least once but less than a popular one adds no reason
+    and no moment: the scan without them gives the same findings and the same span."""
+    settings = {**SETTINGS, "max_findings": 6}
+    for seed in range(40):
+        lessons, _ = _world(seed)
+        low, high = staleness_scan.unjudged(settings, [])
+        judged = [lesson for lesson in lessons if not low <= lesson.usage_count <= high]
+        assert len(judged) < len(lessons)
+        assert _scan_at(judged, [], NOW, settings) == _scan_at(lessons, [], NOW, settings), seed
+
+
+def test_with_queries_every_lesson_can_be_judged():
+    assert staleness_scan.unjudged(SETTINGS, ["connection pooling"]) is None
+    assert staleness_scan.unjudged({**SETTINGS, "popular_min_retrievals": 1}, []) is None
+    assert staleness_scan.unjudged(SETTINGS, []) == (1, SETTINGS["popular_min_retrievals"] - 1)
+
+
+def test_the_store_leaves_out_exactly_the_lessons_of_the_counts_asked(db, run):
+    """`uses(skip=...)` reads every active lesson but those whose usage count is in the range,
+    whatever form the count was stored in."""
+    import sqlite3
+
+    async def add(store):
+        for i in range(6):
+            await store.lessons.add(f"l{i}", f"When handling case {i}", "Do the careful thing.")
+        return [u.id for u in await store.lessons.uses()]
+
+    assert run(db, add) == [f"l{i}" for i in range(6)]
+    conn = sqlite3.connect(db)
+    for i, usage in enumerate([0, 1, 5, 9, 10, 9.5]):
+        conn.execute("UPDATE lessons SET usage_count = ? WHERE id = ?", [usage, f"l{i}"])
+    conn.commit()
+    conn.close()
+    read = run(db, lambda s: s.lessons.uses(skip=(1, 9)))
+    assert [(u.id, u.usage_count) for u in read] == [("l0", 0), ("l4", 10), ("l5", 9)]

@@ -481,7 +481,8 @@ async def _staleness(store, project, settings, inputs):
     since = (now - timedelta(days=settings["query_window_days"])).isoformat()
     queries = await store.lessons.recent_queries(since)
     first_query = await store.lessons.first_query_since(since)
-    findings, until = await asyncio.to_thread(staleness_scan.scan, await store.lessons.uses(), queries, now,
+    uses = await store.lessons.uses(skip=staleness_scan.unjudged(settings, queries))
+    findings, until = await asyncio.to_thread(staleness_scan.scan, uses, queries, now,
                                               settings, await store.rem.settled(staleness_scan.OPERATION),
                                               first_query)
     return findings, {"queries_in_window": len(queries),

@@ -63,9 +63,8 @@ class _Search:
             if words & scan.REFUSING:
                 self.said[u] = scan._compared(action)
                 continue
-            for w in words:
-                if w not in stem_of:
-                    stem_of[w] = self.ids.setdefault(text.stem(w), len(self.ids))
+            for w in words.difference(stem_of):  # the words met for the first time
+                stem_of[w] = self.ids.setdefault(text.stem(w), len(self.ids))
             row = set(map(stem_of.__getitem__, words))
             rest.append(u)
             lengths.append(len(row))

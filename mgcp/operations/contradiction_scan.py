@@ -207,8 +207,18 @@ def _read(words: list[str], shown: str, carried: int, out: list[Claim]) -> int:
             order = (first, then) if w == "before" else (then, first)
             break
     out.append(Claim(positive, frozenset(phrase), shown, phrase, compared, judged=bool(JUDGED & said),
-                     insists=bool(INSISTING.search(shown)), order=order))
+                     insists=_insists(shown), order=order))
     return 0
+
+
+def _insists(shown: str) -> bool:
+    """Whether a clause insists on every case (`INSISTING`); the pattern is tried only on a clause
+    holding one of its words' letters in a row."""
+    lower = shown.lower()
+    return any(word in lower for word in _INSISTING_WORDS) and INSISTING.search(shown) is not None
+
+
+_INSISTING_WORDS = ("all", "every", "each", "always", "never")
 
 
 def _objectless(words: list[str]) -> bool:
@@ -278,12 +288,17 @@ SCOPE_WORDS = frozenset({"for", "in", "on", "when", "where", "if", "unless", "wi
                          "because", "since", "while"})
 
 
+_CONNECTING = frozenset({conn[0] for conn in CONNECTORS} | {"to"})
+
+
 def _connector(words: list[str]) -> tuple[tuple[int, int], bool] | None:
     """Where a preference splits the clause: ((start, end) of the connector, whether the part before
     it is the one refused), or None."""
     if words[:1] == ["replace"] and "with" in words:  # "replace A with B": A refused, B claimed
         at = words.index("with")
         return (at, at + 1), True
+    if _CONNECTING.isdisjoint(words):
+        return None  # most clauses: no word a connector opens with, nor "prefer ... to"
     for i in range(len(words)):
         for conn in CONNECTORS:
             if tuple(words[i:i + len(conn)]) == conn:

@@ -37,6 +37,18 @@ def run(lessons: list[LessonUse], recent_queries: list[str], now: datetime,
 RULES = ("speculative_unconfirmed", "stale_unused", "popular_unrefined", "unmatched_trigger")
 
 
+def unjudged(settings: dict, recent_queries: list[str]) -> tuple[int, int] | None:
+    """The usage counts (low, high) of the lessons no rule can judge, now or later, given the
+    queries of the window: with no query, a lesson retrieved at least once (neither unused nor
+    speculative) but fewer than `popular_min_retrievals` times; None when every lesson can be judged.
+    `scan` of the lessons without them gives what `scan` of all gives (such a lesson adds no
+    reason and no moment), so they need not be read."""
+    popular = int(settings["popular_min_retrievals"])
+    if recent_queries or popular <= 1:
+        return None
+    return 1, popular - 1
+
+
 def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, settings: dict,
          settled: frozenset[str] = frozenset(), first_query: str | None = None
          ) -> tuple[list[RemFinding], datetime | None]:
@@ -63,11 +75,7 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
     for lesson in lessons:
         # a time that does not parse reads as `now` at every run: a constant age of 0, no change
         created_at = parse_time(lesson.created_at)
-        created = created_at or now
-        refined_at = parse_time(lesson.last_refined) or created_at
-        refined = refined_at or now
-        last_used = parse_time(lesson.last_used)
-        age = (now - created).days
+        age = (now - (created_at or now)).days
         reasons, later = [], []
 
         def rule(name: str, holds: bool, since: datetime | None, days) -> None:
@@ -81,7 +89,8 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
         if lesson.usage_count == 0:
             rule("stale_unused", age >= unused_age, created_at, unused_age)
         if lesson.usage_count >= popular:
-            rule("popular_unrefined", (now - refined).days >= popular_age, refined_at, popular_age)
+            refined_at = _refined(lesson, created_at)
+            rule("popular_unrefined", (now - (refined_at or now)).days >= popular_age, refined_at, popular_age)
         if query_words:
             trigger_words = text.keywords(lesson.trigger)
             if trigger_words and not query_words.intersection(trigger_words):
@@ -91,12 +100,12 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
         if not reasons or (settled and fingerprint(OPERATION, reasons[0],
                                                    subject_identity(subject_of(lesson))) in settled):
             continue
-        idle_since, idle_from = (last_used, last_used) if last_used else (created, created_at)
         if reasons[0] == "popular_unrefined":
-            idle_since, idle_from = refined, refined_at
-        idle = (now - idle_since).days
-        scored.append(((-len(reasons), -idle, lesson.id), lesson, reasons, {
-            "age_days": age, "idle_days": idle, "unrefined_days": (now - refined).days}, idle_from))
+            idle_from = _refined(lesson, created_at)
+        else:
+            idle_from = parse_time(lesson.last_used) or created_at
+        idle = (now - (idle_from or now)).days
+        scored.append(((-len(reasons), -idle, lesson.id), lesson, reasons, created_at, idle_from))
     scored.sort(key=lambda item: item[0])
     limit = int(settings.get("max_findings", 50))
     if limit <= 0:
@@ -109,10 +118,17 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
         else:
             changes += [when for i, (when, _) in enumerate(later, 1) if len(reasons) + i >= enough][:1]
     changes += _reorderings(scored, limit, now)
-    findings = [_finding(lesson, reasons, {**facts, "trigger_keywords": text.keywords(lesson.trigger)},
-                         len(recent_queries), window)
-                for _, lesson, reasons, facts, _ in scored[:limit]]
+    findings = [_finding(lesson, reasons, {
+        "age_days": (now - (created_at or now)).days, "idle_days": -minus_idle,
+        "unrefined_days": (now - (_refined(lesson, created_at) or now)).days,
+        "trigger_keywords": text.keywords(lesson.trigger)}, len(recent_queries), window)
+        for (_, minus_idle, _), lesson, reasons, created_at, _ in scored[:limit]]
     return findings, min(changes, default=None)
+
+
+def _refined(lesson: LessonUse, created_at: datetime | None) -> datetime | None:
+    """When the lesson was last refined (its creation when that does not parse)."""
+    return parse_time(lesson.last_refined) or created_at
 
 
 def _reorderings(scored: list, limit: int, now: datetime) -> list[datetime]:

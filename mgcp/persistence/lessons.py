@@ -72,10 +72,12 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
 
 
 def _lesson_rows(rows: list[tuple], state: LessonStatus) -> list[LessonRow]:
-    """`Lessons.rows`' rows as `LessonRow`s."""
+    """`Lessons.rows`' rows as `LessonRow`s, made as the tuples they are with every field given
+    (the named tuple's constructor is a Python call per row)."""
     tags = Memo(_tags_of)  # tags lists repeat from lesson to lesson; rows are read-only
-    return [LessonRow(lesson_id, trigger, action, tags[tags_text], _links(related), int(version), int(used),
-                      created, refined, state)
+    new = tuple.__new__
+    return [new(LessonRow, (lesson_id, trigger, action, tags[tags_text], _links(related), int(version), int(used),
+                            created, refined, state))
             for lesson_id, trigger, action, tags_text, related, version, used, created, refined in rows]
 
 
@@ -86,6 +88,7 @@ _STRINGS = re.compile(r"\[{s}(?:, {s})*\]".format(s=_STRING))
 _ENTRY = (r'\{{"target": {s}, "type": {s}, "weight": -?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?, '
           r'"context": \[(?:{s}(?:, {s})*)?\], "bidirectional": (?:true|false)\}}').format(s=_STRING)
 _RELATIONSHIPS = re.compile(r"\[{e}(?:, {e})*\]".format(e=_ENTRY))
+_LINK = re.compile(r'\{"target": "([^"]*)", "type": "([^"]*)"')  # an entry's target and type, once matched
 
 
 def _tags_of(text: str | None) -> list[str]:
@@ -100,10 +103,9 @@ def _links(text: str | None) -> tuple[LessonLink, ...]:
     if not text or text == "[]":
         return ()
     if _RELATIONSHIPS.fullmatch(text):
-        # each entry begins '{"target": "', and no string holds a quote: an entry's target is the
-        # text up to the next quote, its type the text between the fourth and fifth quotes after
-        return tuple(LessonLink(parts[0], parts[4]) for parts in
-                     (entry.split('"', 5) for entry in text.split('{"target": "')[1:]))
+        # each entry opens with its target and type, and no string holds a quote
+        new = tuple.__new__
+        return tuple([new(LessonLink, pair) for pair in _LINK.findall(text)])
     return tuple(LessonLink(str(r["target"]), str(r.get("type", "related"))) for r in _relationships(text))
 
 
@@ -154,10 +156,14 @@ class Lessons:
         with collector_paused():
             return [lesson_from_row(r, tags.__getitem__) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
 
-    async def uses(self) -> list[LessonUse]:
-        """Every active lesson's use (see `LessonUse`), by id. The lessons are read in one scan of
-        their table, beside the few rows of the lifecycle, traits and outcome tables (joined row by
-        row in id order, the same read takes three times as long at 100k lessons)."""
+    async def uses(self, skip: tuple[int, int] | None = None) -> list[LessonUse]:
+        """Every active lesson's use (see `LessonUse`), by id; with `skip` (low, high), but those
+        whose usage count is from low to high. The lessons are read in one scan of their table,
+        beside the few rows of the lifecycle, traits and outcome tables (joined row by row in id
+        order, the same read takes three times as long at 100k lessons)."""
+        where, params = "", []
+        if skip is not None:  # a count stored as text or NULL is read (it is never in the range)
+            where, params = " WHERE usage_count IS NULL OR NOT (usage_count BETWEEN ? AND ?)", list(skip)
         async with self.db.snapshot():
             gone = {lid for (lid,) in await self.db.fetchall(
                 "SELECT lesson_id FROM lesson_lifecycle WHERE COALESCE(status, 'active') != 'active'")}
@@ -167,12 +173,19 @@ class Lessons:
                    WHERE t.confidence IS NOT NULL"""))
             helped = dict(await self.db.fetchall(
                 "SELECT lesson_id, helped FROM lesson_outcome_stats WHERE helped IS NOT NULL"))
-            rows = await self.db.fetchall(
-                "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons")
-        uses = [LessonUse(r[0], r[1], r[2], int(r[3] or 1), int(r[4] or 0), r[5], r[6] or r[5], r[7],
-                          float(confidence.get(r[0], 0.8)), int(helped.get(r[0], 0)))
-                for r in rows if r[0] not in gone]
-        uses.sort(key=lambda use: use.id)
+            async with self.db.conn.execute(
+                    "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons"
+                    + where, params) as cursor:
+                cursor.row_factory = None  # plain tuples: a hundred thousand rows
+                rows = await cursor.fetchall()
+        new = tuple.__new__  # each made as the tuple it is, every field given (see `_lesson_rows`)
+        with collector_paused():
+            uses = [new(LessonUse, (lesson_id, trigger, action, int(version or 1), int(used or 0), created,
+                                    refined or created, last_used, float(confidence.get(lesson_id, 0.8)),
+                                    int(helped.get(lesson_id, 0))))
+                    for lesson_id, trigger, action, version, used, created, refined, last_used in rows
+                    if lesson_id not in gone]
+        uses.sort(key=_first)
         return uses
 
     async def rows(self, status: str = "active") -> list[LessonRow]:

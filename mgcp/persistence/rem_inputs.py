@@ -24,10 +24,12 @@ class RemInputs:
     async def history_since(self, project_id: str, after_session: int) -> list[HistoryRow]:
         """The project's snapshots of sessions after `after_session`, by id."""
         with collector_paused():  # a row per snapshot: a hundred thousand objects, no cycles
-            rows = await self.db.fetchall(
-                """SELECT id, session_number, session_id, timestamp, notes, active_files, todos, recent_decisions
-                   FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id""",
-                [project_id, after_session])
+            async with self.db.conn.execute(
+                    """SELECT id, session_number, session_id, timestamp, notes, active_files, todos, recent_decisions
+                       FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id""",
+                    [project_id, after_session]) as cursor:
+                cursor.row_factory = None  # plain tuples
+                rows = await cursor.fetchall()
             return self._rows(project_id, rows)
 
     @staticmethod
@@ -36,6 +38,7 @@ class RemInputs:
         todos: dict[str | None, list[Todo]] = {}
         decisions: dict[str | None, list[str]] = {}
         out = []
+        new = tuple.__new__  # each row made as the tuple it is, every field given (a Python call less per row)
         for row_id, session, session_id, at, notes, files_text, todos_text, decisions_text in rows:
             if files_text not in files:
                 files[files_text] = json.loads(files_text or "[]")
@@ -43,6 +46,6 @@ class RemInputs:
                 todos[todos_text] = [Todo.from_stored(t) for t in _json(todos_text, [])]
             if decisions_text not in decisions:
                 decisions[decisions_text] = json.loads(decisions_text or "[]")
-            out.append(HistoryRow(row_id, project_id, session, session_id, at, notes, files[files_text],
-                                  todos[todos_text], decisions[decisions_text]))
+            out.append(new(HistoryRow, (row_id, project_id, session, session_id, at, notes, files[files_text],
+                                        todos[todos_text], decisions[decisions_text])))
         return out
