@@ -70,6 +70,7 @@ import hashlib
 import json
 import math
 from collections import Counter, defaultdict, deque
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import SimpleNamespace
@@ -78,7 +79,7 @@ from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
-from mgcp.operations.shared import CycleCache, joined_terms, stage, tf_idf, ticker
+from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -88,6 +89,8 @@ MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
 KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+# how each lesson's keywords are read for the idf (`_idf`, `_Keywords`, and the words' rules)
+KEYWORD_RULES = hashlib.blake2b(b"community keywords 1\0" + WORDS, digest_size=16).digest()
 
 
 @dataclass
@@ -118,6 +121,8 @@ class Kept:
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
+    # each lesson's keywords the idf counts (`_Keywords.state`; None: nothing kept, or as it was kept)
+    keywords: bytes | None = None
     # the lessons whose rows differ from those of the state this one was made from (None: all may)
     changed: list[str] | None = None
 
@@ -179,6 +184,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
     kept_titles = kept.titles if incremental else {}
     idf: dict[str, float] | None = None
+    keywords = None  # each lesson's keywords the idf was counted from, when it was
     communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
@@ -188,7 +194,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         title = kept_titles.get(drawn_from)
         if title is None:
             if idf is None:
-                idf = _idf(ordered)
+                idf, keywords = _idf(ordered, content, kept.keywords if kept is not None else None)
             title = _title(sample, by_id, idf)
             described += 1
         titles[drawn_from] = title
@@ -252,6 +258,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         same_rules = kept if kept is not None and kept.settings == key else None
         new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
                          labels.tolist(), edge_digests, titles, same_rules)
+        new_kept.keywords = keywords.state() if keywords is not None else None
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
@@ -272,7 +279,7 @@ def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str
             row = KeptLesson(content[lid], proposed[lid], labels[i], edges[i])
             changed.append(lid)
         lessons[lid] = row
-    return Kept(key, runs_since_full, lessons, titles, changed if before is not None else None)
+    return Kept(key, runs_since_full, lessons, titles, changed=changed if before is not None else None)
 
 
 def _settings_key(settings: dict, backend: str) -> str:
@@ -690,17 +697,107 @@ def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]
 
 # -- titles and summaries ------------------------------------------------------------------------
 
-def _idf(lessons: list[Lesson]) -> dict[str, float]:
-    """Each keyword's inverse document frequency over the triggers and tags. A text's keywords are
-    its tokens' own keywords (`text.keywords` maps token by token), so each distinct token is
-    read once for the whole corpus."""
-    df: Counter = Counter()
-    of_token = text.Memo(text.keywords)
-    for lesson in lessons:
-        df.update({k for token in set(text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)))
-                   for k in of_token[token]})
-    n = len(lessons) or 1
-    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+def _idf(ordered: list[Lesson], content: dict[str, str], kept: bytes | None = None) -> tuple[dict[str, float], "_Keywords"]:
+    """Each keyword's inverse document frequency over the triggers and tags, ln((1 + n) / (1 + df))
+    + 1, and each lesson's keywords it was counted from (`_Keywords`, kept for the next run). A
+    text's keywords are its tokens' own keywords (`text.keywords` maps token by token), so each
+    distinct token is read once; a lesson whose content digest (`_content`) is as `kept` holds it
+    (an earlier run's `_Keywords.state`) is not read at all. The counts are the same either way."""
+    import numpy as np
+
+    from mgcp.operations.sparse import expand, starts
+
+    words = _Keywords.read(kept)
+    vocabulary = words.vocabulary if words is not None else []
+    number = {word: i for i, word in enumerate(vocabulary)}
+    row_of = dict(zip(words.ids, range(len(words.ids)))) if words is not None else {}
+
+    def numbered(token: str) -> tuple[int, ...]:
+        out = []
+        for word in text.keywords(token):
+            if word not in number:
+                number[word] = len(vocabulary)
+                vocabulary.append(word)
+            out.append(number[word])
+        return tuple(out)
+
+    of_token = text.Memo(numbered)
+    tokenize, chained = text.tokenize, chain.from_iterable
+    source = [-1] * len(ordered)  # each lesson's kept row, or -1: read now
+    flat: list[int] = []  # the keywords of those read now, one lesson after the other
+    counts: list[int] = []
+    kept_digests = words.digests if words is not None else None
+    for i, lesson in enumerate(ordered):
+        if row_of:
+            row = row_of.get(lesson.id)
+            if row is not None and kept_digests[row] == content[lesson.id]:
+                source[i] = row
+                continue
+        held = dict.fromkeys(chained(map(of_token.__getitem__, tokenize(lesson.trigger + " " + " ".join(lesson.tags)))))
+        flat += held
+        counts.append(len(held))
+    source = np.array(source, dtype=np.int64)
+    fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
+    lengths = np.zeros(len(ordered), dtype=np.int64)
+    lengths[fresh] = counts
+    if len(taken):
+        lengths[taken] = np.diff(words.start)[source[taken]]
+    start = starts(lengths)
+    held = np.zeros(int(start[-1]), dtype=np.int64)
+    if len(taken):
+        held[expand(start, taken)] = words.held[expand(words.start, source[taken])]
+    held[expand(start, fresh)] = flat
+    df = np.bincount(held, minlength=len(vocabulary))
+    n = len(ordered) or 1
+    idf = {vocabulary[w]: math.log((1 + n) / (1 + d)) + 1.0 for w, d in enumerate(df.tolist()) if d}
+    # words no lesson holds any more are left out of what is kept
+    present = df > 0
+    renumber = np.cumsum(present) - 1
+    kept_words = _Keywords([lesson.id for lesson in ordered], [content[lesson.id] for lesson in ordered],
+                           [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
+    return idf, kept_words
+
+
+class _Keywords:
+    """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`),
+    the `vocabulary`, and each lesson's keyword numbers (ascending) at held[start[i]:start[i + 1]].
+    `state` is what is kept (with `KEYWORD_RULES`, so that other rules find nothing in it)."""
+
+    __slots__ = ("ids", "digests", "vocabulary", "start", "held")
+
+    def __init__(self, ids: list[str], digests: list[str], vocabulary: list[str], start, held):
+        self.ids, self.digests, self.vocabulary, self.start, self.held = ids, digests, vocabulary, start, held
+
+    def state(self) -> bytes:
+        import numpy as np
+
+        head = json.dumps([self.ids, self.digests, self.vocabulary]).encode()
+        return b"".join([KEYWORD_RULES, len(head).to_bytes(8, "little"), head,
+                         np.diff(self.start).astype("<i4").tobytes(), self.held.astype("<i4").tobytes()])
+
+    @classmethod
+    def read(cls, state: bytes | None) -> "_Keywords | None":
+        """The kept keywords, or None when nothing usable is kept (none, other rules, unreadable)."""
+        import numpy as np
+
+        from mgcp.operations.sparse import starts
+
+        if not state or not state.startswith(KEYWORD_RULES):
+            return None
+        try:
+            at = len(KEYWORD_RULES)
+            size = int.from_bytes(state[at:at + 8], "little")
+            ids, digests, vocabulary = json.loads(state[at + 8:at + 8 + size])
+            at += 8 + size
+            lengths = np.frombuffer(state, dtype="<i4", count=len(ids), offset=at).astype(np.int64)
+            start = starts(lengths)
+            held = np.frombuffer(state, dtype="<i4", count=int(start[-1]), offset=at + 4 * len(ids)).astype(np.int64)
+            if (len(digests) != len(ids) or at + 4 * (len(ids) + len(held)) != len(state)
+                    or (len(held) and (held.min() < 0 or held.max() >= len(vocabulary)))):
+                return None
+        except (ValueError, TypeError):
+            return None
+        return cls(ids, digests, vocabulary, start, held)
 
 
 def _sample_key(sample: list[str], content: dict[str, str]) -> str:
