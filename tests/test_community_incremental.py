@@ -193,6 +193,54 @@ def test_the_idf_from_kept_keywords_is_the_idf_read_from_every_lesson():
     assert _idf(after, {x.id: "other" for x in after}, lied.state())[0] == read_all(after)
 
 
+def test_phrases_taken_from_what_was_kept_are_the_phrases_read_now():
+    from mgcp.operations.community_detection import PHRASE_RULES, _content, _member_phrases, _Phrases
+
+    rng = random.Random(12)
+    lessons = corpus(rng, 80) + [lesson("t-tags", "When Webhooks fail, webhook-retry", "Retry webhooks.",
+                                        tags=["webhooks", "error-handling"]), lesson("t-empty", "When", "Do.")]
+    content = {x.id: _content(x) for x in lessons}
+    first = _Phrases(None, content)
+    assert all(first(x) == _member_phrases(x) for x in lessons)
+    state = first.state([x.id for x in lessons])
+    changed = [x.model_copy(update={"action": "Ping the cache twice."}) if i % 5 == 0 else x
+               for i, x in enumerate(lessons)]
+    content = {x.id: _content(x) for x in changed}
+    second = _Phrases(state, content)
+    assert len(second.kept) == len(lessons)
+    for x in changed:  # the same entries in the same order, whether taken or read
+        assert list(second(x).items()) == list(_member_phrases(x).items())
+    # only the members given are kept; kept under other rules, a state is not read
+    assert len(_Phrases(second.state(["t-tags", "l0001"]), content).kept) == 2
+    assert _Phrases(b"x" * len(PHRASE_RULES) + state[len(PHRASE_RULES):], content).kept == {}
+    assert _Phrases(state[:-5], content).kept == {}
+
+
+def test_titles_drawn_from_kept_readings_are_those_drawn_from_none():
+    rng = random.Random(13)
+    before = corpus(rng, 500)
+    first = full(before)
+    assert set(first.kept.readings) == {"keywords", "phrases"}
+    after = change(rng, before, 0.05)
+    with_readings = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                            cache=CycleCache(), kept=first.kept)
+    bare = community_detection.Kept(first.kept.settings, first.kept.runs_since_full, first.kept.lessons,
+                                    first.kept.titles)
+    without = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                      cache=CycleCache(), kept=bare)
+    assert with_readings.described == without.described > 0
+    assert with_readings.communities == without.communities
+    # what is kept of the phrases: every title sample member's, read now or kept for its content as it is
+    samples = set(_phrases_kept(with_readings.kept.readings["phrases"]))
+    assert set(_phrases_kept(without.kept.readings["phrases"])) < samples <= {x.id for x in after}
+
+
+def _phrases_kept(state: bytes) -> dict:
+    from mgcp.operations.community_detection import _Phrases
+
+    return _Phrases(state, {}).kept
+
+
 def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_or_gone():
     from mgcp.operations.similarity import nearest_in
 
@@ -319,7 +367,7 @@ def test_a_dry_run_keeps_nothing(db, run):
         await _seed(store, 40)
         await engine.run(store, parse_config({}, "t"), P, OPS, auto=True, dry_run=True)
         return (await _kept(store), await store.db.fetchall("SELECT title FROM community_kept_titles"),
-                await store.db.fetchall("SELECT state FROM community_kept_keywords"))
+                await store.db.fetchall("SELECT state FROM community_kept_readings"))
 
     assert run(db, scenario) == (({}, []), [], [])
 

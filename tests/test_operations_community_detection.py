@@ -145,12 +145,12 @@ def test_cluster_title_is_a_shared_phrase_when_the_members_have_one():
                for i, trigger in enumerate(["When a webhook delivery fails", "When a webhook times out",
                                             "When webhook retries run out"])]
     by_id = {m.id: m for m in members}
-    idf = community_detection._idf(members)
+    idf, _ = community_detection._idf(members)
     assert community_detection._title(list(by_id), by_id, idf) == "webhook error handling"
     # a phrase only some members use is too narrow: the shared words are listed instead
     assert community_detection._title(["webhook-retry-logic", "webhook-signature-verify",
                                        "webhook-dead-letter-replay", "webhook-timeout-handling"],
-                                      {m.id: m for m in kb()}, community_detection._idf(kb())
+                                      {m.id: m for m in kb()}, community_detection._idf(kb())[0]
                                       ).startswith("webhook, ")
 
 
@@ -241,7 +241,7 @@ def test_idf_reads_each_text_as_its_keywords():
     for item in lessons:
         df.update(set(text.keywords(item.trigger + " " + " ".join(item.tags))))
     n = len(lessons)
-    assert community_detection._idf(lessons) == {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+    assert community_detection._idf(lessons)[0] == {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
 def test_the_collector_runs_again_after_a_run():

@@ -91,6 +91,8 @@ TITLE_SAMPLE = 40       # members a community's title is drawn from
 KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 # how each lesson's keywords are read for the idf (`_idf`, `_Keywords`, and the words' rules)
 KEYWORD_RULES = hashlib.blake2b(b"community keywords 1\0" + WORDS, digest_size=16).digest()
+# how a title sample member's phrases are read and kept (`_member_phrases`, `_Phrases`, the words' rules)
+PHRASE_RULES = hashlib.blake2b(b"community phrases 1\0" + WORDS, digest_size=16).digest()
 
 
 @dataclass
@@ -121,8 +123,9 @@ class Kept:
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
-    # each lesson's keywords the idf counts (`_Keywords.state`; None: nothing kept, or as it was kept)
-    keywords: bytes | None = None
+    # what the titles are drawn from, read from the lessons: "keywords" (`_Keywords.state`) and
+    # "phrases" (`_Phrases.state`); what a run returns holds only those it read anew
+    readings: dict[str, bytes] = field(default_factory=dict)
     # the lessons whose rows differ from those of the state this one was made from (None: all may)
     changed: list[str] | None = None
 
@@ -185,6 +188,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     kept_titles = kept.titles if incremental else {}
     idf: dict[str, float] | None = None
     keywords = None  # each lesson's keywords the idf was counted from, when it was
+    readings = kept.readings if kept is not None else {}
+    phrases = _Phrases(readings.get("phrases"), content)
+    sampled: list[str] = []  # the members of every title sample
     communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
@@ -194,10 +200,11 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         title = kept_titles.get(drawn_from)
         if title is None:
             if idf is None:
-                idf, keywords = _idf(ordered, content, kept.keywords if kept is not None else None)
-            title = _title(sample, by_id, idf)
+                idf, keywords = _idf(ordered, content, readings.get("keywords"))
+            title = _title(sample, by_id, idf, phrases)
             described += 1
         titles[drawn_from] = title
+        sampled += sample
         communities.append(_describe(members, central, by_id, title))
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
@@ -258,7 +265,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         same_rules = kept if kept is not None and kept.settings == key else None
         new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
                          labels.tolist(), edge_digests, titles, same_rules)
-        new_kept.keywords = keywords.state() if keywords is not None else None
+        if keywords is not None:
+            new_kept.readings["keywords"] = keywords.state()
+        if phrases.read:
+            new_kept.readings["phrases"] = phrases.state(sampled)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
@@ -697,7 +707,8 @@ def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]
 
 # -- titles and summaries ------------------------------------------------------------------------
 
-def _idf(ordered: list[Lesson], content: dict[str, str], kept: bytes | None = None) -> tuple[dict[str, float], "_Keywords"]:
+def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
+         kept: bytes | None = None) -> tuple[dict[str, float], "_Keywords"]:
     """Each keyword's inverse document frequency over the triggers and tags, ln((1 + n) / (1 + df))
     + 1, and each lesson's keywords it was counted from (`_Keywords`, kept for the next run). A
     text's keywords are its tokens' own keywords (`text.keywords` maps token by token), so each
@@ -707,6 +718,8 @@ def _idf(ordered: list[Lesson], content: dict[str, str], kept: bytes | None = No
 
     from mgcp.operations.sparse import expand, starts
 
+    if content is None:
+        content = {lesson.id: _content(lesson) for lesson in ordered}
     words = _Keywords.read(kept)
     vocabulary = words.vocabulary if words is not None else []
     number = {word: i for i, word in enumerate(vocabulary)}
@@ -821,7 +834,66 @@ def _phrases(source: str) -> dict[tuple[str, ...], str]:
     return text.phrases(source)
 
 
-def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> str:
+def _member_phrases(lesson: Lesson) -> dict[tuple[str, ...], str]:
+    """A member's phrases (`text.phrases`) from its trigger, action and tags: stemmed key -> its
+    first written form, the earlier source's form winning."""
+    found: dict[tuple[str, ...], str] = {}
+    for source in reversed([lesson.trigger, lesson.action, *lesson.tags]):
+        found.update(_phrases(source))
+    return found
+
+
+_FORMS = "\x1f"  # between a member's kept phrase forms: a phrase's words hold letters, digits and "_"
+
+
+class _Phrases:
+    """Title sample members' phrases (`_member_phrases`), each read once per run, and taken from
+    what an earlier run kept (`state`) for a member whose content digest (`_content`) is the kept
+    one. A phrase is kept as its written form only: its key is the stems of the form's words (as
+    `text.phrases` makes it), so what is taken is what a reading gives, entry for entry."""
+
+    def __init__(self, state: bytes | None, content: dict[str, str]):
+        self.content = content
+        self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
+        self.read: dict[str, dict[tuple[str, ...], str]] = {}  # taken or read in this run
+        if state and state.startswith(PHRASE_RULES):
+            try:
+                ids, digests, forms = json.loads(state[len(PHRASE_RULES):])
+                if len(ids) == len(digests) == len(forms):
+                    self.kept = dict(zip(ids, zip(digests, forms)))
+            except (ValueError, TypeError):
+                self.kept = {}
+
+    def __call__(self, lesson: Lesson) -> dict[tuple[str, ...], str]:
+        found = self.read.get(lesson.id)
+        if found is None:
+            row = self.kept.get(lesson.id)
+            if row is not None and row[0] == self.content[lesson.id]:
+                stem = text.stem
+                found = {tuple(map(stem, form.split(" "))): form for form in row[1].split(_FORMS)} if row[1] else {}
+            else:
+                found = _member_phrases(lesson)
+            self.read[lesson.id] = found
+        return found
+
+    def state(self, members: list[str]) -> bytes:
+        """What to keep: the phrases of `members` (the lessons of this run's title samples) that
+        were read in this run or are kept for their content as it is now."""
+        ids, digests, forms = [], [], []
+        for lid in sorted(set(members)):
+            if lid in self.read:
+                joined = _FORMS.join(self.read[lid].values())
+            elif lid in self.kept and self.kept[lid][0] == self.content[lid]:
+                joined = self.kept[lid][1]
+            else:
+                continue
+            ids.append(lid)
+            digests.append(self.content[lid])
+            forms.append(joined)
+        return PHRASE_RULES + json.dumps([ids, digests, forms]).encode()
+
+
+def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], read=None) -> str:
     """The members' common topic, as a phrase when they share one ("webhook error handling"), else
     their three most distinctive words ("payments, stripe, booking").
 
@@ -829,14 +901,12 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
     qualifies when at least half the members (two or more) use it, and three quarters as many as
     use the most common word (a phrase narrower than the cluster is no title for it); the best is
     the one most members use, then the most distinctive (sum of its words' idf, so longer phrases
-    win ties)."""
+    win ties). `read`: a member's phrases (`_member_phrases`, the default, or `_Phrases`)."""
+    read = read or _member_phrases
     used: Counter = Counter()
     founds: list[dict[tuple[str, ...], str]] = []  # per member: phrase -> its first written form
     for lid in members:
-        lesson = by_id[lid]
-        found: dict[tuple[str, ...], str] = {}
-        for source in reversed([lesson.trigger, lesson.action, *lesson.tags]):
-            found.update(_phrases(source))  # the earlier source's form wins
+        found = read(by_id[lid])
         used.update(found.keys())
         founds.append(found)
     quorum = max(2, (len(members) + 1) // 2)
