@@ -422,9 +422,17 @@ class _Graph:
     def explicit_pairs(self):
         return self.explicit // max(self.n, 1), self.explicit % max(self.n, 1)
 
-    def lines(self, ids: list[str]) -> list[str]:
-        """Each edge written out ("a|b|weight"), in edge order."""
-        return [f"{ids[x]}|{ids[y]}|{v:.6f}\n" for x, y, v in zip(self.a.tolist(), self.b.tolist(), self.w.tolist())]
+    def lines(self, ids: list[str]) -> str:
+        """Each edge written out ("a|b|weight\n"), in edge order, as one text (each distinct weight
+        written once)."""
+        import numpy as np
+
+        values = np.sort(self.w)
+        values = values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
+        tails = [f"|{v:.6f}\n" for v in values.tolist()]
+        heads = [lid + "|" for lid in ids]
+        return "".join(chain.from_iterable(zip(map(heads.__getitem__, self.a.tolist()), map(ids.__getitem__, self.b.tolist()),
+                                               map(tails.__getitem__, np.searchsorted(values, self.w).tolist()))))
 
     def digests(self, ids: list[str]) -> list[str]:
         """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
@@ -675,16 +683,16 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     return _Graph(n, pairs // max(n, 1), pairs % max(n, 1), w, explicit, proposed)
 
 
-def _graph_hash(lines: list[str], ordered: list[Lesson], settings: dict,
+def _graph_hash(lines: str, ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
-    """`lines`: each edge written out ("a|b|weight"), sorted by pair."""
+    """`lines`: each edge written out ("a|b|weight\n"), sorted by pair (`_Graph.lines`)."""
     h = hashlib.sha256()
     for answered in sorted(settled):
         h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
     h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    h.update("".join(lines).encode())
+    h.update(lines.encode())
     return h.hexdigest()
 
 
@@ -856,6 +864,7 @@ class _Phrases:
         self.content = content
         self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
         self.read: dict[str, dict[tuple[str, ...], str]] = {}  # taken or read in this run
+        self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
         if state and state.startswith(PHRASE_RULES):
             try:
                 ids, digests, forms = json.loads(state[len(PHRASE_RULES):])
@@ -869,8 +878,8 @@ class _Phrases:
         if found is None:
             row = self.kept.get(lesson.id)
             if row is not None and row[0] == self.content[lesson.id]:
-                stem = text.stem
-                found = {tuple(map(stem, form.split(" "))): form for form in row[1].split(_FORMS)} if row[1] else {}
+                key_of = self.key_of
+                found = {key_of[form]: form for form in row[1].split(_FORMS)} if row[1] else {}
             else:
                 found = _member_phrases(lesson)
             self.read[lesson.id] = found
