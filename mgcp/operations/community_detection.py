@@ -238,9 +238,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         cluster_findings.append(_cluster_finding(c, by_id, linked, explicit_adj, c["community_id"] in new_ids))
 
     in_clusters = {m for f in cluster_findings for m in f.data["members"]}
-    suggestions = graph.strongest(MAX_SUGGESTIONS)
+    unlinked = np.flatnonzero(~linked_at_all)
+    suggestions = graph.strongest(MAX_SUGGESTIONS, unlinked)
     orphans = []
-    for i in np.flatnonzero(~linked_at_all).tolist():
+    for i in unlinked.tolist():
         lesson = ordered[i]
         if lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
@@ -467,20 +468,26 @@ class _Graph:
         nodes = members.tolist()
         return [nodes[k] for k in sorted(range(len(nodes)), key=lambda k: (-centrality[k], ids[nodes[k]]))]
 
-    def strongest(self, k: int):
-        """A function of a node: (its k strongest neighbours, strongest first, ties to the lower;
-        the strongest weight, 0.0 without any)."""
+    def strongest(self, k: int, nodes):
+        """A function of each of `nodes` (ascending): (its k strongest neighbours, strongest first,
+        ties to the lower; the strongest weight, 0.0 without any)."""
         import numpy as np
 
-        node = np.repeat(np.arange(self.n), np.diff(self.start))
-        order = np.lexsort((self.neighbour, -self.weight_at, node))
-        rank = np.arange(len(order)) - self.start[node[order]]
-        top = order[rank < k]
-        cut = np.searchsorted(node[top], np.arange(self.n + 1)).tolist()
+        from mgcp.operations.sparse import expand
+
+        entries = expand(self.start, nodes)
+        counts = self.start[nodes + 1] - self.start[nodes]
+        place = np.repeat(np.arange(len(nodes)), counts)  # each entry's node, as its place in `nodes`
+        order = np.lexsort((self.neighbour[entries], -self.weight_at[entries], place))
+        first = np.cumsum(counts) - counts
+        rank = np.arange(len(order)) - first[place[order]]
+        top = entries[order[rank < k]]
+        cut = np.searchsorted(place[order[rank < k]], np.arange(len(nodes) + 1)).tolist()
         neighbours, weights = self.neighbour[top].tolist(), self.weight_at[top].tolist()
+        at = dict(zip(nodes.tolist(), range(len(nodes))))
 
         def of(i: int) -> tuple[list[int], float]:
-            lo, hi = cut[i], cut[i + 1]
+            lo, hi = cut[at[i]], cut[at[i] + 1]
             return neighbours[lo:hi], (weights[lo] if hi > lo else 0.0)
 
         return of
