@@ -70,9 +70,10 @@ import hashlib
 import json
 import math
 from collections import Counter, defaultdict, deque
-from itertools import chain
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
+from operator import attrgetter
 from types import SimpleNamespace
 
 from mgcp import text
@@ -152,7 +153,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     by_id = {lesson.id: lesson for lesson in ordered}
     lexical = backend is None or isinstance(backend, LexicalBackend)
     key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
-    content = {lesson.id: _content(lesson) for lesson in ordered}
+    content = _contents(ordered)
     incremental = (kept is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
     changed: set[str] = set()
@@ -304,9 +305,18 @@ def _settings_key(settings: dict, backend: str) -> str:
 
 def _content(lesson: Lesson) -> str:
     """A digest of what the graph and the descriptions read of a lesson: text, tags and links."""
-    links = sorted(rel.target for rel in lesson.relationships)
-    read = "\0".join([lesson.trigger or "", lesson.action or "", "\1".join(lesson.tags), "\1".join(links)])
-    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return _contents([lesson])[lesson.id]
+
+
+def _contents(lessons: list[Lesson]) -> dict[str, str]:
+    """`_content` of each lesson, by id, in one loop (100k lessons)."""
+    blake2b, fields = hashlib.blake2b, attrgetter("id", "trigger", "action", "tags", "relationships")
+    out = {}
+    for lid, trigger, action, tags, relationships in map(fields, lessons):
+        links = "\1".join(sorted([rel.target for rel in relationships])) if relationships else ""
+        read = "\0".join([trigger or "", action or "", "\1".join(tags), links])
+        out[lid] = blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return out
 
 
 def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[int],
@@ -734,7 +744,7 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
     from mgcp.operations.sparse import expand, starts
 
     if content is None:
-        content = {lesson.id: _content(lesson) for lesson in ordered}
+        content = _contents(ordered)
     words = _Keywords.read(kept)
     vocabulary = words.vocabulary if words is not None else []
     number = {word: i for i, word in enumerate(vocabulary)}
