@@ -72,7 +72,7 @@ import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter
 from types import SimpleNamespace
 
@@ -642,15 +642,15 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
 
     n = len(ordered)
     index = {lesson.id: i for i, lesson in enumerate(ordered)}
-    low, high = [], []
-    for i, lesson in enumerate(ordered):
-        for rel in lesson.relationships:
-            j = index.get(rel.target)
-            if j is not None and j != i:
-                low.append(min(i, j))
-                high.append(max(i, j))
-    explicit = sparse.distinct(np.array(low, dtype=np.int64) * n + np.array(high, dtype=np.int64))
-    del low, high
+    # each link as (its lesson, its target's place, -1 for a lesson not in the input)
+    links = [lesson.relationships for lesson in ordered]
+    source = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, links), dtype=np.int64, count=n))
+    target = np.fromiter(map(index.get, (rel.target for rel in chain.from_iterable(links)), repeat(-1)),
+                         dtype=np.int64, count=len(source))
+    held = (target >= 0) & (target != source)
+    low, high = np.minimum(source, target)[held], np.maximum(source, target)[held]
+    explicit = sparse.distinct(low * n + high)
+    del links, source, target, low, high
 
     edge_weight = float(settings["similarity_edge_weight"])
     threshold = float(settings["similarity_edge_threshold"])
