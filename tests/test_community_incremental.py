@@ -230,6 +230,10 @@ def test_titles_drawn_from_kept_readings_are_those_drawn_from_none():
                                       cache=CycleCache(), kept=bare)
     assert with_readings.described == without.described > 0
     assert with_readings.communities == without.communities
+    # a full run (one due, under `full_every`) takes the readings too, and finds what a run without any state finds
+    due = community_detection.run(after, first.communities, {**SETTINGS, "full_every": 1}, cache=CycleCache(),
+                                  kept=first.kept)
+    assert not due.incremental and due.communities == full(after).communities
     # what is kept of the phrases: every title sample member's, read now or kept for its content as it is
     samples = set(_phrases_kept(with_readings.kept.readings["phrases"]))
     assert set(_phrases_kept(without.kept.readings["phrases"])) < samples <= {x.id for x in after}

@@ -52,6 +52,11 @@ less: every run is full):
 - a community whose title would be drawn from the very members, with the very texts, that a kept
   title was drawn from (its `TITLE_SAMPLE` most central members) keeps that title; the others are
   titled anew. Every summary is written anew (it needs no corpus statistics).
+What titles are drawn from, as read from the lessons, is kept too (`Kept.readings`, each lesson
+known by its content digest, whatever the settings): every lesson's keywords, which the idf counts
+(`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`). A run, incremental or
+full, reads only the texts of lessons added or changed since; what it takes from these is exactly
+what reading the texts gives (the same idf, the same phrases), so they add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it);
 communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
