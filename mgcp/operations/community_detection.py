@@ -171,12 +171,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     else:
         graph = _edges(ordered, settings, backend, cache)
 
-    lines = graph.lines(ids)  # each edge as the hashes read it
-    graph_hash = _graph_hash(lines, ordered, settings, settled)
+    graph_hash = _graph_hash(graph.lines(ids), ordered, settings, settled)  # each edge as the hash reads it
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
-    del lines
     edge_digests = graph.digests(ids)
 
     resolution = float(settings.get("resolution", 1.0))
@@ -438,17 +436,20 @@ class _Graph:
     def explicit_pairs(self):
         return self.explicit // max(self.n, 1), self.explicit % max(self.n, 1)
 
-    def lines(self, ids: list[str]) -> str:
-        """Each edge written out ("a|b|weight\n"), in edge order, as one text (each distinct weight
-        written once)."""
+    def lines(self, ids: list[str], block: int = 1 << 16):
+        """Each edge written out ("a|b|weight\n"), in edge order, as texts of `block` edges each
+        (each distinct weight written once)."""
         import numpy as np
 
         values = np.sort(self.w)
         values = values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
         tails = [f"|{v:.6f}\n" for v in values.tolist()]
         heads = [lid + "|" for lid in ids]
-        return "".join(chain.from_iterable(zip(map(heads.__getitem__, self.a.tolist()), map(ids.__getitem__, self.b.tolist()),
-                                               map(tails.__getitem__, np.searchsorted(values, self.w).tolist()))))
+        at = np.searchsorted(values, self.w)
+        for lo in range(0, len(self.a), block):
+            yield "".join(chain.from_iterable(zip(map(heads.__getitem__, self.a[lo:lo + block].tolist()),
+                                                  map(ids.__getitem__, self.b[lo:lo + block].tolist()),
+                                                  map(tails.__getitem__, at[lo:lo + block].tolist()))))
 
     def digests(self, ids: list[str]) -> list[str]:
         """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
@@ -705,16 +706,18 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     return _Graph(n, pairs // max(n, 1), pairs % max(n, 1), w, explicit, proposed)
 
 
-def _graph_hash(lines: str, ordered: list[Lesson], settings: dict,
+def _graph_hash(lines, ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
-    """`lines`: each edge written out ("a|b|weight\n"), sorted by pair (`_Graph.lines`)."""
+    """`lines`: each edge written out ("a|b|weight\n"), sorted by pair, in texts of any length
+    (`_Graph.lines`)."""
     h = hashlib.sha256()
     for answered in sorted(settled):
         h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
     h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    h.update(lines.encode())
+    for text_of_lines in lines:
+        h.update(text_of_lines.encode())
     return h.hexdigest()
 
 
@@ -885,7 +888,7 @@ class _Phrases:
     def __init__(self, state: bytes | None, content: dict[str, str]):
         self.content = content
         self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
-        self.read: dict[str, dict[tuple[str, ...], str]] = {}  # taken or read in this run
+        self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
         self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
         if state and state.startswith(PHRASE_RULES):
             try:
@@ -896,16 +899,16 @@ class _Phrases:
                 self.kept = {}
 
     def __call__(self, lesson: Lesson) -> dict[tuple[str, ...], str]:
-        found = self.read.get(lesson.id)
-        if found is None:
+        forms = self.read.get(lesson.id)
+        if forms is None:
             row = self.kept.get(lesson.id)
-            if row is not None and row[0] == self.content[lesson.id]:
-                key_of = self.key_of
-                found = {key_of[form]: form for form in row[1].split(_FORMS)} if row[1] else {}
-            else:
+            if row is None or row[0] != self.content[lesson.id]:
                 found = _member_phrases(lesson)
-            self.read[lesson.id] = found
-        return found
+                self.read[lesson.id] = _FORMS.join(found.values())
+                return found
+            forms = self.read[lesson.id] = row[1]
+        key_of = self.key_of
+        return {key_of[form]: form for form in forms.split(_FORMS)} if forms else {}
 
     def state(self, members: list[str]) -> bytes:
         """What to keep: the phrases of `members` (the lessons of this run's title samples) that
@@ -913,7 +916,7 @@ class _Phrases:
         ids, digests, forms = [], [], []
         for lid in sorted(set(members)):
             if lid in self.read:
-                joined = _FORMS.join(self.read[lid].values())
+                joined = self.read[lid]
             elif lid in self.kept and self.kept[lid][0] == self.content[lid]:
                 joined = self.kept[lid][1]
             else:
