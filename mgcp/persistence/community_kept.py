@@ -2,11 +2,12 @@
 migration 0013; `community_kept_titles`, migration 0016; `community_kept_readings`, migration 0018).
 
 A row per active lesson (see `mgcp.operations.community_detection`, "Kept between runs"), one row
-for the settings the state holds under, and a row per title of the last run's communities (keyed by
-what it was drawn from), and what the titles are drawn from as read from the lessons (a binary
-state by name, which community detection reads and writes; written only when a run read it anew). It is a cache: nothing else refers to it, and deleting it only makes the
-next run a full one. Saving writes only the lesson rows that changed, and drops those of lessons no
-longer in it, in one transaction.
+for the settings the state holds under, a row per title of the last run's communities (keyed by
+what it was drawn from), and a row per reading of what the titles are drawn from (a binary state
+by name, which community detection makes and reads; written only by a run that drew a title). It
+is a cache: nothing else refers to it, and deleting it only makes the next run a full one (and read
+the texts the readings held). Saving writes only the lesson rows that changed, and drops those of
+lessons no longer in it, in one transaction.
 """
 
 from __future__ import annotations
