@@ -10,6 +10,7 @@ incremental run on unchanged edges gives back the kept partition; a community no
 keeps its id and description; the candidates of every lesson that searched again are the full
 search's; a run whose state is due for a full run (or has none) is the full run."""
 
+import math
 import random
 from collections import defaultdict
 
@@ -155,6 +156,95 @@ def test_a_title_is_kept_only_for_the_very_members_and_texts_it_was_drawn_from()
     assert _sample_key(sample, {**content, "m07": "changed"}) != key
 
 
+def test_the_idf_from_kept_keywords_is_the_idf_read_from_every_lesson():
+    from collections import Counter
+
+    from mgcp import text
+    from mgcp.operations.community_detection import KEYWORD_RULES, _content, _idf, _Keywords
+
+    def read_all(lessons):  # the definition: every lesson's trigger and tags read now
+        df = Counter()
+        for x in lessons:
+            df.update(set(text.keywords(x.trigger + " " + " ".join(x.tags))))
+        n = len(lessons)
+        return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+
+    rng = random.Random(8)
+    before = sorted(corpus(rng, 300), key=lambda x: x.id)
+    idf, kept = _idf(before, {x.id: _content(x) for x in before})
+    assert idf == read_all(before)
+    # refined (new words, one word gone from a trigger), archived, added; tags changed
+    after = change(rng, before, 0.1)
+    after = [x.model_copy(update={"trigger": "When the zanzibar quokka " + x.trigger.split()[-1], "tags": ["quokka"]})
+             if i % 17 == 0 else x for i, x in enumerate(after)]
+    after.sort(key=lambda x: x.id)
+    content = {x.id: _content(x) for x in after}
+    state = kept.state()
+    warm, again = _idf(after, content, state)
+    assert warm == read_all(after) == _idf(after, content)[0]
+    # a word no lesson holds any more is not kept; what is kept reads back as itself
+    assert set(again.vocabulary) == {w for x in after for w in text.keywords(x.trigger + " " + " ".join(x.tags))}
+    assert _idf(after, content, again.state())[1].state() == again.state()
+    # a state kept under other rules, or cut short, is not read
+    assert _Keywords.read(state[:-4]) is None and _Keywords.read(b"x" * len(KEYWORD_RULES) + state[16:]) is None
+    lied = _Keywords.read(state)
+    lied.held = lied.held.copy()
+    lied.held[:] = 0  # every lesson holds the first word only: were it read, the idf would differ
+    assert _idf(after, {x.id: "other" for x in after}, lied.state())[0] == read_all(after)
+
+
+def test_phrases_taken_from_what_was_kept_are_the_phrases_read_now():
+    from mgcp.operations.community_detection import PHRASE_RULES, _content, _member_phrases, _Phrases
+
+    rng = random.Random(12)
+    lessons = corpus(rng, 80) + [lesson("t-tags", "When Webhooks fail, webhook-retry", "Retry webhooks.",
+                                        tags=["webhooks", "error-handling"]), lesson("t-empty", "When", "Do.")]
+    content = {x.id: _content(x) for x in lessons}
+    first = _Phrases(None, content)
+    assert all(first(x) == _member_phrases(x) for x in lessons)
+    state = first.state([x.id for x in lessons])
+    changed = [x.model_copy(update={"action": "Ping the cache twice."}) if i % 5 == 0 else x
+               for i, x in enumerate(lessons)]
+    content = {x.id: _content(x) for x in changed}
+    second = _Phrases(state, content)
+    assert len(second.kept) == len(lessons)
+    for x in changed:  # the same entries in the same order, whether taken or read
+        assert list(second(x).items()) == list(_member_phrases(x).items())
+    # only the members given are kept; kept under other rules, a state is not read
+    assert len(_Phrases(second.state(["t-tags", "l0001"]), content).kept) == 2
+    assert _Phrases(b"x" * len(PHRASE_RULES) + state[len(PHRASE_RULES):], content).kept == {}
+    assert _Phrases(state[:-5], content).kept == {}
+
+
+def test_titles_drawn_from_kept_readings_are_those_drawn_from_none():
+    rng = random.Random(13)
+    before = corpus(rng, 500)
+    first = full(before)
+    assert set(first.kept.readings) == {"keywords", "phrases"}
+    after = change(rng, before, 0.05)
+    with_readings = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                            cache=CycleCache(), kept=first.kept)
+    bare = community_detection.Kept(first.kept.settings, first.kept.runs_since_full, first.kept.lessons,
+                                    first.kept.titles)
+    without = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                      cache=CycleCache(), kept=bare)
+    assert with_readings.described == without.described > 0
+    assert with_readings.communities == without.communities
+    # a full run (one due, under `full_every`) takes the readings too, and finds what a run without any state finds
+    due = community_detection.run(after, first.communities, {**SETTINGS, "full_every": 1}, cache=CycleCache(),
+                                  kept=first.kept)
+    assert not due.incremental and due.communities == full(after).communities
+    # what is kept of the phrases: every title sample member's, read now or kept for its content as it is
+    samples = set(_phrases_kept(with_readings.kept.readings["phrases"]))
+    assert set(_phrases_kept(without.kept.readings["phrases"])) < samples <= {x.id for x in after}
+
+
+def _phrases_kept(state: bytes) -> dict:
+    from mgcp.operations.community_detection import _Phrases
+
+    return _Phrases(state, {}).kept
+
+
 def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_or_gone():
     from mgcp.operations.similarity import nearest_in
 
@@ -280,9 +370,10 @@ def test_a_dry_run_keeps_nothing(db, run):
     async def scenario(store):
         await _seed(store, 40)
         await engine.run(store, parse_config({}, "t"), P, OPS, auto=True, dry_run=True)
-        return await _kept(store), await store.db.fetchall("SELECT title FROM community_kept_titles")
+        return (await _kept(store), await store.db.fetchall("SELECT title FROM community_kept_titles"),
+                await store.db.fetchall("SELECT state FROM community_kept_readings"))
 
-    assert run(db, scenario) == (({}, []), [])
+    assert run(db, scenario) == (({}, []), [], [])
 
 
 def test_every_full_every_th_run_is_full(db, run):

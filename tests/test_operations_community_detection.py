@@ -145,12 +145,12 @@ def test_cluster_title_is_a_shared_phrase_when_the_members_have_one():
                for i, trigger in enumerate(["When a webhook delivery fails", "When a webhook times out",
                                             "When webhook retries run out"])]
     by_id = {m.id: m for m in members}
-    idf = community_detection._idf(members)
+    idf, _ = community_detection._idf(members)
     assert community_detection._title(list(by_id), by_id, idf) == "webhook error handling"
     # a phrase only some members use is too narrow: the shared words are listed instead
     assert community_detection._title(["webhook-retry-logic", "webhook-signature-verify",
                                        "webhook-dead-letter-replay", "webhook-timeout-handling"],
-                                      {m.id: m for m in kb()}, community_detection._idf(kb())
+                                      {m.id: m for m in kb()}, community_detection._idf(kb())[0]
                                       ).startswith("webhook, ")
 
 
@@ -241,7 +241,7 @@ def test_idf_reads_each_text_as_its_keywords():
     for item in lessons:
         df.update(set(text.keywords(item.trigger + " " + " ".join(item.tags))))
     n = len(lessons)
-    assert community_detection._idf(lessons) == {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+    assert community_detection._idf(lessons)[0] == {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
 
 
 def test_the_collector_runs_again_after_a_run():
@@ -340,3 +340,24 @@ def test_another_backend_builds_the_same_graph_through_nearest_and_keeps_nothing
     assert other.kept is None and lexical.kept is not None
     again = community_detection.run(kb(), None, SETTINGS, backend=_Delegate(), kept=lexical.kept)
     assert not again.incremental
+
+
+def test_the_strongest_neighbours_of_the_nodes_asked_are_those_of_their_definition():
+    import numpy as np
+
+    from mgcp.operations.community_detection import _Graph
+
+    for seed in range(30):
+        r = np.random.default_rng(seed)
+        n = int(r.integers(1, 50))
+        codes = np.unique(r.integers(0, n * n, size=int(r.integers(0, 3 * n))))
+        a, b = codes // n, codes % n
+        a, b = a[a < b], b[a < b]
+        w = r.choice([0.1, 0.3, 0.4, 1.0, 1.3], size=len(a))
+        graph = _Graph(n, a, b, w, np.zeros(0, dtype=np.int64), None)
+        nodes = np.sort(r.choice(n, size=int(r.integers(0, n + 1)), replace=False)).astype(np.int64)
+        of = graph.strongest(3, nodes)
+        for i in nodes.tolist():
+            edges = sorted([(-v, y) for x, y, v in zip(a.tolist(), b.tolist(), w.tolist()) if x == i]
+                           + [(-v, x) for x, y, v in zip(a.tolist(), b.tolist(), w.tolist()) if y == i])
+            assert of(i) == ([y for _, y in edges[:3]], -edges[0][0] if edges else 0.0)

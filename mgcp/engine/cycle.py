@@ -529,7 +529,8 @@ async def _communities(store, project, settings, inputs):
             else:  # made from the loaded state: its changed rows, and the rows of lessons gone
                 rows = _kept_rows({lid: k.lessons[lid] for lid in k.changed})
                 dropped = loaded[2].keys() - k.lessons.keys()
-            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows, k.titles, dropped)
+            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows, k.titles, dropped,
+                                            k.readings)
 
     return result.findings, {"communities": len(result.communities),
                              "modularity": round(result.modularity, 4),
@@ -549,9 +550,9 @@ def _kept_communities(loaded):
 
     if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
-    settings, runs_since_full, lessons, titles = loaded
+    settings, runs_since_full, lessons, titles, readings = loaded
     return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()},
-                titles)
+                titles, readings)
 
 
 async def _extraction(store, project, settings, inputs):

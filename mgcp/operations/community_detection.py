@@ -52,6 +52,11 @@ less: every run is full):
 - a community whose title would be drawn from the very members, with the very texts, that a kept
   title was drawn from (its `TITLE_SAMPLE` most central members) keeps that title; the others are
   titled anew. Every summary is written anew (it needs no corpus statistics).
+What titles are drawn from, as read from the lessons, is kept too (`Kept.readings`, each lesson
+known by its content digest, whatever the settings): every lesson's keywords, which the idf counts
+(`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`). A run, incremental or
+full, reads only the texts of lessons added or changed since; what it takes from these is exactly
+what reading the texts gives (the same idf, the same phrases), so they add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it);
 communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
@@ -72,13 +77,15 @@ import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain, repeat
+from operator import attrgetter
 from types import SimpleNamespace
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
-from mgcp.operations.shared import CycleCache, joined_terms, stage, tf_idf, ticker
+from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -88,6 +95,10 @@ MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
 KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+# how each lesson's keywords are read for the idf (`_idf`, `_Keywords`, and the words' rules)
+KEYWORD_RULES = hashlib.blake2b(b"community keywords 1\0" + WORDS, digest_size=16).digest()
+# how a title sample member's phrases are read and kept (`_member_phrases`, `_Phrases`, the words' rules)
+PHRASE_RULES = hashlib.blake2b(b"community phrases 1\0" + WORDS, digest_size=16).digest()
 
 
 @dataclass
@@ -118,6 +129,9 @@ class Kept:
     runs_since_full: int         # incremental runs since the last full one
     lessons: dict[str, KeptLesson]
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
+    # what the titles are drawn from, read from the lessons: "keywords" (`_Keywords.state`) and
+    # "phrases" (`_Phrases.state`); what a run returns holds only those it read anew
+    readings: dict[str, bytes] = field(default_factory=dict)
     # the lessons whose rows differ from those of the state this one was made from (None: all may)
     changed: list[str] | None = None
 
@@ -144,7 +158,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     by_id = {lesson.id: lesson for lesson in ordered}
     lexical = backend is None or isinstance(backend, LexicalBackend)
     key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
-    content = {lesson.id: _content(lesson) for lesson in ordered}
+    content = _contents(ordered)
     incremental = (kept is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
     changed: set[str] = set()
@@ -157,12 +171,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     else:
         graph = _edges(ordered, settings, backend, cache)
 
-    lines = graph.lines(ids)  # each edge as the hashes read it
-    graph_hash = _graph_hash(lines, ordered, settings, settled)
+    graph_hash = _graph_hash(graph.lines(ids), ordered, settings, settled)  # each edge as the hash reads it
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
-    del lines
     edge_digests = graph.digests(ids)
 
     resolution = float(settings.get("resolution", 1.0))
@@ -179,6 +191,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     groups.sort(key=lambda members: (-len(members), int(members[0])))  # members ascending: ids sorted
     kept_titles = kept.titles if incremental else {}
     idf: dict[str, float] | None = None
+    keywords = None  # each lesson's keywords the idf was counted from, when it was
+    readings = kept.readings if kept is not None else {}
+    phrases = _Phrases(readings.get("phrases"), content)
+    sampled: list[str] = []  # the members of every title sample
     communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
@@ -188,10 +204,11 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         title = kept_titles.get(drawn_from)
         if title is None:
             if idf is None:
-                idf = _idf(ordered)
-            title = _title(sample, by_id, idf)
+                idf, keywords = _idf(ordered, content, readings.get("keywords"))
+            title = _title(sample, by_id, idf, phrases)
             described += 1
         titles[drawn_from] = title
+        sampled += sample
         communities.append(_describe(members, central, by_id, title))
     changes = compare(previous, communities)
     new_ids = set(changes["new"])
@@ -225,9 +242,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         cluster_findings.append(_cluster_finding(c, by_id, linked, explicit_adj, c["community_id"] in new_ids))
 
     in_clusters = {m for f in cluster_findings for m in f.data["members"]}
-    suggestions = graph.strongest(MAX_SUGGESTIONS)
+    unlinked = np.flatnonzero(~linked_at_all)
+    suggestions = graph.strongest(MAX_SUGGESTIONS, unlinked)
     orphans = []
-    for i in np.flatnonzero(~linked_at_all).tolist():
+    for i in unlinked.tolist():
         lesson = ordered[i]
         if lesson.id in in_clusters or lesson.id in copy_of:
             continue  # members of an unlinked cluster are asked about once, as the cluster
@@ -252,6 +270,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         same_rules = kept if kept is not None and kept.settings == key else None
         new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
                          labels.tolist(), edge_digests, titles, same_rules)
+        if keywords is not None:
+            new_kept.readings["keywords"] = keywords.state()
+        if phrases.read:
+            new_kept.readings["phrases"] = phrases.state(sampled)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
                            kept=new_kept, incremental=incremental, described=described)
@@ -272,7 +294,7 @@ def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str
             row = KeptLesson(content[lid], proposed[lid], labels[i], edges[i])
             changed.append(lid)
         lessons[lid] = row
-    return Kept(key, runs_since_full, lessons, titles, changed if before is not None else None)
+    return Kept(key, runs_since_full, lessons, titles, changed=changed if before is not None else None)
 
 
 def _settings_key(settings: dict, backend: str) -> str:
@@ -286,9 +308,18 @@ def _settings_key(settings: dict, backend: str) -> str:
 
 def _content(lesson: Lesson) -> str:
     """A digest of what the graph and the descriptions read of a lesson: text, tags and links."""
-    links = sorted(rel.target for rel in lesson.relationships)
-    read = "\0".join([lesson.trigger or "", lesson.action or "", "\1".join(lesson.tags), "\1".join(links)])
-    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return _contents([lesson])[lesson.id]
+
+
+def _contents(lessons: list[Lesson]) -> dict[str, str]:
+    """`_content` of each lesson, by id, in one loop (100k lessons)."""
+    blake2b, fields = hashlib.blake2b, attrgetter("id", "trigger", "action", "tags", "relationships")
+    out = {}
+    for lid, trigger, action, tags, relationships in map(fields, lessons):
+        links = "\1".join(sorted([rel.target for rel in relationships])) if relationships else ""
+        read = "\0".join([trigger or "", action or "", "\1".join(tags), links])
+        out[lid] = blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return out
 
 
 def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[int],
@@ -405,9 +436,20 @@ class _Graph:
     def explicit_pairs(self):
         return self.explicit // max(self.n, 1), self.explicit % max(self.n, 1)
 
-    def lines(self, ids: list[str]) -> list[str]:
-        """Each edge written out ("a|b|weight"), in edge order."""
-        return [f"{ids[x]}|{ids[y]}|{v:.6f}\n" for x, y, v in zip(self.a.tolist(), self.b.tolist(), self.w.tolist())]
+    def lines(self, ids: list[str], block: int = 1 << 16):
+        """Each edge written out ("a|b|weight\n"), in edge order, as texts of `block` edges each
+        (each distinct weight written once)."""
+        import numpy as np
+
+        values = np.sort(self.w)
+        values = values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
+        tails = [f"|{v:.6f}\n" for v in values.tolist()]
+        heads = [lid + "|" for lid in ids]
+        at = np.searchsorted(values, self.w)
+        for lo in range(0, len(self.a), block):
+            yield "".join(chain.from_iterable(zip(map(heads.__getitem__, self.a[lo:lo + block].tolist()),
+                                                  map(ids.__getitem__, self.b[lo:lo + block].tolist()),
+                                                  map(tails.__getitem__, at[lo:lo + block].tolist()))))
 
     def digests(self, ids: list[str]) -> list[str]:
         """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
@@ -442,20 +484,26 @@ class _Graph:
         nodes = members.tolist()
         return [nodes[k] for k in sorted(range(len(nodes)), key=lambda k: (-centrality[k], ids[nodes[k]]))]
 
-    def strongest(self, k: int):
-        """A function of a node: (its k strongest neighbours, strongest first, ties to the lower;
-        the strongest weight, 0.0 without any)."""
+    def strongest(self, k: int, nodes):
+        """A function of each of `nodes` (ascending): (its k strongest neighbours, strongest first,
+        ties to the lower; the strongest weight, 0.0 without any)."""
         import numpy as np
 
-        node = np.repeat(np.arange(self.n), np.diff(self.start))
-        order = np.lexsort((self.neighbour, -self.weight_at, node))
-        rank = np.arange(len(order)) - self.start[node[order]]
-        top = order[rank < k]
-        cut = np.searchsorted(node[top], np.arange(self.n + 1)).tolist()
+        from mgcp.operations.sparse import expand
+
+        entries = expand(self.start, nodes)
+        counts = self.start[nodes + 1] - self.start[nodes]
+        place = np.repeat(np.arange(len(nodes)), counts)  # each entry's node, as its place in `nodes`
+        order = np.lexsort((self.neighbour[entries], -self.weight_at[entries], place))
+        first = np.cumsum(counts) - counts
+        rank = np.arange(len(order)) - first[place[order]]
+        top = entries[order[rank < k]]
+        cut = np.searchsorted(place[order[rank < k]], np.arange(len(nodes) + 1)).tolist()
         neighbours, weights = self.neighbour[top].tolist(), self.weight_at[top].tolist()
+        at = dict(zip(nodes.tolist(), range(len(nodes))))
 
         def of(i: int) -> tuple[list[int], float]:
-            lo, hi = cut[i], cut[i + 1]
+            lo, hi = cut[at[i]], cut[at[i] + 1]
             return neighbours[lo:hi], (weights[lo] if hi > lo else 0.0)
 
         return of
@@ -600,15 +648,15 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
 
     n = len(ordered)
     index = {lesson.id: i for i, lesson in enumerate(ordered)}
-    low, high = [], []
-    for i, lesson in enumerate(ordered):
-        for rel in lesson.relationships:
-            j = index.get(rel.target)
-            if j is not None and j != i:
-                low.append(min(i, j))
-                high.append(max(i, j))
-    explicit = sparse.distinct(np.array(low, dtype=np.int64) * n + np.array(high, dtype=np.int64))
-    del low, high
+    # each link as (its lesson, its target's place, -1 for a lesson not in the input)
+    links = [lesson.relationships for lesson in ordered]
+    source = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, links), dtype=np.int64, count=n))
+    target = np.fromiter(map(index.get, (rel.target for rel in chain.from_iterable(links)), repeat(-1)),
+                         dtype=np.int64, count=len(source))
+    held = (target >= 0) & (target != source)
+    low, high = np.minimum(source, target)[held], np.maximum(source, target)[held]
+    explicit = sparse.distinct(low * n + high)
+    del links, source, target, low, high
 
     edge_weight = float(settings["similarity_edge_weight"])
     threshold = float(settings["similarity_edge_threshold"])
@@ -658,16 +706,18 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     return _Graph(n, pairs // max(n, 1), pairs % max(n, 1), w, explicit, proposed)
 
 
-def _graph_hash(lines: list[str], ordered: list[Lesson], settings: dict,
+def _graph_hash(lines, ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
-    """`lines`: each edge written out ("a|b|weight"), sorted by pair."""
+    """`lines`: each edge written out ("a|b|weight\n"), sorted by pair, in texts of any length
+    (`_Graph.lines`)."""
     h = hashlib.sha256()
     for answered in sorted(settled):
         h.update(f"settled={answered}\n".encode())
     h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
              f"louvain={louvain(settings)}\n".encode())
     h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    h.update("".join(lines).encode())
+    for text_of_lines in lines:
+        h.update(text_of_lines.encode())
     return h.hexdigest()
 
 
@@ -690,17 +740,110 @@ def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]
 
 # -- titles and summaries ------------------------------------------------------------------------
 
-def _idf(lessons: list[Lesson]) -> dict[str, float]:
-    """Each keyword's inverse document frequency over the triggers and tags. A text's keywords are
-    its tokens' own keywords (`text.keywords` maps token by token), so each distinct token is
-    read once for the whole corpus."""
-    df: Counter = Counter()
-    of_token = text.Memo(text.keywords)
-    for lesson in lessons:
-        df.update({k for token in set(text.tokenize(lesson.trigger + " " + " ".join(lesson.tags)))
-                   for k in of_token[token]})
-    n = len(lessons) or 1
-    return {w: math.log((1 + n) / (1 + d)) + 1.0 for w, d in df.items()}
+def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
+         kept: bytes | None = None) -> tuple[dict[str, float], "_Keywords"]:
+    """Each keyword's inverse document frequency over the triggers and tags, ln((1 + n) / (1 + df))
+    + 1, and each lesson's keywords it was counted from (`_Keywords`, kept for the next run). A
+    text's keywords are its tokens' own keywords (`text.keywords` maps token by token), so each
+    distinct token is read once; a lesson whose content digest (`_content`) is as `kept` holds it
+    (an earlier run's `_Keywords.state`) is not read at all. The counts are the same either way."""
+    import numpy as np
+
+    from mgcp.operations.sparse import expand, starts
+
+    if content is None:
+        content = _contents(ordered)
+    words = _Keywords.read(kept)
+    vocabulary = words.vocabulary if words is not None else []
+    number = {word: i for i, word in enumerate(vocabulary)}
+    row_of = dict(zip(words.ids, range(len(words.ids)))) if words is not None else {}
+
+    def numbered(token: str) -> tuple[int, ...]:
+        out = []
+        for word in text.keywords(token):
+            if word not in number:
+                number[word] = len(vocabulary)
+                vocabulary.append(word)
+            out.append(number[word])
+        return tuple(out)
+
+    of_token = text.Memo(numbered)
+    tokenize, chained = text.tokenize, chain.from_iterable
+    source = [-1] * len(ordered)  # each lesson's kept row, or -1: read now
+    flat: list[int] = []  # the keywords of those read now, one lesson after the other
+    counts: list[int] = []
+    kept_digests = words.digests if words is not None else None
+    for i, lesson in enumerate(ordered):
+        if row_of:
+            row = row_of.get(lesson.id)
+            if row is not None and kept_digests[row] == content[lesson.id]:
+                source[i] = row
+                continue
+        held = dict.fromkeys(chained(map(of_token.__getitem__, tokenize(lesson.trigger + " " + " ".join(lesson.tags)))))
+        flat += held
+        counts.append(len(held))
+    source = np.array(source, dtype=np.int64)
+    fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
+    lengths = np.zeros(len(ordered), dtype=np.int64)
+    lengths[fresh] = counts
+    if len(taken):
+        lengths[taken] = np.diff(words.start)[source[taken]]
+    start = starts(lengths)
+    held = np.zeros(int(start[-1]), dtype=np.int64)
+    if len(taken):
+        held[expand(start, taken)] = words.held[expand(words.start, source[taken])]
+    held[expand(start, fresh)] = flat
+    df = np.bincount(held, minlength=len(vocabulary))
+    n = len(ordered) or 1
+    idf = {vocabulary[w]: math.log((1 + n) / (1 + d)) + 1.0 for w, d in enumerate(df.tolist()) if d}
+    # words no lesson holds any more are left out of what is kept
+    present = df > 0
+    renumber = np.cumsum(present) - 1
+    kept_words = _Keywords([lesson.id for lesson in ordered], [content[lesson.id] for lesson in ordered],
+                           [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
+    return idf, kept_words
+
+
+class _Keywords:
+    """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`),
+    the `vocabulary`, and each lesson's keyword numbers (ascending) at held[start[i]:start[i + 1]].
+    `state` is what is kept (with `KEYWORD_RULES`, so that other rules find nothing in it)."""
+
+    __slots__ = ("ids", "digests", "vocabulary", "start", "held")
+
+    def __init__(self, ids: list[str], digests: list[str], vocabulary: list[str], start, held):
+        self.ids, self.digests, self.vocabulary, self.start, self.held = ids, digests, vocabulary, start, held
+
+    def state(self) -> bytes:
+        import numpy as np
+
+        head = json.dumps([self.ids, self.digests, self.vocabulary]).encode()
+        return b"".join([KEYWORD_RULES, len(head).to_bytes(8, "little"), head,
+                         np.diff(self.start).astype("<i4").tobytes(), self.held.astype("<i4").tobytes()])
+
+    @classmethod
+    def read(cls, state: bytes | None) -> "_Keywords | None":
+        """The kept keywords, or None when nothing usable is kept (none, other rules, unreadable)."""
+        import numpy as np
+
+        from mgcp.operations.sparse import starts
+
+        if not state or not state.startswith(KEYWORD_RULES):
+            return None
+        try:
+            at = len(KEYWORD_RULES)
+            size = int.from_bytes(state[at:at + 8], "little")
+            ids, digests, vocabulary = json.loads(state[at + 8:at + 8 + size])
+            at += 8 + size
+            lengths = np.frombuffer(state, dtype="<i4", count=len(ids), offset=at).astype(np.int64)
+            start = starts(lengths)
+            held = np.frombuffer(state, dtype="<i4", count=int(start[-1]), offset=at + 4 * len(ids)).astype(np.int64)
+            if (len(digests) != len(ids) or at + 4 * (len(ids) + len(held)) != len(state)
+                    or (len(held) and (held.min() < 0 or held.max() >= len(vocabulary)))):
+                return None
+        except (ValueError, TypeError):
+            return None
+        return cls(ids, digests, vocabulary, start, held)
 
 
 def _sample_key(sample: list[str], content: dict[str, str]) -> str:
@@ -724,7 +867,67 @@ def _phrases(source: str) -> dict[tuple[str, ...], str]:
     return text.phrases(source)
 
 
-def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) -> str:
+def _member_phrases(lesson: Lesson) -> dict[tuple[str, ...], str]:
+    """A member's phrases (`text.phrases`) from its trigger, action and tags: stemmed key -> its
+    first written form, the earlier source's form winning."""
+    found: dict[tuple[str, ...], str] = {}
+    for source in reversed([lesson.trigger, lesson.action, *lesson.tags]):
+        found.update(_phrases(source))
+    return found
+
+
+_FORMS = "\x1f"  # between a member's kept phrase forms: a phrase's words hold letters, digits and "_"
+
+
+class _Phrases:
+    """Title sample members' phrases (`_member_phrases`), each read once per run, and taken from
+    what an earlier run kept (`state`) for a member whose content digest (`_content`) is the kept
+    one. A phrase is kept as its written form only: its key is the stems of the form's words (as
+    `text.phrases` makes it), so what is taken is what a reading gives, entry for entry."""
+
+    def __init__(self, state: bytes | None, content: dict[str, str]):
+        self.content = content
+        self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
+        self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
+        self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
+        if state and state.startswith(PHRASE_RULES):
+            try:
+                ids, digests, forms = json.loads(state[len(PHRASE_RULES):])
+                if len(ids) == len(digests) == len(forms):
+                    self.kept = dict(zip(ids, zip(digests, forms)))
+            except (ValueError, TypeError):
+                self.kept = {}
+
+    def __call__(self, lesson: Lesson) -> dict[tuple[str, ...], str]:
+        forms = self.read.get(lesson.id)
+        if forms is None:
+            row = self.kept.get(lesson.id)
+            if row is None or row[0] != self.content[lesson.id]:
+                found = _member_phrases(lesson)
+                self.read[lesson.id] = _FORMS.join(found.values())
+                return found
+            forms = self.read[lesson.id] = row[1]
+        key_of = self.key_of
+        return {key_of[form]: form for form in forms.split(_FORMS)} if forms else {}
+
+    def state(self, members: list[str]) -> bytes:
+        """What to keep: the phrases of `members` (the lessons of this run's title samples) that
+        were read in this run or are kept for their content as it is now."""
+        ids, digests, forms = [], [], []
+        for lid in sorted(set(members)):
+            if lid in self.read:
+                joined = self.read[lid]
+            elif lid in self.kept and self.kept[lid][0] == self.content[lid]:
+                joined = self.kept[lid][1]
+            else:
+                continue
+            ids.append(lid)
+            digests.append(self.content[lid])
+            forms.append(joined)
+        return PHRASE_RULES + json.dumps([ids, digests, forms]).encode()
+
+
+def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], read=None) -> str:
     """The members' common topic, as a phrase when they share one ("webhook error handling"), else
     their three most distinctive words ("payments, stripe, booking").
 
@@ -732,14 +935,12 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float]) 
     qualifies when at least half the members (two or more) use it, and three quarters as many as
     use the most common word (a phrase narrower than the cluster is no title for it); the best is
     the one most members use, then the most distinctive (sum of its words' idf, so longer phrases
-    win ties)."""
+    win ties). `read`: a member's phrases (`_member_phrases`, the default, or `_Phrases`)."""
+    read = read or _member_phrases
     used: Counter = Counter()
     founds: list[dict[tuple[str, ...], str]] = []  # per member: phrase -> its first written form
     for lid in members:
-        lesson = by_id[lid]
-        found: dict[tuple[str, ...], str] = {}
-        for source in reversed([lesson.trigger, lesson.action, *lesson.tags]):
-            found.update(_phrases(source))  # the earlier source's form wins
+        found = read(by_id[lid])
         used.update(found.keys())
         founds.append(found)
     quorum = max(2, (len(members) + 1) // 2)

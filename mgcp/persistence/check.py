@@ -62,6 +62,7 @@ MIGRATION_TABLES = {
     "0015_kept_corpora": ("kept_corpora",),
     "0016_community_kept_titles": ("community_kept_titles",),
     "0017_kept_indexes": ("kept_indexes",),
+    "0018_community_kept_readings": ("community_kept_readings",),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only

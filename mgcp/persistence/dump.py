@@ -90,6 +90,7 @@ NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesso
 CACHES = {"kept_pairs", "community_kept", "community_kept_runs", "pattern_observations",
           "pattern_observation_marks"}
 CACHES |= {"community_kept_titles", "kept_corpora", "kept_indexes"}
+CACHES |= {"community_kept_readings"}
 # Derived from the rows they watch or read; a database gets its own when it is created or cycled.
 NOT_EXPORTED |= {"change_marks"} | CACHES
 NOT_EXPORTED_PREFIXES = ("lesson_search_", "sqlite_")
