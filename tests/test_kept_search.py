@@ -202,6 +202,35 @@ def test_contained_touching_is_contained_with_a_searched_end():
         assert set(part) == {(x, y) for x, y in whole if smaller[x] or larger[y]}
 
 
+def test_texts_gone_are_dropped_from_the_base_only_beyond_the_changed_share(monkeypatch):
+    """A few texts gone leave the kept state as it is (nothing to rewrite), and one coming back is
+    found as unchanged; beyond CHANGED_SHARE of the texts they are dropped, and one coming back is new."""
+    monkeypatch.setattr(kept_search, "DRIFT", 2.0)  # idf moves never mark a row here
+    rule = (3, 2.0, 200)
+    docs = {f"d{i:02d}": f"alpha beta gamma{i % 7} delta{i % 5} word{i}" + " epsilon" * (i % 2) for i in range(40)}
+    first = kept_search.KeptSearch()
+    first.pairs(docs, 0.3, LexicalBackend(), rule)
+
+    def again(docs, state):
+        search = kept_search.KeptSearch(state)
+        assert search.pairs(docs, 0.3, LexicalBackend(), rule) == LexicalBackend().pairs(docs, 0.3)
+        small, large = sparse.contained(LexicalBackend().matrix(docs), *rule)
+        keys = list(docs)
+        assert sorted(search.contained) == sorted(zip([keys[i] for i in small.tolist()], [keys[i] for i in large.tolist()]))
+        return search
+
+    fewer = {k: v for k, v in docs.items() if k != "d03"}
+    search = again(fewer, first.keep)
+    assert search.changed == 0 and search.keep is None  # one of 40 gone: kept as it is
+    search = again(docs, first.keep)
+    assert search.changed == 0 and search.keep is None  # and back: one of the base
+    fewer = {k: v for k, v in docs.items() if k not in ("d03", "d04", "d05")}
+    search = again(fewer, first.keep)
+    assert search.changed == 0 and search.keep  # three of 40 gone: dropped
+    search = again({**fewer, "d03": docs["d03"]}, search.keep)
+    assert search.changed == 1 and search.keep is None  # one back: new to the base
+
+
 def test_too_many_changed_rows_make_a_new_base(monkeypatch):
     docs = {f"d{i}": f"alpha beta gamma{i % 7} delta{i % 5}" for i in range(40)}
     search = kept_search.KeptSearch()

@@ -45,8 +45,10 @@ pairs of rows with the base's codes whose smaller is looked up now.
 
 The base stays the base: the pairs of texts added since are found again by each later search,
 until more than CHANGED_SHARE of the rows are changed; then a full search (at LOW) makes a new base.
-Texts no longer in the corpus are dropped from the base with their pairs (a text that comes back is
-new). The state is stale, and a full search runs, when it is missing or unreadable, was made by
+Texts no longer in the corpus are dropped from the base with their pairs once they are more than
+CHANGED_SHARE of its texts, so that a cycle that only removes a few rewrites nothing (until then a
+text that comes back is one of the base like any other: the claim holds for every text of the
+base, whatever was in the corpus since). The state is stale, and a full search runs, when it is missing or unreadable, was made by
 other rules (`RULES`: how texts are read and weighed, this module and the searches), for another
 t (the review threshold and trigger support set it) or another containment rule.
 """
@@ -58,12 +60,13 @@ import json
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
 
 from mgcp.operations import similarity, sparse
-from mgcp.operations.shared import WORDS, digests, ticker
+from mgcp.operations.shared import WORDS, digests, terms, ticker
 
 FORMAT = 2
 DRIFT = 1.005         # how far a row may stretch (see the module docstring) and still count as unchanged
@@ -99,11 +102,11 @@ class KeptSearch:
         m = backend.matrix(docs)
         tick = ticker(backend.cache)
         keys = list(docs)
-        texts = digests(RULES, list(docs.values()))
+        texts = _digests(backend, list(docs.values()))
         codes = _codes(m)
         base = _Base.decode(self.state, low, containment)
         compared = base.compare(m, texts, codes) if base is not None else None
-        if compared is None or int(compared[1].sum()) > CHANGED_SHARE * m.n:
+        if compared is None or int(compared[2].sum()) > CHANGED_SHARE * m.n:
             self.changed = None
             a, b, s = sparse.pairs(m, low, tick)
             small, large = sparse.contained(m, *containment) if containment else (a[:0], b[:0])
@@ -111,10 +114,10 @@ class KeptSearch:
             good = s >= t - 1e-12
             a, b, s = a[good], b[good], s[good]
         else:
-            same, touched, looked_up_then = compared
+            at, same, touched, looked_up_then = compared
             self.changed = int(touched.sum())
             a1, b1, s1 = sparse.pairs_touching(m, t, touched, tick)
-            a2, b2 = base.rows_of_pairs(texts, ~touched)
+            a2, b2 = base.rows_of_pairs(at, ~touched)
             s2 = m.dots(a2, b2)
             good = s2 >= t - 1e-12
             a, b, s = np.r_[a1, a2[good]], np.r_[b1, b2[good]], np.r_[s1, s2[good]]
@@ -122,14 +125,23 @@ class KeptSearch:
                 min_words, _, max_df = containment
                 looked_up = sparse.looked_up_rows(m, min_words, max_df)
                 small1, large1 = sparse.contained_touching(m, *containment, ~same | (looked_up & ~looked_up_then), ~same)
-                small2, large2 = base.rows_of_contained(texts, same)
+                small2, large2 = base.rows_of_contained(at, same)
                 held = looked_up[small2]
                 small, large = np.r_[small1, small2[held]], np.r_[large1, large2[held]]
-            kept = base.without_texts_other_than(set(texts))
+            kept = base.without_texts_other_than(at)
             self.keep = None if kept is base else kept.encode()
         if containment:
             self.contained = list(zip(map(keys.__getitem__, small.tolist()), map(keys.__getitem__, large.tolist())))
         return similarity._sorted_pairs(keys, a, b, s)
+
+
+def _digests(backend: similarity.LexicalBackend, docs: list[str]) -> list[bytes]:
+    """Each text's digest as its words are kept (`shared.digest(WORDS, text)`): those of the corpus
+    the backend's matrix was built from, when its cache has a `Reader`; else made here."""
+    cache = backend.cache
+    if cache is not None and cache.reader is not None:
+        return cache.reader.corpus(docs, lambda i: terms(cache, docs[i])).digests
+    return digests(WORDS, docs)
 
 
 def _codes(m: sparse.Matrix) -> np.ndarray:
@@ -183,12 +195,13 @@ class _Base:
                    codes[rows] if len(rows) else codes[:0], pair // size, pair % size, held // size, held % size)
 
     def compare(self, m: sparse.Matrix, digests: list[bytes], codes: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row of m: whether its text is in the base with the same code (its stems and counts);
-        whether it is changed since the base (see the module docstring); and whether the base's
-        contained search looked it up as the smaller (False for a row not the same)."""
-        index = {d: i for i, d in enumerate(self.texts)}
-        at = np.array([index.get(d, -1) for d in digests], dtype=np.int64)
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of m: its text's index in the base (-1: not there); whether its text is in the
+        base with the same code (its stems and counts); whether it is changed since the base (see
+        the module docstring); and whether the base's contained search looked it up as the smaller
+        (False for a row not the same)."""
+        index = dict(zip(self.texts, range(len(self.texts))))
+        at = np.fromiter(map(index.get, digests, repeat(-1)), dtype=np.int64, count=len(digests))
         same = at >= 0
         same[same] = (self.codes[at[same]] == codes[same]).all(axis=1)
         known = dict(zip(self.stems, self.df.tolist()))
@@ -212,13 +225,12 @@ class _Base:
         if self.containment is not None:
             min_words, _, max_df = self.containment
             looked_up_then &= (m.lengths >= min_words) & (rarest_then <= max_df)
-        return same, ~(same & steady), looked_up_then
+        return at, same, ~(same & steady), looked_up_then
 
-    def _rows_by_text(self, digests: list[bytes], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`rows` (of texts in the base) grouped by text: (rows, start, count), text t's rows at
-        rows[start[t]:start[t] + count[t]]."""
-        index = {d: i for i, d in enumerate(self.texts)}
-        text = np.array([index[digests[r]] for r in rows.tolist()], dtype=np.int64)
+    def _rows_by_text(self, at: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`rows` (of texts in the base; `at`: each row's text, from `compare`) grouped by text:
+        (rows, start, count), text t's rows at rows[start[t]:start[t] + count[t]]."""
+        text = at[rows]
         order = np.argsort(text, kind="stable")
         count = np.bincount(text, minlength=len(self.texts))
         return rows[order], sparse.starts(count), count
@@ -233,10 +245,10 @@ class _Base:
         k = np.arange(int(total.sum())) - np.repeat(np.cumsum(total) - total, total)
         return rows[start[ta[pair]] + k // cb[pair]], rows[start[tb[pair]] + k % cb[pair]]
 
-    def rows_of_pairs(self, digests: list[bytes], unchanged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def rows_of_pairs(self, at: np.ndarray, unchanged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, b) arrays, a < b, of the pairs of unchanged rows whose texts are a kept pair or the
-        same text."""
-        rows, start, count = self._rows_by_text(digests, np.flatnonzero(unchanged))
+        same text (`at`: each row's text, from `compare`)."""
+        rows, start, count = self._rows_by_text(at, np.flatnonzero(unchanged))
         ra, rb = self._each_with_each(self.a, self.b, rows, start, count)
         # every two rows of one text
         same_a, same_b = [], []
@@ -249,15 +261,16 @@ class _Base:
         b = np.r_[rb, np.array(same_b, dtype=np.int64)]
         return np.minimum(a, b), np.maximum(a, b)
 
-    def rows_of_contained(self, digests: list[bytes], same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def rows_of_contained(self, at: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(smaller, larger) arrays of the pairs of rows with the base's codes whose texts are a
-        kept contained pair."""
-        return self._each_with_each(self.small, self.large, *self._rows_by_text(digests, np.flatnonzero(same)))
+        kept contained pair (`at`: each row's text, from `compare`)."""
+        return self._each_with_each(self.small, self.large, *self._rows_by_text(at, np.flatnonzero(same)))
 
-    def without_texts_other_than(self, present: set[bytes]) -> "_Base":
-        """The base without the texts not `present` and their pairs (itself when all are)."""
-        held = np.array([d in present for d in self.texts], dtype=bool)
-        if held.all():
+    def without_texts_other_than(self, at: np.ndarray) -> "_Base":
+        """The base without the texts no row has (`at`: each row's text, from `compare`) and their
+        pairs; itself while those are at most CHANGED_SHARE of its texts."""
+        held = np.bincount(at[at >= 0], minlength=len(self.texts)) > 0
+        if int((~held).sum()) <= CHANGED_SHARE * len(self.texts):
             return self
         new_index = np.cumsum(held) - 1
         both = held[self.a] & held[self.b]
