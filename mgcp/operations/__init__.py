@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable
 from datetime import datetime, timezone
 from itertools import chain
+from operator import attrgetter
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
@@ -78,7 +79,8 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
             groups[tuple(stems[s] for s in said[start[r]:start[r + 1]].tolist())].append(lessons[r].id)
         return {lesson_id: key for key, ids in groups.items() if len(ids) > 1 for lesson_id in ids}
 
-    return shared(cache, ("copies", tuple((lesson.id, lesson.action) for lesson in lessons)), compute)
+    return shared(cache, ("copies", tuple(map(attrgetter("id"), lessons)), tuple(map(attrgetter("action"), lessons))),
+                  compute)
 
 
 def _words_of(docs: list[str], cache: CycleCache | None):

@@ -570,24 +570,23 @@ def among_k_best(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
 
 def repeated_rows(start: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """The non-empty rows (of `ids` laid out from `start`, values >= 0) whose sequence of ids may
-    equal another row's, ascending: every row that does, and rarely (two 64-bit hashes of a
-    sequence alike by chance) one that does not; the caller compares the few it gets exactly.
-    Each id and each place in a row is given a fixed pseudo-random 64-bit value, and a row's hash
-    is the sum of their products (mod 2^64), twice over."""
+    equal another row's, ascending: every row that does, and rarely (a 64-bit hash of a sequence
+    alike by chance) one that does not; the caller compares the few it gets exactly. Each id and
+    each place in a row is given a fixed pseudo-random 64-bit value, and a row's hash is the sum of
+    their products (mod 2^64)."""
     lengths = np.diff(start)
     filled = np.flatnonzero(lengths > 0)
     if not len(filled):
         return filled
     rng = np.random.default_rng(20_24)  # fixed: the hashes only group rows within one call
-    of_id = rng.integers(0, 2 ** 64, size=(int(ids.max()) + 1, 2), dtype=np.uint64, endpoint=False)
-    of_place = rng.integers(0, 2 ** 64, size=(int(lengths.max()), 2), dtype=np.uint64) | np.uint64(1)
+    of_id = rng.integers(0, 2 ** 64, size=int(ids.max()) + 1, dtype=np.uint64, endpoint=False)
+    of_place = rng.integers(0, 2 ** 64, size=int(lengths.max()), dtype=np.uint64) | np.uint64(1)
     place = np.arange(len(ids), dtype=np.int64) - np.repeat(start[:-1], lengths)
-    running = np.zeros((len(ids) + 1, 2), dtype=np.uint64)
-    np.cumsum(of_id[ids] * of_place[place], axis=0, dtype=np.uint64, out=running[1:])
+    running = np.zeros(len(ids) + 1, dtype=np.uint64)
+    np.cumsum(of_id[ids] * of_place[place], dtype=np.uint64, out=running[1:])
     sums = running[start[1:][filled]] - running[start[:-1][filled]]  # wraps around 2^64, as the sums do
-    order = np.lexsort((sums[:, 1], sums[:, 0], lengths[filled]))
-    keys = np.column_stack([lengths[filled], sums.view(np.int64)])[order]
-    same = (keys[1:] == keys[:-1]).all(axis=1)
+    order = np.lexsort((sums, lengths[filled]))
+    same = (sums[order][1:] == sums[order][:-1]) & (lengths[filled][order][1:] == lengths[filled][order][:-1])
     repeated = np.zeros(len(filled), dtype=bool)
     repeated[1:] |= same
     repeated[:-1] |= same
