@@ -354,10 +354,14 @@ def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int
     by the same stages, with only the touched rows' prefix entries proposing candidates (a pair
     with one touched row is proposed by it alone, two touched rows by the later one)."""
     floor = t - 1e-12
-    entries = _prefix_entries(m, t)
-    by_word = entries[np.lexsort((m.row[entries], m.rank[entries]))]
+    entries = _prefix_entries(m, t)  # in row order
+    mine = entries[touched[m.row[entries]]]
+    # the prefix entries of the words the touched rows' prefixes hold, grouped by word, rows in order
+    wanted = np.zeros(m.size, dtype=bool)
+    wanted[m.rank[mine]] = True
+    near = entries[wanted[m.rank[entries]]]
+    by_word = near[np.argsort(m.rank[near], kind="stable")]
     word_start = np.searchsorted(m.rank[by_word], np.arange(m.size + 1))
-    mine = entries[touched[m.row[entries]]]  # in row order
     counts = word_start[m.rank[mine] + 1] - word_start[m.rank[mine]]
     cum = np.cumsum(counts)
     found_a, found_b, found_s = [], [], []
