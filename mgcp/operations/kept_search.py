@@ -150,11 +150,13 @@ def _codes(m: sparse.Matrix) -> np.ndarray:
     Equal rows have equal codes; two different rows, only by a chance of about 2^-128."""
     hashes = np.frombuffer(b"".join(hashlib.blake2b(w.encode("utf-8", "surrogatepass"), digest_size=16).digest()
                                     for w in m.words), dtype=np.uint64).reshape(-1, 2)
-    values = hashes[m.rank] * (2 * m.tf.astype(np.uint64) + np.uint64(1))[:, None]
-    running = np.zeros((len(values) + 1, 2), dtype=np.uint64)
-    np.cumsum(values, axis=0, dtype=np.uint64, out=running[1:])
-    sums = running[m.start[1:]] - running[m.start[:-1]]  # wraps around 2^64, as the sums do
-    return np.column_stack([m.lengths.astype(np.uint64), sums])
+    factor = 2 * m.tf.astype(np.uint64) + np.uint64(1)
+    out = [m.lengths.astype(np.uint64)]
+    running = np.zeros(len(factor) + 1, dtype=np.uint64)
+    for half in (0, 1):  # a column at a time: a running sum down a column of two is several times slower
+        np.cumsum(np.ascontiguousarray(hashes[:, half])[m.rank] * factor, dtype=np.uint64, out=running[1:])
+        out.append(running[m.start[1:]] - running[m.start[:-1]])  # wraps around 2^64, as the sums do
+    return np.column_stack(out)
 
 
 @dataclass
