@@ -8,7 +8,8 @@ The search finds every pair of actions whose TF-IDF cosine is at least t (`floor
 - each stem's document frequency df0, so each stem's idf0 = log((1 + n0) / (1 + df0)) + 1;
 - for each distinct action text (by a digest of the text and of the rules it is read by): a code
   of its row, the stems and their counts (`_codes`);
-- every pair of distinct texts whose cosine was >= LOW = t / DRIFT^2 (less SLACK).
+- every pair of distinct texts whose cosine was >= LOW = t / DRIFT^2 (less SLACK);
+- when asked, every contained pair of texts (see below).
 
 A later corpus reads every text again (the words are kept elsewhere) and builds its matrix in full,
 with the idf of now. For a row whose text is in the base with the same code (the same stems and
@@ -48,9 +49,10 @@ until more than CHANGED_SHARE of the rows are changed; then a full search (at LO
 Texts no longer in the corpus are dropped from the base with their pairs once they are more than
 CHANGED_SHARE of its texts, so that a cycle that only removes a few rewrites nothing (until then a
 text that comes back is one of the base like any other: the claim holds for every text of the
-base, whatever was in the corpus since). The state is stale, and a full search runs, when it is missing or unreadable, was made by
-other rules (`RULES`: how texts are read and weighed, this module and the searches), for another
-t (the review threshold and trigger support set it) or another containment rule.
+base, whatever was in the corpus since). The state is stale, and a full search runs, when it is
+missing or unreadable, was made by other rules (`RULES`: how texts are read and weighed, this
+module and the searches), for another t (the review threshold and trigger support set it) or for
+another containment rule.
 """
 
 from __future__ import annotations
