@@ -522,19 +522,6 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     return contained_touching(m, min_words, max_growth, max_df, np.ones(m.n, dtype=bool), np.zeros(m.n, dtype=bool))
 
 
-def _holding(m: Matrix, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (x[k], y[k]) where row y holds every word of row x: y must set every bit of x's
-    signature (`mask`), and only those that do are counted."""
-    mask = m.mask
-    covers = np.ones(len(x), dtype=bool)
-    for k in range(MASK_WORDS):
-        covers &= (mask[x, k] & ~mask[y, k]) == 0
-    x, y = x[covers], y[covers]
-    _, shared = m.overlap(x, y)
-    holds = shared == m.lengths[x]
-    return x[holds], y[holds]
-
-
 def strongest_first(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The order of pairs (a, b, s): highest s first (rounded to 9 places, so that rounding noise
     never decides), then by a, then by b."""
@@ -639,3 +626,16 @@ def looked_up_rows(m: Matrix, min_words: int, max_df: int) -> np.ndarray:
     out = np.zeros(m.n, dtype=bool)
     out[filled] = m.df[m.rank[m.start[filled]]] <= max_df
     return out
+
+
+def _holding(m: Matrix, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (x[k], y[k]) where row y holds every word of row x: y must set every bit of x's
+    signature (`mask`), and only those that do are counted."""
+    mask = m.mask
+    covers = np.ones(len(x), dtype=bool)
+    for k in range(MASK_WORDS):
+        covers &= (mask[x, k] & ~mask[y, k]) == 0
+    x, y = x[covers], y[covers]
+    _, shared = m.overlap(x, y)
+    holds = shared == m.lengths[x]
+    return x[holds], y[holds]
