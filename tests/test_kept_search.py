@@ -61,16 +61,23 @@ def test_the_kept_search_finds_the_pairs_and_values_of_a_full_search_over_random
     bounds: each repeat search gives the full search's pairs with the same values, bit for bit,
     without a full search, and many with rows left unchanged."""
     rng = random.Random(5)
-    incremental = partly = 0
+    incremental = partly = contained = 0
     for corpus in range(60):
         monkeypatch.setattr(kept_search, "DRIFT", rng.choice([kept_search.DRIFT, 1.02, 1.1]))
         vocabulary, docs = _docs_sweep(rng)
         t = rng.choice([0.2, 0.4, 0.6, 0.79])
+        # the contained pairs too, under a rule that a few changed texts move (a low max_df)
+        containment = (rng.choice([1, 2, 3]), rng.choice([1.5, 2.0, 3.0]), rng.choice([1, 2, 4, 200]))
         state = None
         for step in range(4):
             search = kept_search.KeptSearch(state)
-            got = search.pairs(docs, t, LexicalBackend())
+            got = search.pairs(docs, t, LexicalBackend(), containment)
             assert got == LexicalBackend().pairs(docs, t), (corpus, step)
+            keys = list(docs)
+            small, large = sparse.contained(LexicalBackend().matrix(docs), *containment)
+            expected = sorted(zip([keys[i] for i in small.tolist()], [keys[i] for i in large.tolist()]))
+            assert sorted(search.contained) == expected and len(set(search.contained)) == len(expected), (corpus, step)
+            contained += step > 0 and len(expected)
             incremental += search.changed is not None
             partly += search.changed is not None and search.changed < len(docs)
             assert (search.changed is None) == (step == 0)
@@ -86,7 +93,7 @@ def test_the_kept_search_finds_the_pairs_and_values_of_a_full_search_over_random
                     docs[f"c{corpus}-{step}-{len(docs)}"] = docs[rng.choice(keys)]
                 else:
                     docs[f"n{corpus}-{step}-{len(docs)}"] = _words(rng, vocabulary, rng.randint(1, 6))
-    assert incremental == 60 * 3 and partly > 60
+    assert incremental == 60 * 3 and partly > 60 and contained > 100
 
 
 def _edit(rng, action: str) -> str:
@@ -148,6 +155,80 @@ def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(spied)
         found = _json(duplicate_detection.run(lessons, settings, search=search))
         assert spied[calls:] == [-1] and search.keep  # a full search, and a new state to keep
         assert found == (expected if settings is SETTINGS else _json(duplicate_detection.run(lessons, settings)))
+
+
+def test_a_state_kept_for_another_containment_rule_means_a_full_search():
+    docs = {f"d{i}": f"alpha beta gamma{i % 7} delta{i % 5}" + " epsilon" * (i % 2) for i in range(40)}
+    rule = (3, 2.0, 200)
+    search = kept_search.KeptSearch()
+    search.pairs(docs, 0.5, LexicalBackend(), rule)
+    assert search.contained
+    for other in [None, (2, 2.0, 200), (3, 1.5, 200), (3, 2.0, 10)]:
+        again = kept_search.KeptSearch(search.keep)
+        again.pairs(docs, 0.5, LexicalBackend(), other)
+        assert again.changed is None and again.keep
+    again = kept_search.KeptSearch(search.keep)
+    again.pairs(docs, 0.5, LexicalBackend(), rule)
+    assert again.changed == 0 and again.keep is None and sorted(again.contained) == sorted(search.contained)
+
+
+def test_a_kept_text_whose_rarest_word_becomes_rare_enough_is_looked_up_again(monkeypatch):
+    """x's words are all in three texts (more than max_df, so it is not looked up); one of them goes,
+    and x, unchanged, is looked up now: the pair with y, which holds it, is found."""
+    monkeypatch.setattr(kept_search, "CHANGED_SHARE", 1.0)
+    rule = (3, 2.0, 2)
+    docs = {"x": "apple banana cherry", "y": "apple banana cherry damson",
+            "z": "apple banana cherry kiwi lemon mango melon", **{f"o{i}": f"other words {i}" for i in range(20)}}
+    search = kept_search.KeptSearch()
+    search.pairs(docs, 0.5, LexicalBackend(), rule)
+    assert search.contained == []
+    del docs["z"]
+    again = kept_search.KeptSearch(search.keep)
+    again.pairs(docs, 0.5, LexicalBackend(), rule)
+    assert again.changed is not None and again.contained == [("x", "y")]
+
+
+def test_contained_touching_is_contained_with_a_searched_end():
+    rng = random.Random(4)
+    for _ in range(100):
+        vocabulary, docs = _docs_sweep(rng)
+        m = sparse.tf_idf([doc.split() for doc in docs.values()])
+        rule = (rng.choice([1, 2, 3]), rng.choice([1.5, 2.0, 3.0]), rng.choice([1, 3, 200]))
+        smaller = np.array([rng.random() < 0.3 for _ in range(m.n)], dtype=bool)
+        larger = np.array([rng.random() < 0.3 for _ in range(m.n)], dtype=bool)
+        whole = set(zip(*(x.tolist() for x in sparse.contained(m, *rule))))
+        part = list(zip(*(x.tolist() for x in sparse.contained_touching(m, *rule, smaller, larger))))
+        assert len(part) == len(set(part))
+        assert set(part) == {(x, y) for x, y in whole if smaller[x] or larger[y]}
+
+
+def test_texts_gone_are_dropped_from_the_base_only_beyond_the_changed_share(monkeypatch):
+    """A few texts gone leave the kept state as it is (nothing to rewrite), and one coming back is
+    found as unchanged; beyond CHANGED_SHARE of the texts they are dropped, and one coming back is new."""
+    monkeypatch.setattr(kept_search, "DRIFT", 2.0)  # idf moves never mark a row here
+    rule = (3, 2.0, 200)
+    docs = {f"d{i:02d}": f"alpha beta gamma{i % 7} delta{i % 5} word{i}" + " epsilon" * (i % 2) for i in range(40)}
+    first = kept_search.KeptSearch()
+    first.pairs(docs, 0.3, LexicalBackend(), rule)
+
+    def again(docs, state):
+        search = kept_search.KeptSearch(state)
+        assert search.pairs(docs, 0.3, LexicalBackend(), rule) == LexicalBackend().pairs(docs, 0.3)
+        small, large = sparse.contained(LexicalBackend().matrix(docs), *rule)
+        keys = list(docs)
+        assert sorted(search.contained) == sorted(zip([keys[i] for i in small.tolist()], [keys[i] for i in large.tolist()]))
+        return search
+
+    fewer = {k: v for k, v in docs.items() if k != "d03"}
+    search = again(fewer, first.keep)
+    assert search.changed == 0 and search.keep is None  # one of 40 gone: kept as it is
+    search = again(docs, first.keep)
+    assert search.changed == 0 and search.keep is None  # and back: one of the base
+    fewer = {k: v for k, v in docs.items() if k not in ("d03", "d04", "d05")}
+    search = again(fewer, first.keep)
+    assert search.changed == 0 and search.keep  # three of 40 gone: dropped
+    search = again({**fewer, "d03": docs["d03"]}, search.keep)
+    assert search.changed == 1 and search.keep is None  # one back: new to the base
 
 
 def test_too_many_changed_rows_make_a_new_base(monkeypatch):

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable
 from datetime import datetime, timezone
 from itertools import chain
+from operator import attrgetter
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
@@ -53,19 +54,50 @@ def lesson_text(lesson: Lesson) -> str:
 
 def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, tuple[str, ...]]:
     """The lessons whose action another lesson also has, word for word once normalised (the same
-    rule copied into two places), each with that normalised action: equal values are copies."""
+    rule copied into two places), each with that normalised action (its words' stems, each word
+    stemmed alone, those `text.stems` leaves out dropped): equal values are copies.
+
+    The actions' words come as word ids (through the cache's `Reader` when it has one: the kept
+    action corpus), each distinct word is stemmed once, and numpy finds the rows whose stems may
+    repeat another row's (`sparse.repeated_rows`); only those few are compared as tuples."""
     def compute():
-        words = [terms(cache, lesson.action or "") for lesson in lessons]
-        # `text.stems` a word at a time, once per distinct word ("" for a word it leaves out)
-        stem_of = {w: "".join(text.stems([w])) for w in set(chain.from_iterable(words))}
+        import numpy as np
+
+        from mgcp.operations import sparse
+
+        lengths, ids, vocabulary = _words_of([lesson.action or "" for lesson in lessons], cache)
+        stem_index: dict[str, int] = {}
+        stem_of = np.array([stem_index.setdefault(s, len(stem_index)) if (s := "".join(text.stems([w]))) else -1
+                            for w in vocabulary] + [-1], dtype=np.int64)
+        said = stem_of[ids]
+        row = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[said >= 0]
+        said = said[said >= 0]
+        start = sparse.starts(np.bincount(row, minlength=len(lengths)))
+        stems = list(stem_index)
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
-        for lesson, said in zip(lessons, words):
-            key = tuple(filter(None, map(stem_of.__getitem__, said)))
-            if key:
-                groups[key].append(lesson.id)
+        for r in sparse.repeated_rows(start, said).tolist():
+            groups[tuple(stems[s] for s in said[start[r]:start[r + 1]].tolist())].append(lessons[r].id)
         return {lesson_id: key for key, ids in groups.items() if len(ids) > 1 for lesson_id in ids}
 
-    return shared(cache, ("copies", tuple((lesson.id, lesson.action) for lesson in lessons)), compute)
+    return shared(cache, ("copies", tuple(map(attrgetter("id"), lessons)), tuple(map(attrgetter("action"), lessons))),
+                  compute)
+
+
+def _words_of(docs: list[str], cache: CycleCache | None):
+    """(lengths, ids, vocabulary): the words of each of `docs` (`text.terms`) as ids into the
+    vocabulary, one document after the other; from the cache's `Reader` when it has one."""
+    import numpy as np
+
+    def read(i: int) -> tuple[str, ...]:
+        return terms(cache, docs[i])
+
+    if cache is not None and cache.reader is not None:
+        corpus = cache.reader.corpus(docs, read)
+        return corpus.lengths, corpus.ids, corpus.vocabulary
+    words = [read(i) for i in range(len(docs))]
+    index: dict[str, int] = {}
+    ids = np.fromiter((index.setdefault(w, len(index)) for w in chain.from_iterable(words)), dtype=np.int64)
+    return np.fromiter(map(len, words), dtype=np.int64, count=len(words)), ids, list(index)
 
 
 def draft_options(draft_id: str) -> list[FindingOption]:

@@ -30,8 +30,9 @@ the contained pairs, found through their rarest terms (`_containing`: their cosi
 searching all pairs that low cost four times the time at 100k lessons), then scored as above.
 In a REM cycle (lexical backend) the all-pairs search is kept between cycles: a repeat compares
 only the actions that changed (or whose words' weights moved too far) with all the others, and
-scores the kept pairs again, with exactly the pairs and values of a full search (proved in
-`mgcp.operations.kept_search`).
+scores the kept pairs again, with exactly the pairs and values of a full search; it keeps the
+contained pairs too, and searches only those of the changed actions (and of an action whose rarest
+term became rare enough to be looked up) again (both proved in `mgcp.operations.kept_search`).
 
 Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
 summary, see `mgcp.operations.cap`):
@@ -117,11 +118,13 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
         first.setdefault(copy_of[lesson_id], lesson_id)
     with stage(cache, 0.8, 1.0):
         if search is not None and type(backend) is LexicalBackend:
-            found = search.pairs(actions, floor, backend)
+            found = search.pairs(actions, floor, backend, (CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF))
+            contained = search.contained
         else:
             found = backend.pairs(actions, floor)
+            contained = _containing(actions, action_vecs, backend)
     candidates = {(a, b) if a < b else (b, a): s for a, b, s in found if _asked(a, b, copy_of, first)}
-    for a, b in _containing(actions, action_vecs, backend):
+    for a, b in contained:
         if _asked(a, b, copy_of, first):
             candidates.setdefault((a, b) if a < b else (b, a), dot(action_vecs[a], action_vecs[b]))
     for lesson_id, key in copy_of.items():  # each copy with its group's first

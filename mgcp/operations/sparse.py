@@ -354,10 +354,14 @@ def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int
     by the same stages, with only the touched rows' prefix entries proposing candidates (a pair
     with one touched row is proposed by it alone, two touched rows by the later one)."""
     floor = t - 1e-12
-    entries = _prefix_entries(m, t)
-    by_word = entries[np.lexsort((m.row[entries], m.rank[entries]))]
+    entries = _prefix_entries(m, t)  # in row order
+    mine = entries[touched[m.row[entries]]]
+    # the prefix entries of the words the touched rows' prefixes hold, grouped by word, rows in order
+    wanted = np.zeros(m.size, dtype=bool)
+    wanted[m.rank[mine]] = True
+    near = entries[wanted[m.rank[entries]]]
+    by_word = near[np.argsort(m.rank[near], kind="stable")]
     word_start = np.searchsorted(m.rank[by_word], np.arange(m.size + 1))
-    mine = entries[touched[m.row[entries]]]  # in row order
     counts = word_start[m.rank[mine] + 1] - word_start[m.rank[mine]]
     cum = np.cumsum(counts)
     found_a, found_b, found_s = [], [], []
@@ -513,28 +517,9 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
     larger, the smaller has at least `min_words` words and the larger more words but at most
     `max_growth` times as many. A smaller row is looked up through its rarest word, and only when
     that word is in at most `max_df` rows, so the search stays linear; a candidate whose signature
-    (`mask`) lacks a bit of the smaller's cannot hold all its words, and only the rest are counted."""
-    small = np.flatnonzero((m.lengths >= min_words) & (m.lengths > 0))
-    small = small[m.df[m.rank[m.start[small]]] <= max_df]
-    if not len(small):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.lexsort((m.row, m.rank))
-    word_start = np.searchsorted(m.rank[order], np.arange(m.size + 1))
-    rarest = m.rank[m.start[small]]
-    counts = word_start[rarest + 1] - word_start[rarest]
-    x = np.repeat(small, counts)
-    y = m.row[order[expand(word_start, rarest)]]
-    fits = (m.lengths[x] < m.lengths[y]) & (m.lengths[y] <= max_growth * m.lengths[x])
-    x, y = x[fits], y[fits]
-    # the larger must set every bit of the smaller's signature (`mask`)
-    mask = m.mask
-    covers = np.ones(len(x), dtype=bool)
-    for k in range(MASK_WORDS):
-        covers &= (mask[x, k] & ~mask[y, k]) == 0
-    x, y = x[covers], y[covers]
-    _, shared = m.overlap(x, y)
-    holds = shared == m.lengths[x]
-    return x[holds], y[holds]
+    (`mask`) lacks a bit of the smaller's cannot hold all its words, and only the rest are counted.
+    Ordered by the smaller row, then the larger."""
+    return contained_touching(m, min_words, max_growth, max_df, np.ones(m.n, dtype=bool), np.zeros(m.n, dtype=bool))
 
 
 def strongest_first(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -572,3 +557,85 @@ def among_k_best(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     keep = np.zeros(n, dtype=bool)
     keep[listed[place < k]] = True
     return keep
+
+
+def repeated_rows(start: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The non-empty rows (of `ids` laid out from `start`, values >= 0) whose sequence of ids may
+    equal another row's, ascending: every row that does, and rarely (a 64-bit hash of a sequence
+    alike by chance) one that does not; the caller compares the few it gets exactly. Each id and
+    each place in a row is given a fixed pseudo-random 64-bit value, and a row's hash is the sum of
+    their products (mod 2^64)."""
+    lengths = np.diff(start)
+    filled = np.flatnonzero(lengths > 0)
+    if not len(filled):
+        return filled
+    rng = np.random.default_rng(20_24)  # fixed: the hashes only group rows within one call
+    of_id = rng.integers(0, 2 ** 64, size=int(ids.max()) + 1, dtype=np.uint64, endpoint=False)
+    of_place = rng.integers(0, 2 ** 64, size=int(lengths.max()), dtype=np.uint64) | np.uint64(1)
+    place = np.arange(len(ids), dtype=np.int64) - np.repeat(start[:-1], lengths)
+    running = np.zeros(len(ids) + 1, dtype=np.uint64)
+    np.cumsum(of_id[ids] * of_place[place], dtype=np.uint64, out=running[1:])
+    sums = running[start[1:][filled]] - running[start[:-1][filled]]  # wraps around 2^64, as the sums do
+    order = np.lexsort((sums, lengths[filled]))
+    same = (sums[order][1:] == sums[order][:-1]) & (lengths[filled][order][1:] == lengths[filled][order][:-1])
+    repeated = np.zeros(len(filled), dtype=bool)
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    return np.sort(filled[order[repeated]])
+
+
+def contained_touching(m: Matrix, min_words: int, max_growth: float, max_df: int, smaller: np.ndarray,
+                       larger: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What `contained` finds of the pairs whose smaller row is one of `smaller` or whose larger row
+    is one of `larger` (booleans per row), each pair once, by the same rule: each searched smaller
+    row with the rows holding its rarest word, and each searched larger row with the rows looked up
+    through a word it holds (their rarest), so that only the searched rows' words are gone through."""
+    rarest = np.full(m.n, -1, dtype=np.int64)
+    filled = np.flatnonzero(m.lengths > 0)
+    rarest[filled] = m.rank[m.start[filled]]
+    looked_up = looked_up_rows(m, min_words, max_df)
+    # each searched smaller row with every row holding its rarest word
+    xs = np.flatnonzero(looked_up & smaller)
+    wanted = np.zeros(m.size + 1, dtype=bool)
+    wanted[rarest[xs]] = True
+    holding = np.flatnonzero(wanted[m.rank])  # entries, in row order
+    holding = holding[np.argsort(m.rank[holding], kind="stable")]
+    word_start = np.searchsorted(m.rank[holding], np.arange(m.size + 1))
+    counts = word_start[rarest[xs] + 1] - word_start[rarest[xs]]
+    x1, y1 = np.repeat(xs, counts), m.row[holding[expand(word_start, rarest[xs])]]
+    if not larger.any():  # each pair found once, in the order of `contained`
+        fits = (m.lengths[x1] < m.lengths[y1]) & (m.lengths[y1] <= max_growth * m.lengths[x1])
+        return _holding(m, x1[fits], y1[fits])
+    # each searched larger row with every looked-up row whose rarest word it holds
+    small = np.flatnonzero(looked_up)
+    small = small[np.argsort(rarest[small], kind="stable")]
+    small_start = np.searchsorted(rarest[small], np.arange(m.size + 1))
+    entries = expand(m.start, np.flatnonzero(larger))
+    counts = small_start[m.rank[entries] + 1] - small_start[m.rank[entries]]
+    x2, y2 = small[expand(small_start, m.rank[entries])], np.repeat(m.row[entries], counts)
+    x, y = np.r_[x1, x2], np.r_[y1, y2]
+    fits = (m.lengths[x] < m.lengths[y]) & (m.lengths[y] <= max_growth * m.lengths[x])
+    code = distinct(x[fits] * m.n + y[fits])
+    return _holding(m, code // max(m.n, 1), code % max(m.n, 1))
+
+
+def looked_up_rows(m: Matrix, min_words: int, max_df: int) -> np.ndarray:
+    """Per row, whether `contained` looks it up as the smaller of a pair: it has at least
+    `min_words` words (and one), and its rarest is in at most `max_df` rows."""
+    filled = np.flatnonzero((m.lengths >= min_words) & (m.lengths > 0))
+    out = np.zeros(m.n, dtype=bool)
+    out[filled] = m.df[m.rank[m.start[filled]]] <= max_df
+    return out
+
+
+def _holding(m: Matrix, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (x[k], y[k]) where row y holds every word of row x: y must set every bit of x's
+    signature (`mask`), and only those that do are counted."""
+    mask = m.mask
+    covers = np.ones(len(x), dtype=bool)
+    for k in range(MASK_WORDS):
+        covers &= (mask[x, k] & ~mask[y, k]) == 0
+    x, y = x[covers], y[covers]
+    _, shared = m.overlap(x, y)
+    holds = shared == m.lengths[x]
+    return x[holds], y[holds]
