@@ -327,5 +327,8 @@ def test_a_burst_of_raw_lines_leaves_the_server_answering(base):
     out, _ = proc.communicate(data, timeout=120)
     INPUTS["JSON-RPC lines"] += len(lines)
     replies = [json.loads(line) for line in out.splitlines()]
-    assert replies[-1]["id"] == 99 and replies[-1]["result"]["tools"]
+    # replies may come in any order (JSON-RPC does not order them): an error for a line before the
+    # request can follow its answer when the machine is busy
+    answered = [r for r in replies if r.get("id") == 99]
+    assert len(answered) == 1 and answered[0]["result"]["tools"]
     assert all(r.get("error", {}).get("code", 0) in (0, -32700, -32600, -32602, -32601) for r in replies)
