@@ -10,6 +10,7 @@ incremental run on unchanged edges gives back the kept partition; a community no
 keeps its id and description; the candidates of every lesson that searched again are the full
 search's; a run whose state is due for a full run (or has none) is the full run."""
 
+import json
 import math
 import random
 from collections import defaultdict
@@ -214,6 +215,23 @@ def test_phrases_taken_from_what_was_kept_are_the_phrases_read_now():
     assert len(_Phrases(second.state(["t-tags", "l0001"]), content).kept) == 2
     assert _Phrases(b"x" * len(PHRASE_RULES) + state[len(PHRASE_RULES):], content).kept == {}
     assert _Phrases(state[:-5], content).kept == {}
+    # damaged under the right rules (a number among the forms, a text column): not read, no error
+    assert _Phrases(PHRASE_RULES + json.dumps([["l0001"], [content["l0001"]], [7]]).encode(), content).kept == {}
+    assert _Phrases(state.decode("latin-1"), content).kept == {}
+
+
+def test_damaged_kept_keywords_are_ignored_and_a_lessons_content_digest_cannot_be_another_split():
+    from mgcp.operations.community_detection import KEYWORD_RULES, _content, _contents, _Keywords
+
+    head = json.dumps([[["l1"]], ["d"], ["word"]]).encode()
+    damaged = KEYWORD_RULES + len(head).to_bytes(8, "little") + head + (1).to_bytes(4, "little") * 2
+    assert _Keywords.read(damaged) is None and _Keywords.read(damaged.decode("latin-1")) is None
+    # the same characters split otherwise between trigger, action, tags and links
+    a = lesson("l1", "deploy\0rollback", "x", tags=["web\1hooks"])
+    b = lesson("l1", "deploy", "rollback\0x", tags=["web", "hooks"])
+    c = lesson("l1", "deploy", "rollback\0x", tags=["webhooks"])
+    assert len({_content(a), _content(b), _content(c)}) == 3
+    assert _contents([a, b]) == {"l1": _content(b)}
 
 
 def test_titles_drawn_from_kept_readings_are_those_drawn_from_none():
@@ -307,7 +325,6 @@ async def _active(store):
 
 
 def test_archived_merged_and_refined_lessons_leave_the_kept_state_consistent(db, run):
-    import json
 
     async def scenario(store):
         await _seed(store)

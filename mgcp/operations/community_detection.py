@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain, repeat
 from operator import attrgetter
+from pathlib import Path
 from types import SimpleNamespace
 
 from mgcp import text
@@ -94,11 +95,12 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 3          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
-# how each lesson's keywords are read for the idf (`_idf`, `_Keywords`, and the words' rules)
-KEYWORD_RULES = hashlib.blake2b(b"community keywords 1\0" + WORDS, digest_size=16).digest()
-# how a title sample member's phrases are read and kept (`_member_phrases`, `_Phrases`, the words' rules)
-PHRASE_RULES = hashlib.blake2b(b"community phrases 1\0" + WORDS, digest_size=16).digest()
+KEPT_RULES = 4          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+_OWN = Path(__file__).read_bytes()
+# how each lesson's keywords are read for the idf (`_idf`, `_Keywords`: this module, and the words' rules)
+KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
+# how a title sample member's phrases are read and kept (`_member_phrases`, `_Phrases`, and the words' rules)
+PHRASE_RULES = hashlib.blake2b(b"community phrases\0" + _OWN + WORDS, digest_size=16).digest()
 
 
 @dataclass
@@ -316,9 +318,10 @@ def _contents(lessons: list[Lesson]) -> dict[str, str]:
     blake2b, fields = hashlib.blake2b, attrgetter("id", "trigger", "action", "tags", "relationships")
     out = {}
     for lid, trigger, action, tags, relationships in map(fields, lessons):
-        links = "\1".join(sorted([rel.target for rel in relationships])) if relationships else ""
-        read = "\0".join([trigger or "", action or "", "\1".join(tags), links])
-        out[lid] = blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+        # every field after the lengths of all: no text can read as another split differently
+        read = [trigger or "", action or "", *tags, *sorted([rel.target for rel in relationships])]
+        head = f"{len(tags)}:{','.join([str(len(part)) for part in read])}\0"
+        out[lid] = blake2b((head + "".join(read)).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
     return out
 
 
@@ -806,7 +809,7 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
 
 class _Keywords:
     """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`),
-    the `vocabulary`, and each lesson's keyword numbers (ascending) at held[start[i]:start[i + 1]].
+    the `vocabulary`, and each lesson's keyword numbers at held[start[i]:start[i + 1]].
     `state` is what is kept (with `KEYWORD_RULES`, so that other rules find nothing in it)."""
 
     __slots__ = ("ids", "digests", "vocabulary", "start", "held")
@@ -828,12 +831,14 @@ class _Keywords:
 
         from mgcp.operations.sparse import starts
 
-        if not state or not state.startswith(KEYWORD_RULES):
+        if not isinstance(state, bytes) or not state.startswith(KEYWORD_RULES):
             return None
         try:
             at = len(KEYWORD_RULES)
             size = int.from_bytes(state[at:at + 8], "little")
             ids, digests, vocabulary = json.loads(state[at + 8:at + 8 + size])
+            if not all(_strings(x) for x in (ids, digests, vocabulary)):
+                return None
             at += 8 + size
             lengths = np.frombuffer(state, dtype="<i4", count=len(ids), offset=at).astype(np.int64)
             start = starts(lengths)
@@ -876,6 +881,11 @@ def _member_phrases(lesson: Lesson) -> dict[tuple[str, ...], str]:
     return found
 
 
+def _strings(value) -> bool:
+    """Whether a kept value read back is a list of strings (anything else: a damaged state)."""
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
 _FORMS = "\x1f"  # between a member's kept phrase forms: a phrase's words hold letters, digits and "_"
 
 
@@ -890,10 +900,10 @@ class _Phrases:
         self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
         self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
         self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
-        if state and state.startswith(PHRASE_RULES):
+        if isinstance(state, bytes) and state.startswith(PHRASE_RULES):
             try:
                 ids, digests, forms = json.loads(state[len(PHRASE_RULES):])
-                if len(ids) == len(digests) == len(forms):
+                if len(ids) == len(digests) == len(forms) and all(_strings(x) for x in (ids, digests, forms)):
                     self.kept = dict(zip(ids, zip(digests, forms)))
             except (ValueError, TypeError):
                 self.kept = {}

@@ -213,8 +213,8 @@ def _read(words: list[str], shown: str, carried: int, out: list[Claim]) -> int:
 
 def _insists(shown: str) -> bool:
     """Whether a clause insists on every case (`INSISTING`); the pattern is tried only on a clause
-    holding one of its words' letters in a row."""
-    lower = shown.lower()
+    holding one of its words' letters in a row (casefolded, as the pattern ignores case: "ſ" is "s")."""
+    lower = shown.casefold()
     return any(word in lower for word in _INSISTING_WORDS) and INSISTING.search(shown) is not None
 
 
