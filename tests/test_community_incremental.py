@@ -325,7 +325,6 @@ async def _active(store):
 
 
 def test_archived_merged_and_refined_lessons_leave_the_kept_state_consistent(db, run):
-
     async def scenario(store):
         await _seed(store)
         first = await engine.run_cycle(store, parse_config({}, "t"), P, OPS)
