@@ -42,6 +42,7 @@ def test_blank_database_gets_exact_columns(db):
                                                   "reinforcement_count", "last_reinforced_at", "derived_from",
                                                   "derived_via", "created_at", "updated_at"]
     assert columns(db, "decision_observations") == ["project_id", "session_number", "decision", "observed_at"]
+    assert columns(db, "community_kept_readings") == ["name", "state"]
 
 
 def test_migrating_twice_changes_nothing(db):

@@ -176,6 +176,13 @@ class Database:
         async with self.conn.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
+    async def fetchall_tuples(self, sql: str, params=()) -> list[tuple]:
+        """`fetchall` as plain tuples, for reads of a row per lesson or snapshot (a `Row` object per
+        row costs more than the row)."""
+        async with self.conn.execute(sql, params) as cur:
+            cur.row_factory = None
+            return await cur.fetchall()
+
     async def fetchall_in(self, sql: str, values: Iterable) -> list[aiosqlite.Row]:
         """`fetchall(sql)` over many values, where `sql` says `IN ({marks})`: the distinct values
         are bound a chunk at a time (BOUND), within SQLite's limit on bound parameters."""

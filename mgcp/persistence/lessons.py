@@ -173,11 +173,9 @@ class Lessons:
                    WHERE t.confidence IS NOT NULL"""))
             helped = dict(await self.db.fetchall(
                 "SELECT lesson_id, helped FROM lesson_outcome_stats WHERE helped IS NOT NULL"))
-            async with self.db.conn.execute(
-                    "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons"
-                    + where, params) as cursor:
-                cursor.row_factory = None  # plain tuples: a hundred thousand rows
-                rows = await cursor.fetchall()
+            rows = await self.db.fetchall_tuples(
+                "SELECT id, trigger, action, version, usage_count, created_at, last_refined, last_used FROM lessons"
+                + where, params)
         new = tuple.__new__  # each made as the tuple it is, every field given (see `_lesson_rows`)
         with collector_paused():
             uses = [new(LessonUse, (lesson_id, trigger, action, int(version or 1), int(used or 0), created,
@@ -194,13 +192,11 @@ class Lessons:
         # The table is scanned in its own order and sorted here (reading it in the order of the id
         # index costs a lookup per row; ids are unique and Python orders them as SQLite does).
         with collector_paused():  # a hundred thousand rows of objects, no reference cycles
-            async with self.db.conn.execute(
-                    """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count,
-                              l.created_at, l.last_refined
-                       FROM lessons l NOT INDEXED LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-                       WHERE COALESCE(c.status, 'active') = ?""", [status]) as cursor:
-                cursor.row_factory = None
-                rows = await cursor.fetchall()
+            rows = await self.db.fetchall_tuples(
+                """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count,
+                          l.created_at, l.last_refined
+                   FROM lessons l NOT INDEXED LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
+                   WHERE COALESCE(c.status, 'active') = ?""", [status])
             rows.sort(key=_first)
             return _lesson_rows(rows, LessonStatus(status))
 

@@ -87,12 +87,10 @@ class PatternObservations:
         known = mark is not None  # the row before is known: rows that repeat its decisions carry None
         parsed: dict[str | None, list[str]] = {}
         while True:
-            async with self.db.conn.execute(
-                    """SELECT id, session_number, timestamp, coalesce(notes, ''), recent_decisions
-                       FROM context_history WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""",
-                    [project_id, last_id, size]) as cursor:
-                cursor.row_factory = None
-                rows = await cursor.fetchall()
+            rows = await self.db.fetchall_tuples(
+                """SELECT id, session_number, timestamp, coalesce(notes, ''), recent_decisions
+                   FROM context_history WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?""",
+                [project_id, last_id, size])
             if not rows:
                 break
             page = []
@@ -128,13 +126,11 @@ class PatternObservations:
         key -> (said_at, said, number of sources, the sources one per line); their first times are
         left unread."""
         out = {}
-        async with self.db.conn.execute(
-                "SELECT key, said_at, said, size, sources FROM pattern_observations WHERE size >= ?",
-                [needed]) as cursor:
-            cursor.row_factory = None
-            for key, said_at, said, size, sources in await cursor.fetchall():
-                if key not in skip:
-                    out[key] = (said_at, said, size, sources)
+        rows = await self.db.fetchall_tuples(
+            "SELECT key, said_at, said, size, sources FROM pattern_observations WHERE size >= ?", [needed])
+        for key, said_at, said, size, sources in rows:
+            if key not in skip:
+                out[key] = (said_at, said, size, sources)
         return out
 
     async def keep(self, seen: dict[str, tuple], marks: dict[str, tuple], read_under: dict[str, tuple],

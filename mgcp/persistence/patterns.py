@@ -44,9 +44,8 @@ class Patterns:
 
     async def rows(self) -> dict[str, PatternRow]:
         """Every pattern by cluster key, as stored (`derived_from` its JSON text)."""
-        async with self.db.conn.execute(f"SELECT {', '.join(PatternRow._fields)} FROM reinforced_patterns") as cursor:
-            cursor.row_factory = None
-            return {row[1]: PatternRow(*row) for row in await cursor.fetchall()}
+        rows = await self.db.fetchall_tuples(f"SELECT {', '.join(PatternRow._fields)} FROM reinforced_patterns")
+        return {row[1]: PatternRow(*row) for row in rows}
 
     async def mark(self) -> str:
         """A value every write to the patterns replaces (see migration 0017)."""

@@ -24,12 +24,10 @@ class RemInputs:
     async def history_since(self, project_id: str, after_session: int) -> list[HistoryRow]:
         """The project's snapshots of sessions after `after_session`, by id."""
         with collector_paused():  # a row per snapshot: a hundred thousand objects, no cycles
-            async with self.db.conn.execute(
-                    """SELECT id, session_number, session_id, timestamp, notes, active_files, todos, recent_decisions
-                       FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id""",
-                    [project_id, after_session]) as cursor:
-                cursor.row_factory = None  # plain tuples
-                rows = await cursor.fetchall()
+            rows = await self.db.fetchall_tuples(
+                """SELECT id, session_number, session_id, timestamp, notes, active_files, todos, recent_decisions
+                   FROM context_history WHERE project_id = ? AND session_number > ? ORDER BY id""",
+                [project_id, after_session])
             return self._rows(project_id, rows)
 
     @staticmethod
