@@ -5,6 +5,7 @@ and the kept state is a cache."""
 import json
 import random
 import sqlite3
+import struct
 
 import numpy as np
 import pytest
@@ -148,8 +149,20 @@ def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(spied)
     expected = _json(duplicate_detection.run(lessons, SETTINGS, search=search))
     good = search.keep
     other = {**SETTINGS, "review_threshold": 0.75}
+    size = struct.unpack_from("<I", good)[0]
+    header = json.loads(good[4:4 + size])
+
+    def with_header(changed):  # the same body under another header
+        text = json.dumps(changed).encode()
+        return struct.pack("<I", len(text)) + text + good[4 + size:]
+
+    flipped = bytearray(good)
+    flipped[-3] ^= 1  # a byte of the body's arrays changed: sizes that still fit, a damaged state
+    broken = [bytes(flipped), with_header([1]), with_header({k: v for k, v in header.items() if k != "contained"}),
+              with_header({**header, "n": -5}), with_header({**header, "n": float("inf")})]
     for state, settings in [(good[:-5], SETTINGS), (b"nonsense", SETTINGS), (good, other),
-                            (good.replace(kept_search.RULES.hex().encode(), b"0" * 32), SETTINGS)]:
+                            (good.replace(kept_search.RULES.hex().encode(), b"0" * 32), SETTINGS),
+                            *[(state, SETTINGS) for state in broken]]:
         calls = len(spied)
         search = kept_search.KeptSearch(state)
         found = _json(duplicate_detection.run(lessons, settings, search=search))

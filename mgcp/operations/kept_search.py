@@ -70,7 +70,7 @@ import numpy as np
 from mgcp.operations import similarity, sparse
 from mgcp.operations.shared import WORDS, digests, terms, ticker
 
-FORMAT = 2
+FORMAT = 3
 DRIFT = 1.005         # how far a row may stretch (see the module docstring) and still count as unchanged
 CHANGED_SHARE = 0.05  # more changed rows than this: a full search, which makes a new base
 SLACK = 1e-9          # LOW is lowered by this, so that rounding never drops a pair
@@ -293,27 +293,29 @@ class _Base:
         header = json.dumps({"format": FORMAT, "rules": RULES.hex(), "low": self.low,
                              "containment": _listed(self.containment), "n": self.n,
                              "stems": len(self.stems), "texts": len(self.texts), "pairs": len(self.a),
-                             "contained": len(self.small), "sizes": [len(p) for p in parts]}).encode()
+                             "contained": len(self.small), "sizes": [len(p) for p in parts],
+                             "body": _body_digest(parts)}).encode()
         return struct.pack("<I", len(header)) + header + b"".join(parts)
 
     @classmethod
     def decode(cls, state: bytes | None, low: float, containment: tuple[int, float, int] | None = None
                ) -> "_Base | None":
-        """The base kept in `state`, or None when there is none, it is unreadable, or it was made by
-        other rules, for another threshold or another containment rule."""
-        if not state:
+        """The base kept in `state`, or None when there is none, it is unreadable or damaged (its
+        body's digest is in its header), or it was made by other rules, for another threshold or
+        another containment rule."""
+        if not isinstance(state, bytes) or not state:
             return None
         try:
             (size,) = struct.unpack_from("<I", state)
             header = json.loads(state[4:4 + size])
-            if (header.get("format") != FORMAT or header.get("rules") != RULES.hex() or header.get("low") != low
+            if not isinstance(header, dict) or (header.get("format") != FORMAT or header.get("rules") != RULES.hex() or header.get("low") != low
                     or header.get("containment") != _listed(containment)):
                 return None
             parts, at = [], 4 + size
             for length in header["sizes"]:
                 parts.append(state[at:at + length])
                 at += length
-            if at != len(state):
+            if at != len(state) or header.get("body") != _body_digest(parts):
                 return None
             stems_bytes, df, texts, codes, *pairs = parts
             stems = stems_bytes.decode("utf-8", "surrogatepass").split("\n") if header["stems"] else []
@@ -321,14 +323,23 @@ class _Base:
             base = cls(low, containment, int(header["n"]), stems, np.frombuffer(df, dtype="<i8").astype(np.int64),
                        [texts[i:i + 16] for i in range(0, len(texts), 16)],
                        np.frombuffer(codes, dtype="<u8").astype(np.uint64).reshape(-1, 3), a, b, small, large)
-        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
+            indexes = np.r_[base.a, base.b, base.small, base.large]
+            consistent = (base.n >= 0 and len(base.stems) == header["stems"] == len(base.df)
+                          and len(base.texts) == header["texts"] == len(base.codes)
+                          and len(base.a) == len(base.b) == header["pairs"] and bool(np.all(base.a < base.b))
+                          and len(base.small) == len(base.large) == header["contained"]
+                          and (not len(indexes) or (indexes.min() >= 0 and indexes.max() < len(base.texts))))
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, struct.error, UnicodeDecodeError):
             return None
-        indexes = np.r_[base.a, base.b, base.small, base.large]
-        consistent = (len(base.stems) == header["stems"] == len(base.df) and len(base.texts) == header["texts"]
-                      == len(base.codes) and len(base.a) == len(base.b) == header["pairs"]
-                      and len(base.small) == len(base.large) == header["contained"]
-                      and (not len(indexes) or (indexes.min() >= 0 and indexes.max() < len(base.texts))))
         return base if consistent else None
+
+
+def _body_digest(parts: list[bytes]) -> str:
+    """What a damaged body (a byte changed in its arrays, whose sizes still fit) is told by."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
 
 
 def _listed(containment: tuple[int, float, int] | None) -> list | None:
