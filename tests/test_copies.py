@@ -61,4 +61,4 @@ def test_repeated_rows_holds_every_row_equal_to_another():
         ids = np.array([i for r in rows for i in r], dtype=np.int64)
         got = sparse.repeated_rows(start, ids).tolist()
         assert got == sorted(got)
-        assert {i for i, r in enumerate(rows) if r and rows.count(r) > 1} == set(got)  # (a false match: a chance of 2^-128)
+        assert {i for i, r in enumerate(rows) if r and rows.count(r) > 1} == set(got)  # (a false match: a chance of about 2^-64)

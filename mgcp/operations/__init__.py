@@ -68,7 +68,7 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
         lengths, ids, vocabulary = _words_of([lesson.action or "" for lesson in lessons], cache)
         stem_index: dict[str, int] = {}
         stem_of = np.array([stem_index.setdefault(s, len(stem_index)) if (s := "".join(text.stems([w]))) else -1
-                            for w in vocabulary] + [-1], dtype=np.int64)
+                            for w in vocabulary], dtype=np.int64)
         said = stem_of[ids]
         row = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[said >= 0]
         said = said[said >= 0]

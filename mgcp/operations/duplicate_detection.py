@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 OPERATION = "duplicate_detection"
 CONTAINED_MIN_TERMS = 3     # a shorter action of fewer terms is not judged by containment
 CONTAINED_MAX_GROWTH = 2.0  # the longer action has at most this many times the shorter's terms
+CONTAINMENT = (CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF)  # the rule as `sparse.contained` takes it
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def score_pairs(lessons: list[Lesson], settings: dict, backend: SimilarityBacken
         first.setdefault(copy_of[lesson_id], lesson_id)
     with stage(cache, 0.8, 1.0):
         if search is not None and type(backend) is LexicalBackend:
-            found = search.pairs(actions, floor, backend, (CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF))
+            found = search.pairs(actions, floor, backend, CONTAINMENT)
             contained = search.contained
         else:
             found = backend.pairs(actions, floor)
@@ -167,7 +168,7 @@ def _containing(actions: dict[str, str], vecs: dict[str, dict[str, float]],
         matrix = lexical.matrix(actions)
     else:
         matrix = sparse.Matrix.of([vecs[i] for i in ids])
-    small, large = sparse.contained(matrix, CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF)
+    small, large = sparse.contained(matrix, *CONTAINMENT)
     return [(ids[i], ids[j]) for i, j in zip(small.tolist(), large.tolist())]
 
 
