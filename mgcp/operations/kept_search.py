@@ -119,7 +119,7 @@ class KeptSearch:
             at, same, touched, looked_up_then = compared
             self.changed = int(touched.sum())
             a1, b1, s1 = sparse.pairs_touching(m, t, touched, tick)
-            a2, b2 = base.rows_of_pairs(at, ~touched)
+            a2, b2 = base.rows_of_pairs(at, ~touched & (m.lengths > 0))  # an empty row pairs with none
             s2 = m.dots(a2, b2)
             good = s2 >= t - 1e-12
             a, b, s = np.r_[a1, a2[good]], np.r_[b1, b2[good]], np.r_[s1, s2[good]]
