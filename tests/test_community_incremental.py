@@ -21,7 +21,7 @@ import pytest
 from mgcp import engine
 from mgcp.config import DEFAULTS, parse_config
 from mgcp.models import Lesson, LessonStatus
-from mgcp.operations import community_detection, sparse
+from mgcp.operations import community_detection, framed, sparse
 from mgcp.operations.shared import CycleCache
 from mgcp.operations.similarity import LexicalBackend
 
@@ -161,7 +161,7 @@ def test_the_idf_from_kept_keywords_is_the_idf_read_from_every_lesson():
     from collections import Counter
 
     from mgcp import text
-    from mgcp.operations.community_detection import KEYWORD_RULES, _content, _idf, _Keywords
+    from mgcp.operations.community_detection import _content, _idf, _Keywords
 
     def read_all(lessons):  # the definition: every lesson's trigger and tags read now
         df = Counter()
@@ -187,7 +187,8 @@ def test_the_idf_from_kept_keywords_is_the_idf_read_from_every_lesson():
     assert set(again.vocabulary) == {w for x in after for w in text.keywords(x.trigger + " " + " ".join(x.tags))}
     assert _idf(after, content, again.state())[1].state() == again.state()
     # a state kept under other rules, or cut short, is not read
-    assert _Keywords.read(state[:-4]) is None and _Keywords.read(b"x" * len(KEYWORD_RULES) + state[16:]) is None
+    _, parts = framed.unframe(state, 3)
+    assert _Keywords.read(state[:-4]) is None and _Keywords.read(framed.frame({"rules": "other"}, parts)) is None
     lied = _Keywords.read(state)
     lied.held = lied.held.copy()
     lied.held[:] = 0  # every lesson holds the first word only: were it read, the idf would differ
@@ -224,7 +225,7 @@ def test_damaged_kept_keywords_are_ignored_and_a_lessons_content_digest_cannot_b
     from mgcp.operations.community_detection import KEYWORD_RULES, _content, _contents, _Keywords
 
     head = json.dumps([[["l1"]], ["d"], ["word"]]).encode()
-    damaged = KEYWORD_RULES + len(head).to_bytes(8, "little") + head + (1).to_bytes(4, "little") * 2
+    damaged = framed.frame({"rules": KEYWORD_RULES.hex()}, [head, (1).to_bytes(4, "little"), (0).to_bytes(4, "little")])
     assert _Keywords.read(damaged) is None and _Keywords.read(damaged.decode("latin-1")) is None
     # the same characters split otherwise between trigger, action, tags and links
     a = lesson("l1", "deploy\0rollback", "x", tags=["web\1hooks"])

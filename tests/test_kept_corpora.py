@@ -12,6 +12,7 @@ import planted
 from mgcp import engine, text
 from mgcp.config import parse_config
 from mgcp.engine import cycle
+from mgcp.operations import framed
 
 CONFIG = parse_config({"rem": {op: {"max_findings": 500} for op in (
     "duplicate_detection", "community_detection", "contradiction_scan", "knowledge_extraction")}}, "test")
@@ -118,7 +119,7 @@ def test_new_reading_rules_read_every_text_again(tmp_path, run, monkeypatch):
     conn.close()
     corpora = _corpora(path)
     again = run(path, _cycle)
-    texts = sum(int.from_bytes(state[16:24], "little") for state in corpora.values())  # each corpus's count
+    texts = sum(framed.unframe(state, 4)[0]["texts"] for state in corpora.values())  # each corpus's count
     assert len([name for name, _ in reads if name == "words"]) == texts
     after = _corpora(path)
     assert set(after) == set(corpora) and not set(after.values()) & set(corpora.values())  # replaced

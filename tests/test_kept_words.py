@@ -101,6 +101,9 @@ def test_a_corpus_kept_under_other_rules_or_damaged_is_not_used(monkeypatch):
     (name, state), = kept.items()
     assert kept_words.Corpus.decode(name, state, shared.WORDS) is not None
     assert kept_words.Corpus.decode(name, state[:-3], shared.WORDS) is None
+    flipped = bytearray(state)
+    flipped[-len(docs[0])] ^= 1  # a byte of the words changed, every size as it was
+    assert kept_words.Corpus.decode(name, bytes(flipped), shared.WORDS) is None
     monkeypatch.setattr(shared, "WORDS", b"another version of the rules")
     m, after, read = _cycle(docs, kept)
     assert read == docs and set(after) == {name} and after[name] != state

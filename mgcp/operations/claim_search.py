@@ -7,9 +7,7 @@ finds exactly the same claim pairs.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
@@ -19,10 +17,10 @@ from types import ModuleType
 import numpy as np
 
 from mgcp import text
-from mgcp.operations import sparse
+from mgcp.operations import framed, sparse
 from mgcp.operations.shared import digest
 
-FORMAT = 1
+FORMAT = 2
 _OWN = Path(__file__).read_bytes()
 
 
@@ -394,29 +392,22 @@ class _State:
                  self.table.positive.astype("u1").tobytes(), self.table.start.astype("<i8").tobytes(),
                  self.table.word.astype(number).tobytes(), self.json_start.astype("<i8").tobytes(), self.blob,
                  quads.astype("<i8").tobytes(), np.array([p[4] for p in self.pairs], dtype="<f8").tobytes()]
-        header = json.dumps({"format": FORMAT, "rules": self.rules.hex(), "claim_at": self.claim_at,
+        return framed.frame({"format": FORMAT, "rules": self.rules.hex(), "claim_at": self.claim_at,
                              "texts": len(self.digests), "words": len(self.vocab), "claims": len(self.table.pos),
-                             "pairs": len(self.pairs), "sizes": [len(p) for p in parts]}).encode()
-        return struct.pack("<I", len(header)) + header + b"".join(parts)
+                             "pairs": len(self.pairs)}, parts)
 
     @classmethod
     def decode(cls, state: bytes | None, claim_at: float, made_by: bytes) -> "_State | None":
-        """The state kept in `state`, or None when there is none, it is unreadable, or it was made
-        by other rules or for another claim threshold."""
-        if not state:
+        """The state kept in `state`, or None when there is none, it is unreadable or damaged
+        (`framed.unframe`), or it was made by other rules or for another claim threshold."""
+        read = framed.unframe(state, 13)
+        if read is None:
+            return None
+        header, parts = read
+        if (header.get("format") != FORMAT or header.get("rules") != made_by.hex()
+                or header.get("claim_at") != claim_at):
             return None
         try:
-            (size,) = struct.unpack_from("<I", state)
-            header = json.loads(state[4:4 + size])
-            if (header.get("format") != FORMAT or header.get("rules") != made_by.hex()
-                    or header.get("claim_at") != claim_at):
-                return None
-            parts, at = [], 4 + size
-            for length in header["sizes"]:
-                parts.append(state[at:at + length])
-                at += length
-            if at != len(state) or len(parts) != 13:
-                return None
             (digests, vocab, stem_start, stem_word, claim_start, pos, positive, start, word, json_start, blob,
              quads, overlaps) = parts
             n, claims, words = int(header["texts"]), int(header["claims"]), int(header["words"])
@@ -446,7 +437,7 @@ class _State:
                            np.frombuffer(positive, dtype="u1").astype(bool), start_, word_)
             return cls(claim_at, made_by, [digests[i:i + 16] for i in range(0, len(digests), 16)], vocab_, stem_start_,
                        stem_word_, table, claim_start_, json_start_, blob, pairs)
-        except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError):
             return None
 
 

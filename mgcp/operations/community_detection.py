@@ -84,7 +84,7 @@ from types import SimpleNamespace
 
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
-from mgcp.operations import cap, copies, fingerprint, lesson_text, subject_identity, subject_of
+from mgcp.operations import cap, copies, fingerprint, framed, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
 from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
 from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
@@ -820,33 +820,32 @@ class _Keywords:
     def state(self) -> bytes:
         import numpy as np
 
-        head = json.dumps([self.ids, self.digests, self.vocabulary]).encode()
-        return b"".join([KEYWORD_RULES, len(head).to_bytes(8, "little"), head,
-                         np.diff(self.start).astype("<i4").tobytes(), self.held.astype("<i4").tobytes()])
+        return framed.frame({"rules": KEYWORD_RULES.hex()},
+                            [json.dumps([self.ids, self.digests, self.vocabulary]).encode(),
+                             np.diff(self.start).astype("<i4").tobytes(), self.held.astype("<i4").tobytes()])
 
     @classmethod
     def read(cls, state: bytes | None) -> "_Keywords | None":
-        """The kept keywords, or None when nothing usable is kept (none, other rules, unreadable)."""
+        """The kept keywords, or None when nothing usable is kept (none, other rules, unreadable or
+        damaged: `framed.unframe`)."""
         import numpy as np
 
         from mgcp.operations.sparse import starts
 
-        if not isinstance(state, bytes) or not state.startswith(KEYWORD_RULES):
+        read = framed.unframe(state, 3)
+        if read is None or read[0].get("rules") != KEYWORD_RULES.hex():
             return None
+        head, lengths, held = read[1]
         try:
-            at = len(KEYWORD_RULES)
-            size = int.from_bytes(state[at:at + 8], "little")
-            ids, digests, vocabulary = json.loads(state[at + 8:at + 8 + size])
-            if not all(_strings(x) for x in (ids, digests, vocabulary)):
-                return None
-            at += 8 + size
-            lengths = np.frombuffer(state, dtype="<i4", count=len(ids), offset=at).astype(np.int64)
-            start = starts(lengths)
-            held = np.frombuffer(state, dtype="<i4", count=int(start[-1]), offset=at + 4 * len(ids)).astype(np.int64)
-            if (len(digests) != len(ids) or at + 4 * (len(ids) + len(held)) != len(state)
-                    or (len(held) and (held.min() < 0 or held.max() >= len(vocabulary)))):
-                return None
+            ids, digests, vocabulary = json.loads(head)
         except (ValueError, TypeError):
+            return None
+        if not all(_strings(x) for x in (ids, digests, vocabulary)) or len(digests) != len(ids) \
+                or len(lengths) != 4 * len(ids) or len(held) % 4:
+            return None
+        start = starts(np.frombuffer(lengths, dtype="<i4").astype(np.int64))
+        held = np.frombuffer(held, dtype="<i4").astype(np.int64)
+        if start[-1] != len(held) or (len(held) and (held.min() < 0 or held.max() >= len(vocabulary))):
             return None
         return cls(ids, digests, vocabulary, start, held)
 

@@ -58,8 +58,6 @@ another containment rule.
 from __future__ import annotations
 
 import hashlib
-import json
-import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import repeat
@@ -67,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mgcp.operations import similarity, sparse
+from mgcp.operations import framed, similarity, sparse
 from mgcp.operations.shared import WORDS, digests, terms, ticker
 
 FORMAT = 3
@@ -290,33 +288,24 @@ class _Base:
         stems = "\n".join(self.stems).encode("utf-8", "surrogatepass")
         parts = [stems, self.df.astype("<i8").tobytes(), b"".join(self.texts), self.codes.astype("<u8").tobytes(),
                  *(x.astype("<i8").tobytes() for x in (self.a, self.b, self.small, self.large))]
-        header = json.dumps({"format": FORMAT, "rules": RULES.hex(), "low": self.low,
-                             "containment": _listed(self.containment), "n": self.n,
-                             "stems": len(self.stems), "texts": len(self.texts), "pairs": len(self.a),
-                             "contained": len(self.small), "sizes": [len(p) for p in parts],
-                             "body": _body_digest(parts)}).encode()
-        return struct.pack("<I", len(header)) + header + b"".join(parts)
+        return framed.frame({"format": FORMAT, "rules": RULES.hex(), "low": self.low,
+                             "containment": _listed(self.containment), "n": self.n, "stems": len(self.stems),
+                             "texts": len(self.texts), "pairs": len(self.a), "contained": len(self.small)}, parts)
 
     @classmethod
     def decode(cls, state: bytes | None, low: float, containment: tuple[int, float, int] | None = None
                ) -> "_Base | None":
-        """The base kept in `state`, or None when there is none, it is unreadable or damaged (its
-        body's digest is in its header), or it was made by other rules, for another threshold or
-        another containment rule."""
-        if not isinstance(state, bytes) or not state:
+        """The base kept in `state`, or None when there is none, it is unreadable or damaged
+        (`framed.unframe`), or it was made by other rules, for another threshold or another
+        containment rule."""
+        read = framed.unframe(state, 8)
+        if read is None:
+            return None
+        header, parts = read
+        if (header.get("format") != FORMAT or header.get("rules") != RULES.hex() or header.get("low") != low
+                or header.get("containment") != _listed(containment)):
             return None
         try:
-            (size,) = struct.unpack_from("<I", state)
-            header = json.loads(state[4:4 + size])
-            if not isinstance(header, dict) or (header.get("format") != FORMAT or header.get("rules") != RULES.hex() or header.get("low") != low
-                    or header.get("containment") != _listed(containment)):
-                return None
-            parts, at = [], 4 + size
-            for length in header["sizes"]:
-                parts.append(state[at:at + length])
-                at += length
-            if at != len(state) or header.get("body") != _body_digest(parts):
-                return None
             stems_bytes, df, texts, codes, *pairs = parts
             stems = stems_bytes.decode("utf-8", "surrogatepass").split("\n") if header["stems"] else []
             a, b, small, large = (np.frombuffer(x, dtype="<i8").astype(np.int64) for x in pairs)
@@ -329,17 +318,9 @@ class _Base:
                           and len(base.a) == len(base.b) == header["pairs"] and bool(np.all(base.a < base.b))
                           and len(base.small) == len(base.large) == header["contained"]
                           and (not len(indexes) or (indexes.min() >= 0 and indexes.max() < len(base.texts))))
-        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, struct.error, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, OverflowError, UnicodeDecodeError):
             return None
         return base if consistent else None
-
-
-def _body_digest(parts: list[bytes]) -> str:
-    """What a damaged body (a byte changed in its arrays, whose sizes still fit) is told by."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        h.update(part)
-    return h.hexdigest()
 
 
 def _listed(containment: tuple[int, float, int] | None) -> list | None:

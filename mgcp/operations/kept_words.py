@@ -9,24 +9,22 @@ vocabulary each time, so a new text that writes two words as one joins them in e
 A repeat cycle digests its texts, finds the rows of the unchanged ones in the corpus kept from the
 last cycle (the kept corpus sharing the most texts with it) and reads only the others.
 
-Kept as bytes: the digest of the rules words are read by (`shared.WORDS`; a corpus kept under
-other rules is not used), the counts, the digests, the lengths and ids as 32-bit integers, and the
-vocabulary (the words in the order the texts first use them) as UTF-8 joined by newlines (no word
-holds white space).
+Kept as bytes (`framed`): the digest of the rules words are read by (`shared.WORDS`; a corpus
+kept under other rules is not used) and the counts in the header; the digests, the lengths and ids
+as 32-bit integers, and the vocabulary (the words in the order the texts first use them) as UTF-8
+joined by newlines (no word holds white space).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import chain
 
 import numpy as np
 
-from mgcp.operations import sparse
+from mgcp.operations import framed, sparse
 
-_HEAD = struct.Struct("<16sqqq")  # rules, texts, ids, vocabulary bytes
 SAMPLE = 64  # texts looked up in each kept corpus to find the one a new corpus continues
 ROWS_AT_ONCE = 10_000
 
@@ -75,26 +73,29 @@ class Corpus:
         renumber = np.zeros(len(self.vocabulary), dtype=np.int64)
         renumber[order] = np.arange(len(order))
         vocabulary = "\n".join(self.vocabulary[i] for i in order.tolist()).encode("utf-8", "surrogatepass")
-        return b"".join([_HEAD.pack(rules, len(self.digests), len(self.ids), len(vocabulary)), *self.digests,
-                         self.lengths.astype("<i4").tobytes(), renumber[self.ids].astype("<i4").tobytes(), vocabulary])
+        return framed.frame({"rules": rules.hex(), "texts": len(self.digests), "ids": len(self.ids)},
+                            [b"".join(self.digests), self.lengths.astype("<i4").tobytes(),
+                             renumber[self.ids].astype("<i4").tobytes(), vocabulary])
 
     @classmethod
     def decode(cls, name: str, state: bytes, rules: bytes) -> "Corpus | None":
-        """The corpus kept as `state`, or None when it was kept under other `rules` or is cut short."""
-        if len(state) < _HEAD.size:
+        """The corpus kept as `state`, or None when it was kept under other `rules`, or is cut short
+        or damaged (`framed.unframe`)."""
+        read = framed.unframe(state, 4)
+        if read is None or read[0].get("rules") != rules.hex():
             return None
-        kept_rules, n, m, v = _HEAD.unpack_from(state)
-        at = _HEAD.size
-        if kept_rules != rules or len(state) != at + 16 * n + 4 * n + 4 * m + v:
+        (header, (digests, lengths, ids, text)) = read
+        n, m = header.get("texts"), header.get("ids")
+        if not (isinstance(n, int) and isinstance(m, int) and len(digests) == 16 * n
+                and len(lengths) == 4 * n and len(ids) == 4 * m):
             return None
-        digests = [state[i:i + 16] for i in range(at, at + 16 * n, 16)]
-        at += 16 * n
-        lengths = np.frombuffer(state, dtype="<i4", count=n, offset=at).astype(np.int64)
-        at += 4 * n
-        ids = np.frombuffer(state, dtype="<i4", count=m, offset=at)  # read only, as a kept corpus is
-        at += 4 * m
-        text = state[at:at + v].decode("utf-8", "surrogatepass")
-        vocabulary = text.split("\n") if v else []
+        digests = [digests[i:i + 16] for i in range(0, 16 * n, 16)]
+        lengths = np.frombuffer(lengths, dtype="<i4").astype(np.int64)
+        ids = np.frombuffer(ids, dtype="<i4")  # read only, as a kept corpus is
+        try:
+            vocabulary = text.decode("utf-8", "surrogatepass").split("\n") if text else []
+        except UnicodeDecodeError:
+            return None
         if int(lengths.sum()) != m or (m and int(ids.max()) >= len(vocabulary)) or (m and int(ids.min()) < 0):
             return None
         corpus = cls(name, digests, lengths, ids, vocabulary)
