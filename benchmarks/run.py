@@ -120,6 +120,22 @@ REM_TABLES = ["rem_actions", "rem_findings", "rem_runs", "rem_state", "community
               "context_summaries", "community_summaries", "reinforced_patterns", *sorted(CACHES)]
 
 
+def rem_config(louvain: str):
+    """The default REM configuration, with community detection's Louvain set to `louvain`."""
+    from mgcp.config import DEFAULTS, RemConfig
+
+    defaults = copy.deepcopy(DEFAULTS)
+    defaults["community_detection"]["louvain"] = louvain
+    return RemConfig(defaults)
+
+
+def louvain_of(choice: str) -> str:
+    """The Louvain implementation `choice` runs ("auto": igraph when installed)."""
+    from mgcp.operations.community_detection import louvain
+
+    return louvain({"louvain": choice})
+
+
 def w_rem(a) -> dict:
     """The full cycle via run_cycle, every operation named (pattern_reinforcement too, which is off
     by default), on a fresh REM state."""
@@ -128,7 +144,6 @@ def w_rem(a) -> dict:
         conn.execute(f"DELETE FROM {table}")
     conn.commit()
     conn.close()
-    from mgcp.config import DEFAULTS, RemConfig
     from mgcp.engine.cycle import run_cycle
     from mgcp.persistence.store import Store
 
@@ -137,7 +152,7 @@ def w_rem(a) -> dict:
     async def main():
         async with Store.open(a.db) as store:
             t0 = time.perf_counter()
-            report = await run_cycle(store, RemConfig(copy.deepcopy(DEFAULTS)), a.project,
+            report = await run_cycle(store, rem_config(a.louvain), a.project,
                                      operations=a.what or list(OPERATIONS))
             return report, time.perf_counter() - t0
 
@@ -145,14 +160,14 @@ def w_rem(a) -> dict:
     ops = {r.operation: {"ms": r.duration_ms, "findings": r.findings, "error": r.error}
            for r in report.operations}
     return {"seconds": wall, "cycle_ms": report.duration_ms, "operations": ops,
-            "findings": len(report.findings), "base_mib": base, "peak_mib": peak_mib()}
+            "findings": len(report.findings), "base_mib": base, "peak_mib": peak_mib(),
+            "louvain": louvain_of(a.louvain)}
 
 
 def w_repeat(a) -> dict:
     """A full cycle on a fresh REM state, the same cycle again with nothing changed, then again
     after 1% of the lessons changed (a third each refined, added, archived) and 1% more history
     (context saves in new sessions of the main project): the three cycle times and their ops."""
-    from mgcp.config import DEFAULTS, RemConfig
     from mgcp.engine.cycle import run_cycle
     from mgcp.models import LessonStatus
     from mgcp.persistence.store import Store
@@ -163,7 +178,7 @@ def w_repeat(a) -> dict:
     conn.commit()
     conn.close()
     rng = random.Random(a.seed)
-    config = RemConfig(copy.deepcopy(DEFAULTS))
+    config = rem_config(a.louvain)
 
     async def cycle(store):
         report = await run_cycle(store, config, a.project, operations=a.what or list(OPERATIONS))
@@ -202,6 +217,7 @@ def w_repeat(a) -> dict:
 
     out = asyncio.run(main())
     out["peak_mib"] = peak_mib()
+    out["louvain"] = louvain_of(a.louvain)
     return out
 
 
@@ -411,6 +427,7 @@ def worker_main(argv: list[str]) -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--what", default="")
+    p.add_argument("--louvain", default="auto")
     a = p.parse_args(argv)
     a.what = [w for w in a.what.split(",") if w]
     result = WORKERS[a.worker](a)
@@ -565,11 +582,15 @@ class Bench:
                          f"{t['snapshots']} snapshots", better="higher")
 
     def fig_rem(self, size, work) -> None:
+        for louvain in self.args.louvain:
+            self.fig_rem_with(size, work, louvain)
+
+    def fig_rem_with(self, size, work, louvain) -> None:
         runs = []
         for i in range(self.args.repeat):
-            self.log(f"rem {size} run {i + 1}/{self.args.repeat}")
-            runs.append(run_worker("rem", db=work, what=",".join(self.args.rem_ops)))
-        self.details[f"rem/{size}"] = runs
+            self.log(f"rem {size} ({louvain}) run {i + 1}/{self.args.repeat}")
+            runs.append(run_worker("rem", db=work, what=",".join(self.args.rem_ops), louvain=louvain))
+        self.details[f"rem/{size}/{louvain}"] = runs
         total = statistics.median(r["cycle_ms"] for r in runs) / 1000
         peak = statistics.median(r["peak_mib"] for r in runs)
         base = statistics.median(r["base_mib"] for r in runs)
@@ -583,8 +604,9 @@ class Bench:
             {"medium": ("< 10 s", 10), "large": ("< 120 s", 120)}
         target = times.get(size, (times["medium"][0] + " (at medium)", times["medium"][1]))
         name = "REM full cycle" if full else "REM default cycle" if default else "REM partial cycle"
+        name += f" ({len(self.args.rem_ops)} ops, {runs[0]['louvain']})"
         judged = full or default
-        self.add(f"{name} ({len(self.args.rem_ops)} ops)", size, round(total, 2), "s", target[0] if judged else None,
+        self.add(name, size, round(total, 2), "s", target[0] if judged else None,
                  total < target[1] if judged else None, size in ("medium", "large"), peak, note, target[1])
         limit = 1024 if default else 2048
         self.add(f"{name} peak RSS", size, round(peak, 0), "MiB", f"< {limit} MiB (at large)", peak < limit,
@@ -604,14 +626,19 @@ class Bench:
                      f"{statistics.median(v['findings'] for v in vals):.0f} findings")
 
     def fig_repeat(self, size, pristine) -> None:
+        for louvain in self.args.louvain:
+            self.fig_repeat_with(size, pristine, louvain)
+
+    def fig_repeat_with(self, size, pristine, louvain) -> None:
         runs = []
         for i in range(self.args.repeat):
-            self.log(f"repeat {size} run {i + 1}/{self.args.repeat}")
+            self.log(f"repeat {size} ({louvain}) run {i + 1}/{self.args.repeat}")
             work = self.working_copy(pristine, f"repeat-{size}.db")  # each run changes its copy
-            runs.append(run_worker("repeat", db=work, seed=self.args.seed + i, what=",".join(self.args.rem_ops)))
-        self.details[f"repeat/{size}"] = runs
+            runs.append(run_worker("repeat", db=work, seed=self.args.seed + i, what=",".join(self.args.rem_ops),
+                                   louvain=louvain))
+        self.details[f"repeat/{size}/{louvain}"] = runs
         large = size == "large"
-        counted = f" ({len(self.args.rem_ops)} ops)"
+        counted = f" ({len(self.args.rem_ops)} ops, {runs[0]['louvain']})"
         for key, figure, target in (("full", "REM full cycle" + counted + ", then", None),
                                     ("same", "REM repeat cycle, nothing changed", ("< 1 s (at large)", 1)),
                                     ("after", "REM repeat cycle, 1% changed", ("< 5 s (at large)", 5))):
@@ -765,7 +792,8 @@ class Bench:
                      r["peak_mib"], f"{x['findings']} findings {x['by_kind']}{extra}")
 
     def memory_scaling(self) -> None:
-        m, l = self.details.get("rem/medium"), self.details.get("rem/large")
+        first = self.args.louvain[0]
+        m, l = self.details.get(f"rem/medium/{first}"), self.details.get(f"rem/large/{first}")
         if not (m and l) or self.args.rem_ops != OPERATIONS:
             return
         dm = statistics.median(r["peak_mib"] - r["base_mib"] for r in m)
@@ -828,9 +856,15 @@ def main() -> None:
     p.add_argument("--fresh", action="store_true", help="rebuild cached databases")
     p.add_argument("--rem-ops", default=",".join(OPERATIONS),
                    help="operations the REM figure runs (default: all of them; a subset is reported as partial)")
+    p.add_argument("--louvain", default="auto",
+                   help="comma list of the Louvain implementations the REM figures run with, a row each: auto "
+                        "(igraph when `mgcp[fast]` is installed), python-louvain, igraph (default auto)")
     args = p.parse_args()
     args.only = [x for x in args.only.split(",") if x]
     args.rem_ops = [x for x in args.rem_ops.split(",") if x]
+    args.louvain = list(dict.fromkeys(x for x in args.louvain.split(",") if x))
+    if not args.louvain or any(x not in ("auto", "python-louvain", "igraph") for x in args.louvain):
+        p.error(f"unknown Louvain implementation in {args.louvain}")
     if args.rem_ops != OPERATIONS and any(x not in OPERATIONS for x in args.rem_ops):
         p.error(f"unknown REM operation in {args.rem_ops}")
     unknown = [x for x in args.only if x not in FIGURES]
