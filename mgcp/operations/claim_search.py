@@ -18,7 +18,7 @@ import numpy as np
 
 from mgcp import text
 from mgcp.operations import framed, sparse
-from mgcp.operations.shared import digest
+from mgcp.operations.shared import digests as keyed_digests
 
 FORMAT = 2
 _OWN = Path(__file__).read_bytes()
@@ -262,7 +262,7 @@ class KeptClaims:
     def search(self, actions: list[str], claim_at: float, scan: ModuleType):
         """What `search(actions, claim_at, scan)` returns, from the kept state when it holds."""
         made_by = rules(scan)
-        digests = [digest(made_by, action) for action in actions]
+        digests = np.frombuffer(b"".join(keyed_digests(made_by, actions)), dtype="S16")
         old = _State.decode(self.state, claim_at, made_by)
         if old is None:
             found = _Search(actions, claim_at, scan)
@@ -280,8 +280,7 @@ class KeptClaims:
                                     found.rest_word[sparse.expand(found.rest_start, unread)], found.table,
                                     encoded, found.pairs).encode()
             return found.said.__getitem__, found.pairs
-        index = {d: t for t, d in enumerate(old.digests)}
-        was = np.array([index.get(d, -1) for d in digests], dtype=np.int64)  # each action's kept index, or -1
+        was = _places(old.digests, digests)  # each action's kept index, or -1
         now = np.full(len(old.digests), -1, dtype=np.int64)  # each kept action's index now, or -1
         now[was[was >= 0]] = np.flatnonzero(was >= 0)
         new = np.flatnonzero(was < 0).tolist()
@@ -343,7 +342,7 @@ class _State:
 
     claim_at: float
     rules: bytes
-    digests: list[bytes]
+    digests: np.ndarray  # 16-byte strings ("S16")
     vocab: list[str]
     stem_start: np.ndarray
     stem_word: np.ndarray
@@ -354,7 +353,7 @@ class _State:
     pairs: list[ClaimPair]
 
     @classmethod
-    def made(cls, claim_at: float, made_by: bytes, digests: list[bytes], ids: dict[str, int], stem_start: np.ndarray,
+    def made(cls, claim_at: float, made_by: bytes, digests: np.ndarray, ids: dict[str, int], stem_start: np.ndarray,
              stem_word: np.ndarray, table: _Table, encoded: list[bytes], pairs: list[ClaimPair]) -> "_State":
         """The state of actions `digests` from their stems (unread ones), claims (`table`, any
         order; `encoded`: each read action's claims as JSON, b"" for the others) and pairs; the
@@ -386,7 +385,7 @@ class _State:
     def encode(self) -> bytes:
         quads = np.array([p[:4] for p in self.pairs], dtype=np.int64).reshape(-1, 4)
         number = _number(len(self.vocab))
-        parts = [b"".join(self.digests), "\n".join(self.vocab).encode("utf-8", "surrogatepass"),
+        parts = [self.digests.tobytes(), "\n".join(self.vocab).encode("utf-8", "surrogatepass"),
                  self.stem_start.astype("<i8").tobytes(), self.stem_word.astype(number).tobytes(),
                  self.claim_start.astype("<i8").tobytes(), self.table.pos.astype("<i4").tobytes(),
                  self.table.positive.astype("u1").tobytes(), self.table.start.astype("<i8").tobytes(),
@@ -435,10 +434,20 @@ class _State:
                 return None
             table = _Table(np.repeat(np.arange(n, dtype=np.int64), np.diff(claim_start_)), pos_,
                            np.frombuffer(positive, dtype="u1").astype(bool), start_, word_)
-            return cls(claim_at, made_by, [digests[i:i + 16] for i in range(0, len(digests), 16)], vocab_, stem_start_,
+            return cls(claim_at, made_by, np.frombuffer(digests, dtype="S16"), vocab_, stem_start_,
                        stem_word_, table, claim_start_, json_start_, blob, pairs)
         except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError):
             return None
+
+
+def _places(kept: np.ndarray, digests: np.ndarray) -> np.ndarray:
+    """For each of `digests`, its place among the distinct `kept` digests, or -1 (16-byte strings,
+    which numpy compares as equal exactly when their bytes are)."""
+    if not len(kept):
+        return np.full(len(digests), -1, dtype=np.int64)
+    order = np.argsort(kept, kind="stable")
+    place = order[np.minimum(np.searchsorted(kept[order], digests), len(kept) - 1)]
+    return np.where(kept[place] == digests, place, -1).astype(np.int64)
 
 
 def _number(words: int) -> str:
