@@ -143,6 +143,32 @@ def test_the_trigger_similarity_is_scored_again_on_the_triggers_of_now():
     assert len(contradiction_scan.run(lessons, SETTINGS, kept=KeptClaims(search.keep))) == 1
 
 
+def test_the_action_digests_of_the_cycles_corpus_are_those_the_search_makes():
+    """With the corpus of every action built in the cycle (duplicate detection's), the search takes
+    the actions' digests from it: the same findings and the same state as without it, first and
+    after a change."""
+    from mgcp.operations.shared import CycleCache, Reader
+
+    rng = random.Random(11)
+    lessons = sorted([lesson(f"l{i:02d}", rng.choice(TRIGGERS), _action(rng)) for i in range(60)], key=lambda x: x.id)
+    later = sorted(lessons[5:] + [lesson(f"m{i}", rng.choice(TRIGGERS), _action(rng)) for i in range(8)],
+                   key=lambda x: x.id)
+    state = {}
+    for with_corpus in (False, True):
+        kept, found = None, []
+        for these in (lessons, later):
+            cache = CycleCache(reader=Reader())
+            if with_corpus:
+                texts = [x.action for x in these]
+                cache.reader.corpus(texts, lambda i: contradiction_scan.text.terms(texts[i]))
+                assert cache.reader.built_corpus(list(texts)) is not None
+            search = KeptClaims(kept)
+            found.append(_json(contradiction_scan.run(these, SETTINGS, cache, kept=search)))
+            kept = search.keep
+        state[with_corpus] = (found, kept)
+    assert state[True] == state[False] and state[True][0][0] and state[True][0][1]
+
+
 def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(full_searches):
     rng = random.Random(4)
     lessons = [lesson(f"l{i:02d}", rng.choice(TRIGGERS), _action(rng)) for i in range(40)]

@@ -18,9 +18,10 @@ import numpy as np
 
 from mgcp import text
 from mgcp.operations import framed, sparse
+from mgcp.operations.shared import WORDS
 from mgcp.operations.shared import digests as keyed_digests
 
-FORMAT = 2
+FORMAT = 3
 _OWN = Path(__file__).read_bytes()
 
 
@@ -223,8 +224,9 @@ class KeptClaims:
     """The claim search kept between cycles: a repeat reads and compares only the actions new since
     the last search, and finds exactly the claim pairs `_search` finds.
 
-    A search keeps, for its actions (each by a digest of its text and of `rules`: this module's,
-    the scan's and the words' rules): the compared claims of each action it read (as `encode_claims`
+    A search keeps, for its actions (each by the digest the kept corpora know its text by,
+    `shared.digest(WORDS, text)`; the state names the `rules` it was made by: this module's, the
+    scan's and the words' rules): the compared claims of each action it read (as `encode_claims`
     writes them, and as numbers of their words); the stems of each it did not (its *unread*
     actions); and every contradicting claim pair among them. Two invariants hold of what is kept:
 
@@ -259,10 +261,13 @@ class KeptClaims:
         self.keep: bytes | None = None
         self.fresh: int | None = None
 
-    def search(self, actions: list[str], claim_at: float, scan: ModuleType):
-        """What `search(actions, claim_at, scan)` returns, from the kept state when it holds."""
+    def search(self, actions: list[str], claim_at: float, scan: ModuleType, digests: list[bytes] | None = None):
+        """What `search(actions, claim_at, scan)` returns, from the kept state when it holds.
+        `digests`: each action's `shared.digest(WORDS, action)`, when the caller has them."""
         made_by = rules(scan)
-        digests = np.frombuffer(b"".join(keyed_digests(made_by, actions)), dtype="S16")
+        if digests is None:
+            digests = keyed_digests(WORDS, actions)
+        digests = np.frombuffer(b"".join(digests), dtype="S16")
         old = _State.decode(self.state, claim_at, made_by)
         if old is None:
             found = _Search(actions, claim_at, scan)
