@@ -300,3 +300,24 @@ def test_the_repeat_findings_do_not_depend_on_the_hash_seed():
     outputs = outputs_under_hash_seeds(DETERMINISM_SCRIPT)
     assert outputs[0][0] and outputs[0][1]
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_kept_claims_of_a_repeat_are_each_actions_own():
+    """The JSON claims a repeat keeps (copied from the kept state in runs, new ones written) are,
+    action by action, those the action's read gives, over random changes of the actions."""
+    rng = random.Random(5)
+    actions = list(dict.fromkeys(_action(rng) for _ in range(80)))
+    search = KeptClaims()
+    search.search(actions, 0.6, contradiction_scan)
+    for _ in range(6):
+        kept = claim_search._State.decode(search.keep, 0.6, claim_search.rules(contradiction_scan))
+        actions = [a for a in actions if rng.random() > 0.1] + [_action(rng) + f" ({n})" for n in range(5)]
+        rng.shuffle(actions) if rng.random() < 0.3 else None
+        actions = list(dict.fromkeys(actions))
+        search = KeptClaims(search.keep or kept.encode())
+        search.search(actions, 0.6, contradiction_scan)
+        state = claim_search._State.decode(search.keep, 0.6, claim_search.rules(contradiction_scan))
+        for t, action in enumerate(actions):
+            blob = state.blob[state.json_start[t]:state.json_start[t + 1]]
+            if blob:
+                assert blob.decode() == contradiction_scan.encode_claims(contradiction_scan._compared(action)), action

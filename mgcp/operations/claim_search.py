@@ -283,7 +283,8 @@ class KeptClaims:
                        for u in range(len(actions))]
             self.keep = _State.made(claim_at, made_by, digests, found.ids, stems,
                                     found.rest_word[sparse.expand(found.rest_start, unread)], found.table,
-                                    encoded, found.pairs).encode()
+                                    np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
+                                    b"".join(encoded), found.pairs).encode()
             return found.said.__getitem__, found.pairs
         was = _places(old.digests, digests)  # each action's kept index, or -1
         now = np.full(len(old.digests), -1, dtype=np.int64)  # each kept action's index now, or -1
@@ -325,17 +326,34 @@ class KeptClaims:
         lengths[now[unread]] = np.diff(old.stem_start)[unread]
         stems = sparse.starts(lengths)
         by_now = unread[np.argsort(now[unread], kind="stable")]
-        encoded = []
-        starts = old.json_start.tolist()
-        for u, t in enumerate(was.tolist()):
-            if u in said:
-                encoded.append(scan.encode_claims(said[u]).encode())
-            else:
-                encoded.append(old.blob[starts[t]:starts[t + 1]] if t >= 0 else b"")
         self.keep = _State.made(claim_at, made_by, digests, ids, stems,
                                 old.stem_word[sparse.expand(old.stem_start, by_now)],
-                                table, encoded, pairs).encode()
+                                table, *_claims_kept(old, was, said, scan), pairs).encode()
         return claims_of, pairs
+
+
+def _claims_kept(old: "_State", was: np.ndarray, said: dict[int, list], scan: ModuleType) -> tuple[np.ndarray, bytes]:
+    """(each action's length of JSON claims, the claims one after the other) of the actions of now
+    (`was`: each one's kept index, or -1): those read now (`said`) as `encode_claims` writes them, the
+    kept read ones as kept. The kept ones come in runs of consecutive kept actions (a repeat changes
+    a few in a hundred thousand), each copied from the kept JSON as one slice."""
+    n = len(was)
+    now_read = np.zeros(n, dtype=bool)
+    now_read[list(said)] = True
+    plain = ~now_read & (was >= 0)  # kept, and not read again
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[plain] = np.diff(old.json_start)[was[plain]]
+    follows = np.zeros(n, dtype=bool)  # continues the run of the action before it
+    follows[1:] = plain[1:] & plain[:-1] & (was[1:] == was[:-1] + 1)
+    ends = plain & ~np.append(follows[1:], False)
+    pieces = [(int(u), old.blob[old.json_start[was[u]]:old.json_start[was[v] + 1]])
+              for u, v in zip(np.flatnonzero(plain & ~follows).tolist(), np.flatnonzero(ends).tolist())]
+    for u, claims in said.items():
+        encoded = scan.encode_claims(claims).encode()
+        lengths[u] = len(encoded)
+        pieces.append((u, encoded))
+    pieces.sort(key=lambda piece: piece[0])
+    return lengths, b"".join([piece for _, piece in pieces])
 
 
 @dataclass
@@ -359,10 +377,11 @@ class _State:
 
     @classmethod
     def made(cls, claim_at: float, made_by: bytes, digests: np.ndarray, ids: dict[str, int], stem_start: np.ndarray,
-             stem_word: np.ndarray, table: _Table, encoded: list[bytes], pairs: list[ClaimPair]) -> "_State":
+             stem_word: np.ndarray, table: _Table, json_lengths: np.ndarray, blob: bytes,
+             pairs: list[ClaimPair]) -> "_State":
         """The state of actions `digests` from their stems (unread ones), claims (`table`, any
-        order; `encoded`: each read action's claims as JSON, b"" for the others) and pairs; the
-        words no action holds any longer are dropped."""
+        order; `blob`: each read action's claims as JSON one after the other, `json_lengths` long
+        each, 0 for the others) and pairs; the words no action holds any longer are dropped."""
         table = table.rows(np.lexsort((table.pos, table.text)))
         used = np.zeros(len(ids) + 1, dtype=bool)
         used[stem_word] = True
@@ -370,9 +389,8 @@ class _State:
         number = np.cumsum(used) - 1
         vocab = [w for w, i in ids.items() if used[i]]
         table.word = number[table.word]
-        json_start = sparse.starts(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         return cls(claim_at, made_by, digests, vocab, stem_start, number[stem_word], table,
-                   np.searchsorted(table.text, np.arange(len(digests) + 1)), json_start, b"".join(encoded),
+                   np.searchsorted(table.text, np.arange(len(digests) + 1)), sparse.starts(json_lengths), blob,
                    sorted(pairs))
 
     def pairs_among(self, now: np.ndarray) -> list[ClaimPair]:
