@@ -89,11 +89,11 @@ class LessonWords:
             word_of, holders = word_of[kept_], holders[kept_]
         self.read = len(fresh)  # lessons whose words were read anew (`gone`: kept ones no longer here)
         add_words, add_holders = self._read([lessons[number] for number in fresh], np.asarray(fresh, dtype=np.int64))
-        size = max(n, 1)
-        codes = word_of * size + holders
-        new = add_words * size + add_holders
-        codes = np.insert(codes, np.searchsorted(codes, new), new) if len(new) else codes
-        word_of, self._holders = np.divmod(codes, size)
+        if len(add_words):  # each new pair where it sorts among the kept ones, by (word, lesson)
+            size = max(n, 1)
+            at = np.searchsorted(word_of * size + holders, add_words * size + add_holders)
+            word_of, holders = np.insert(word_of, at, add_words), np.insert(holders, at, add_holders)
+        self._holders = holders
         self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
     def _read(self, lessons: list, numbers):
