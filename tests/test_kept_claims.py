@@ -143,6 +143,32 @@ def test_the_trigger_similarity_is_scored_again_on_the_triggers_of_now():
     assert len(contradiction_scan.run(lessons, SETTINGS, kept=KeptClaims(search.keep))) == 1
 
 
+def test_the_action_digests_of_the_cycles_corpus_are_those_the_search_makes():
+    """With the corpus of every action built in the cycle (duplicate detection's), the search takes
+    the actions' digests from it: the same findings and the same state as without it, first and
+    after a change."""
+    from mgcp.operations.shared import CycleCache, Reader
+
+    rng = random.Random(11)
+    lessons = sorted([lesson(f"l{i:02d}", rng.choice(TRIGGERS), _action(rng)) for i in range(60)], key=lambda x: x.id)
+    later = sorted(lessons[5:] + [lesson(f"m{i}", rng.choice(TRIGGERS), _action(rng)) for i in range(8)],
+                   key=lambda x: x.id)
+    state = {}
+    for with_corpus in (False, True):
+        kept, found = None, []
+        for these in (lessons, later):
+            cache = CycleCache(reader=Reader())
+            if with_corpus:
+                texts = [x.action for x in these]
+                cache.reader.corpus(texts, lambda i: contradiction_scan.text.terms(texts[i]))
+                assert cache.reader.built_corpus(list(texts)) is not None
+            search = KeptClaims(kept)
+            found.append(_json(contradiction_scan.run(these, SETTINGS, cache, kept=search)))
+            kept = search.keep
+        state[with_corpus] = (found, kept)
+    assert state[True] == state[False] and state[True][0][0] and state[True][0][1]
+
+
 def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(full_searches):
     rng = random.Random(4)
     lessons = [lesson(f"l{i:02d}", rng.choice(TRIGGERS), _action(rng)) for i in range(40)]
@@ -211,7 +237,7 @@ def test_a_repeat_cycle_finds_what_a_cycle_with_nothing_kept_finds(tmp_path, run
     # only those that can meet a refused claim)
     made_by = claim_search.rules(contradiction_scan)
     kept, fresh = (claim_search._State.decode(_kept(p)["contradiction_scan"], 0.6, made_by) for p in (path, other))
-    assert (kept.digests, kept.pairs) == (fresh.digests, fresh.pairs) and kept.pairs
+    assert kept.digests.tolist() == fresh.digests.tolist() and kept.pairs == fresh.pairs and kept.pairs
 
 
 def test_the_state_of_other_searches_is_left_alone_and_another_state_is_ignored(tmp_path, run, full_searches):
@@ -274,3 +300,24 @@ def test_the_repeat_findings_do_not_depend_on_the_hash_seed():
     outputs = outputs_under_hash_seeds(DETERMINISM_SCRIPT)
     assert outputs[0][0] and outputs[0][1]
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_kept_claims_of_a_repeat_are_each_actions_own():
+    """The JSON claims a repeat keeps (copied from the kept state in runs, new ones written) are,
+    action by action, those the action's read gives, over random changes of the actions."""
+    rng = random.Random(5)
+    actions = list(dict.fromkeys(_action(rng) for _ in range(80)))
+    search = KeptClaims()
+    search.search(actions, 0.6, contradiction_scan)
+    for _ in range(6):
+        kept = claim_search._State.decode(search.keep, 0.6, claim_search.rules(contradiction_scan))
+        actions = [a for a in actions if rng.random() > 0.1] + [_action(rng) + f" ({n})" for n in range(5)]
+        rng.shuffle(actions) if rng.random() < 0.3 else None
+        actions = list(dict.fromkeys(actions))
+        search = KeptClaims(search.keep or kept.encode())
+        search.search(actions, 0.6, contradiction_scan)
+        state = claim_search._State.decode(search.keep, 0.6, claim_search.rules(contradiction_scan))
+        for t, action in enumerate(actions):
+            blob = state.blob[state.json_start[t]:state.json_start[t + 1]]
+            if blob:
+                assert blob.decode() == contradiction_scan.encode_claims(contradiction_scan._compared(action)), action

@@ -15,7 +15,7 @@ from mgcp import engine
 from mgcp.config import parse_config
 from mgcp.models import LessonRow, LessonStatus
 from mgcp.operations import pattern_kept
-from mgcp.operations.lesson_words import LessonWords, lesson_digest, lesson_digests
+from mgcp.operations.lesson_words import RULES, LessonWords, lesson_digest, lesson_digests
 
 WORDS = ["pool", "cache", "schema", "worker", "deploy", "release", "migration", "queue", "retry", "index"]
 
@@ -63,12 +63,14 @@ def test_the_word_index_built_from_a_kept_one_is_the_one_built_from_nothing():
     _same_index(again, LessonWords(without))
 
 
-@pytest.mark.parametrize("spoil", ["rules", "truncated", "garbage", "pointing nowhere", "reordered"])
+@pytest.mark.parametrize("spoil", ["rules", "truncated", "grown", "garbage", "pointing nowhere", "reordered"])
 def test_a_kept_word_index_made_otherwise_is_ignored(spoil):
     lessons = [_lesson(i) for i in range(30)]
     kept = LessonWords(lessons).state()
     if spoil == "rules":
-        kept = kept.replace(json.loads(kept[8:8 + int.from_bytes(kept[:8], "little")])["rules"].encode(), b"0" * 32)
+        kept = kept.replace(RULES.encode(), b"0" * 32)
+    elif spoil == "grown":
+        kept = kept + bytes(4)
     elif spoil == "truncated":
         kept = kept[:-4]
     elif spoil == "garbage":
@@ -80,6 +82,20 @@ def test_a_kept_word_index_made_otherwise_is_ignored(spoil):
     index = LessonWords(lessons, kept)
     assert index.read == len(lessons)
     _same_index(index, LessonWords(lessons))
+
+
+def test_a_kept_word_index_with_a_changed_byte_is_ignored():
+    """Whichever byte of its digests, word counts or lessons changes, the whole state is ignored:
+    never a lesson taken for changed while its entries stay, nor numbers that still fit read as
+    other lessons or words."""
+    lessons = [_lesson(i) for i in range(30)]
+    kept = LessonWords(lessons).state()
+    body = len(kept) - 16 * 30 - 4 * len(LessonWords(lessons).words) - 4 * len(LessonWords(lessons)._holders)
+    for at in range(body, len(kept), 7):
+        spoilt = kept[:at] + bytes([kept[at] ^ 1]) + kept[at + 1:]
+        index = LessonWords(lessons, spoilt)
+        assert index.read == len(lessons), at
+        _same_index(index, LessonWords(lessons))
 
 
 def test_a_kept_pattern_state_made_by_other_rules_is_ignored():
@@ -94,6 +110,18 @@ def test_a_kept_pattern_state_made_by_other_rules_is_ignored():
     spoilt = pattern_kept.Kept(kept.rules, "m", digests, digests[::-1], digests, np.array([1, 2], dtype=np.uint8),
                                {"decision::x": ("x", "l1", "not a digest", "x", ["x"])})
     assert pattern_kept.Kept.of(spoilt.state(), pattern_kept.rules(3, ["decision"])) is None
+
+
+def test_a_kept_pattern_state_with_a_changed_byte_is_ignored():
+    """A changed byte of its arrays (a lesson's digest, its cluster key's or action's, its status)
+    makes the whole state be ignored, never read as another lesson or status."""
+    digests = np.array([bytes(range(16)), bytes(16), bytes(range(1, 17))], dtype="S16")
+    rules = pattern_kept.rules(3, ["decision"])
+    state = pattern_kept.Kept(rules, "m", digests, digests[::-1], digests, np.array([1, 2, 1], dtype=np.uint8)).state()
+    assert pattern_kept.Kept.of(state, rules) is not None
+    for at in range(len(state) - 3 * 49, len(state)):
+        assert pattern_kept.Kept.of(state[:at] + bytes([state[at] ^ 1]) + state[at + 1:], rules) is None, at
+    assert pattern_kept.Kept.of(state + b"\0", rules) is None
 
 
 # -- in the engine ----------------------------------------------------------------------------------

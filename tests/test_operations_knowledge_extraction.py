@@ -146,3 +146,26 @@ def test_a_cycle_mining_two_spans_of_the_history_finds_what_each_finds_alone():
     later = whole[3:]
     assert context_summary.run(later, {}, cache) == context_summary.run(later, {})
     assert context_summary.run(later, {}, cache).data["themes"]
+
+
+def test_lesson_index_covers_and_containment_are_their_definitions():
+    """`covers` (one lesson holds every word) and `best_containment` (the largest share of the
+    words one lesson holds), searched in the index's sorted postings, equal a count over every
+    lesson, on random lessons and word lists."""
+    import random
+
+    from mgcp import text
+
+    rng = random.Random(7)
+    vocabulary = ["cache", "retry", "pool", "index", "query", "lock", "queue", "token", "shard", "batch"]
+    lessons = [lesson(f"l{i:03}", " ".join(rng.sample(vocabulary, rng.randint(0, 4))),
+                      " ".join(rng.sample(vocabulary, rng.randint(0, 3))), rng.sample(vocabulary, rng.randint(0, 2)))
+               for i in range(300)]
+    held = [set(text.content_tokens(f"{x.trigger} {x.action} {' '.join(x.tags)}")) for x in lessons]
+    index = knowledge_extraction._LessonIndex(lessons)
+    for _ in range(400):
+        words = [text.content_tokens(w)[0] for w in rng.sample(vocabulary + ["absent"], rng.randint(0, 6))]
+        distinct = set(words)
+        assert index.covers(tuple(words)) == (not distinct or any(distinct <= h for h in held))
+        expected = max((len(distinct & h) for h in held), default=0) / len(distinct) if distinct else 1.0
+        assert index.best_containment(words) == expected

@@ -18,9 +18,10 @@ import numpy as np
 
 from mgcp import text
 from mgcp.operations import framed, sparse
-from mgcp.operations.shared import digest
+from mgcp.operations.shared import WORDS
+from mgcp.operations.shared import digests as keyed_digests
 
-FORMAT = 2
+FORMAT = 3
 _OWN = Path(__file__).read_bytes()
 
 
@@ -223,8 +224,9 @@ class KeptClaims:
     """The claim search kept between cycles: a repeat reads and compares only the actions new since
     the last search, and finds exactly the claim pairs `_search` finds.
 
-    A search keeps, for its actions (each by a digest of its text and of `rules`: this module's,
-    the scan's and the words' rules): the compared claims of each action it read (as `encode_claims`
+    A search keeps, for its actions (each by the digest the kept corpora know its text by,
+    `shared.digest(WORDS, text)`; the state names the `rules` it was made by: this module's, the
+    scan's and the words' rules): the compared claims of each action it read (as `encode_claims`
     writes them, and as numbers of their words); the stems of each it did not (its *unread*
     actions); and every contradicting claim pair among them. Two invariants hold of what is kept:
 
@@ -259,10 +261,13 @@ class KeptClaims:
         self.keep: bytes | None = None
         self.fresh: int | None = None
 
-    def search(self, actions: list[str], claim_at: float, scan: ModuleType):
-        """What `search(actions, claim_at, scan)` returns, from the kept state when it holds."""
+    def search(self, actions: list[str], claim_at: float, scan: ModuleType, digests: list[bytes] | None = None):
+        """What `search(actions, claim_at, scan)` returns, from the kept state when it holds.
+        `digests`: each action's `shared.digest(WORDS, action)`, when the caller has them."""
         made_by = rules(scan)
-        digests = [digest(made_by, action) for action in actions]
+        if digests is None:
+            digests = keyed_digests(WORDS, actions)
+        digests = np.frombuffer(b"".join(digests), dtype="S16")
         old = _State.decode(self.state, claim_at, made_by)
         if old is None:
             found = _Search(actions, claim_at, scan)
@@ -278,10 +283,10 @@ class KeptClaims:
                        for u in range(len(actions))]
             self.keep = _State.made(claim_at, made_by, digests, found.ids, stems,
                                     found.rest_word[sparse.expand(found.rest_start, unread)], found.table,
-                                    encoded, found.pairs).encode()
+                                    np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
+                                    b"".join(encoded), found.pairs).encode()
             return found.said.__getitem__, found.pairs
-        index = {d: t for t, d in enumerate(old.digests)}
-        was = np.array([index.get(d, -1) for d in digests], dtype=np.int64)  # each action's kept index, or -1
+        was = _places(old.digests, digests)  # each action's kept index, or -1
         now = np.full(len(old.digests), -1, dtype=np.int64)  # each kept action's index now, or -1
         now[was[was >= 0]] = np.flatnonzero(was >= 0)
         new = np.flatnonzero(was < 0).tolist()
@@ -321,17 +326,34 @@ class KeptClaims:
         lengths[now[unread]] = np.diff(old.stem_start)[unread]
         stems = sparse.starts(lengths)
         by_now = unread[np.argsort(now[unread], kind="stable")]
-        encoded = []
-        starts = old.json_start.tolist()
-        for u, t in enumerate(was.tolist()):
-            if u in said:
-                encoded.append(scan.encode_claims(said[u]).encode())
-            else:
-                encoded.append(old.blob[starts[t]:starts[t + 1]] if t >= 0 else b"")
         self.keep = _State.made(claim_at, made_by, digests, ids, stems,
                                 old.stem_word[sparse.expand(old.stem_start, by_now)],
-                                table, encoded, pairs).encode()
+                                table, *_claims_kept(old, was, said, scan), pairs).encode()
         return claims_of, pairs
+
+
+def _claims_kept(old: "_State", was: np.ndarray, said: dict[int, list], scan: ModuleType) -> tuple[np.ndarray, bytes]:
+    """(each action's length of JSON claims, the claims one after the other) of the actions of now
+    (`was`: each one's kept index, or -1): those read now (`said`) as `encode_claims` writes them, the
+    kept read ones as kept. The kept ones come in runs of consecutive kept actions (a repeat changes
+    a few in a hundred thousand), each copied from the kept JSON as one slice."""
+    n = len(was)
+    now_read = np.zeros(n, dtype=bool)
+    now_read[list(said)] = True
+    plain = ~now_read & (was >= 0)  # kept, and not read again
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[plain] = np.diff(old.json_start)[was[plain]]
+    follows = np.zeros(n, dtype=bool)  # continues the run of the action before it
+    follows[1:] = plain[1:] & plain[:-1] & (was[1:] == was[:-1] + 1)
+    ends = plain & ~np.append(follows[1:], False)
+    pieces = [(int(u), old.blob[old.json_start[was[u]]:old.json_start[was[v] + 1]])
+              for u, v in zip(np.flatnonzero(plain & ~follows).tolist(), np.flatnonzero(ends).tolist())]
+    for u, claims in said.items():
+        encoded = scan.encode_claims(claims).encode()
+        lengths[u] = len(encoded)
+        pieces.append((u, encoded))
+    pieces.sort(key=lambda piece: piece[0])
+    return lengths, b"".join([piece for _, piece in pieces])
 
 
 @dataclass
@@ -343,7 +365,7 @@ class _State:
 
     claim_at: float
     rules: bytes
-    digests: list[bytes]
+    digests: np.ndarray  # 16-byte strings ("S16")
     vocab: list[str]
     stem_start: np.ndarray
     stem_word: np.ndarray
@@ -354,11 +376,12 @@ class _State:
     pairs: list[ClaimPair]
 
     @classmethod
-    def made(cls, claim_at: float, made_by: bytes, digests: list[bytes], ids: dict[str, int], stem_start: np.ndarray,
-             stem_word: np.ndarray, table: _Table, encoded: list[bytes], pairs: list[ClaimPair]) -> "_State":
+    def made(cls, claim_at: float, made_by: bytes, digests: np.ndarray, ids: dict[str, int], stem_start: np.ndarray,
+             stem_word: np.ndarray, table: _Table, json_lengths: np.ndarray, blob: bytes,
+             pairs: list[ClaimPair]) -> "_State":
         """The state of actions `digests` from their stems (unread ones), claims (`table`, any
-        order; `encoded`: each read action's claims as JSON, b"" for the others) and pairs; the
-        words no action holds any longer are dropped."""
+        order; `blob`: each read action's claims as JSON one after the other, `json_lengths` long
+        each, 0 for the others) and pairs; the words no action holds any longer are dropped."""
         table = table.rows(np.lexsort((table.pos, table.text)))
         used = np.zeros(len(ids) + 1, dtype=bool)
         used[stem_word] = True
@@ -366,9 +389,8 @@ class _State:
         number = np.cumsum(used) - 1
         vocab = [w for w, i in ids.items() if used[i]]
         table.word = number[table.word]
-        json_start = sparse.starts(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         return cls(claim_at, made_by, digests, vocab, stem_start, number[stem_word], table,
-                   np.searchsorted(table.text, np.arange(len(digests) + 1)), json_start, b"".join(encoded),
+                   np.searchsorted(table.text, np.arange(len(digests) + 1)), sparse.starts(json_lengths), blob,
                    sorted(pairs))
 
     def pairs_among(self, now: np.ndarray) -> list[ClaimPair]:
@@ -386,7 +408,7 @@ class _State:
     def encode(self) -> bytes:
         quads = np.array([p[:4] for p in self.pairs], dtype=np.int64).reshape(-1, 4)
         number = _number(len(self.vocab))
-        parts = [b"".join(self.digests), "\n".join(self.vocab).encode("utf-8", "surrogatepass"),
+        parts = [self.digests.tobytes(), "\n".join(self.vocab).encode("utf-8", "surrogatepass"),
                  self.stem_start.astype("<i8").tobytes(), self.stem_word.astype(number).tobytes(),
                  self.claim_start.astype("<i8").tobytes(), self.table.pos.astype("<i4").tobytes(),
                  self.table.positive.astype("u1").tobytes(), self.table.start.astype("<i8").tobytes(),
@@ -435,10 +457,20 @@ class _State:
                 return None
             table = _Table(np.repeat(np.arange(n, dtype=np.int64), np.diff(claim_start_)), pos_,
                            np.frombuffer(positive, dtype="u1").astype(bool), start_, word_)
-            return cls(claim_at, made_by, [digests[i:i + 16] for i in range(0, len(digests), 16)], vocab_, stem_start_,
+            return cls(claim_at, made_by, np.frombuffer(digests, dtype="S16"), vocab_, stem_start_,
                        stem_word_, table, claim_start_, json_start_, blob, pairs)
         except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError):
             return None
+
+
+def _places(kept: np.ndarray, digests: np.ndarray) -> np.ndarray:
+    """For each of `digests`, its place among the distinct `kept` digests, or -1 (16-byte strings,
+    which numpy compares as equal exactly when their bytes are)."""
+    if not len(kept):
+        return np.full(len(digests), -1, dtype=np.int64)
+    order = np.argsort(kept, kind="stable")
+    place = order[np.minimum(np.searchsorted(kept[order], digests), len(kept) - 1)]
+    return np.where(kept[place] == digests, place, -1).astype(np.int64)
 
 
 def _number(words: int) -> str:

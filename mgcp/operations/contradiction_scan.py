@@ -80,6 +80,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 from mgcp import text
@@ -329,7 +330,7 @@ def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None,
     starts from what it kept in an earlier cycle and leaves what to keep for the next one."""
     trigger_at = float(settings["trigger_threshold"])
     claim_at = float(settings["claim_threshold"])
-    by_id = {lesson.id: lesson for lesson in sorted(lessons, key=lambda lesson: lesson.id)}
+    by_id = {lesson.id: lesson for lesson in sorted(lessons, key=attrgetter("id"))}
     found = contradicting_pairs(list(by_id.values()), trigger_at, claim_at, cache, kept)
     findings = [_finding(by_id[a], by_id[b], overlap, trigger, ca, cb)
                 for (a, b), (overlap, trigger, ca, cb) in found]
@@ -347,15 +348,24 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     their triggers are alike, scored on the trigger vectors of all the lessons. Of the claim pairs
     of one lesson pair, the strongest (claim overlap, rounded) wins, and of those equally strong
     the earliest claims in their actions."""
+    texts = [lesson.action or "" for lesson in lessons]
     holders: dict[str, list[str]] = {}
-    for lesson in lessons:
-        holders.setdefault(lesson.action or "", []).append(lesson.id)
+    for action, lesson_id in zip(texts, map(attrgetter("id"), lessons)):
+        holders.setdefault(action, []).append(lesson_id)
     actions = list(holders)
     from mgcp.operations.claim_search import search
 
     scan = sys.modules[__name__]  # the search reads actions by this module's rules
-    claims_of, pairs = (kept.search(actions, claim_at, scan) if kept is not None
-                        else search(actions, claim_at, scan))
+    if kept is not None:
+        # the actions' digests, from the corpus of every action when the cycle built one (duplicate
+        # detection reads the same actions in the same order)
+        corpus = cache.reader.built_corpus(texts) if cache is not None and cache.reader is not None else None
+        digests = None
+        if corpus is not None:
+            digests = list(map(dict(zip(texts, corpus.digests)).__getitem__, actions))
+        claims_of, pairs = kept.search(actions, claim_at, scan, digests)
+    else:
+        claims_of, pairs = search(actions, claim_at, scan)
     strongest: dict[tuple[str, str], tuple] = {}
     for u, k, v, l, overlap in pairs:
         score = -round(overlap, 4)

@@ -21,7 +21,7 @@ engine prefixes the project id). `subject` is empty: these findings are about hi
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator
 from itertools import chain, islice
 
@@ -60,44 +60,46 @@ def _lazy(make):
 
 
 class _LessonIndex:
-    """Stemmed words -> the lessons holding them (trigger, action, tags), as sets of lesson numbers,
-    each made when the word is first asked about (a cycle asks about a few hundred of the words of
-    100k lessons). `words`: the index of these very lessons, when the cycle has it."""
+    """Stemmed words -> the lessons holding them (trigger, action, tags), each word's lesson numbers
+    a sorted numpy array (a slice of `LessonWords`: a cycle asks about a few hundred of the words of
+    100k lessons, some held by tens of thousands). `words`: the index of these very lessons, when
+    the cycle has it."""
 
     def __init__(self, lessons: list[Lesson], words: LessonWords | None = None):
         self.index = LessonWords.over(lessons, words)
         self.words = self.index.words
-        self._sets: dict[str, frozenset[int]] = {}
 
-    def _of(self, word: str) -> frozenset[int]:
-        """The numbers of the lessons holding `word`."""
-        found = self._sets.get(word)
-        if found is None:
-            found = self._sets[word] = frozenset(self.index.of(word).tolist()) or _EMPTY
-        return found
+    def _of(self, word: str):
+        """The numbers of the lessons holding `word`, ascending."""
+        return self.index.of(word)
 
     @property
     def postings(self) -> dict[str, frozenset[int]]:
         """Every word's lessons."""
-        return {word: self._of(word) for word in self.words if self._of(word)}
+        return {word: frozenset(self._of(word).tolist()) for word in self.words if len(self._of(word))}
 
     def covers(self, words: tuple[str, ...]) -> bool:
         """Does one lesson hold all the words?"""
         if not words:
             return True
         sets = sorted((self._of(w) for w in set(words)), key=len)
-        if not sets[0]:
-            return False
-        return bool(sets[0].intersection(*sets[1:])) if len(sets) > 1 else True
+        common = sets[0]
+        for other in sets[1:]:
+            if not len(common):
+                break
+            common = common[_held(common, other)]
+        return bool(len(common))
 
     def best_containment(self, words: list[str]) -> float:
         """The largest share of `words` one lesson holds (exact).
 
         Rarest word first: after the postings of the i rarest words, a lesson in none of them holds
         at most m - i words, so the search stops as soon as the best count found reaches that. The
-        lessons of word i are counted by intersecting its postings with those of the commoner words
-        (C-level set intersections, never a Python loop over a common word's lessons); a lesson also
-        in a rarer word's postings is undercounted here, but it was counted in full there."""
+        lessons of word i are counted in the postings of the commoner words (a binary search of each
+        in theirs, never a pass over a common word's lessons); a lesson also in a rarer word's
+        postings is undercounted here, but it was counted in full there."""
+        import numpy as np
+
         distinct = set(words)
         m = len(distinct)
         if not m:
@@ -107,16 +109,25 @@ class _LessonIndex:
         for i, own in enumerate(sets):
             if best >= m - i:
                 break
-            if not own:
+            if not len(own):
                 continue
-            hits: Counter = Counter()
+            hits = np.zeros(len(own), dtype=np.int64)
             for other in sets[i + 1:]:
-                hits.update(own & other)
-            best = max(best, 1 + max(hits.values(), default=0))
+                hits += _held(own, other)
+            best = max(best, 1 + int(hits.max()))
         return best / m
 
 
-_EMPTY: frozenset = frozenset()
+def _held(numbers, sorted_numbers):
+    """Which of `numbers` are in `sorted_numbers` (ascending), as a boolean array."""
+    import numpy as np
+
+    if not len(sorted_numbers):
+        return np.zeros(len(numbers), dtype=bool)
+    place = np.searchsorted(sorted_numbers, numbers)
+    return sorted_numbers[np.minimum(place, len(sorted_numbers) - 1)] == numbers
+
+
 
 
 # -- themes --------------------------------------------------------------------------------------

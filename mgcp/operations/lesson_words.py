@@ -9,7 +9,8 @@ per cycle over the active lessons it shares).
 The index is kept between cycles (`state`, read back by `LessonWords(lessons, kept)`): each lesson
 is known by a digest of its id, creation time and words' source text (`lesson_digest`), so a cycle
 reads only the lessons added or changed since, and drops the gone ones' entries. A kept state made
-by other rules (other code of this module or of `mgcp.text`) is ignored; it is a cache, and the index
+by other rules (other code of this module or of `mgcp.text`), or damaged (`mgcp.operations.framed`:
+cut short, grown, or a byte changed anywhere in its parts), is ignored; it is a cache, and the index
 made from it is exactly the one made from nothing (a word's lessons ascending, whatever the word
 numbers).
 """
@@ -17,12 +18,11 @@ numbers).
 from __future__ import annotations
 
 import hashlib
-import json
-import struct
 from operator import attrgetter
 from pathlib import Path
 
 from mgcp import text
+from mgcp.operations import framed
 from mgcp.operations.shared import WORDS
 
 # What a kept index is valid under: these rules and the rules words are read by (`shared.WORDS`).
@@ -89,11 +89,11 @@ class LessonWords:
             word_of, holders = word_of[kept_], holders[kept_]
         self.read = len(fresh)  # lessons whose words were read anew (`gone`: kept ones no longer here)
         add_words, add_holders = self._read([lessons[number] for number in fresh], np.asarray(fresh, dtype=np.int64))
-        size = max(n, 1)
-        codes = word_of * size + holders
-        new = add_words * size + add_holders
-        codes = np.insert(codes, np.searchsorted(codes, new), new) if len(new) else codes
-        word_of, self._holders = np.divmod(codes, size)
+        if len(add_words):  # each new pair where it sorts among the kept ones, by (word, lesson)
+            size = max(n, 1)
+            at = np.searchsorted(word_of * size + holders, add_words * size + add_holders)
+            word_of, holders = np.insert(word_of, at, add_words), np.insert(holders, at, add_holders)
+        self._holders = holders
         self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
 
     def _read(self, lessons: list, numbers):
@@ -123,17 +123,17 @@ class LessonWords:
         return np.divmod(pairs, size)
 
     def state(self) -> bytes:
-        """What the next cycles read this index back from (see `LessonWords(lessons, kept)`)."""
+        """What the next cycles read this index back from (see `LessonWords(lessons, kept)`): the
+        lessons' digests, each kept word's count of lessons and the lessons of each word in turn
+        (`framed`)."""
         import numpy as np
 
         counts = np.diff(self._bounds)
         held = counts > 0  # a word no lesson holds any more is not kept
         vocabulary = [word for word, h in zip(sorted(self.words, key=self.words.__getitem__), held.tolist()) if h]
-        header = json.dumps({"rules": RULES, "lessons": len(self.digests), "pairs": len(self._holders),
-                             "words": vocabulary}).encode()
-        word_of = np.repeat(np.arange(len(vocabulary), dtype=np.int32), counts[held])
-        return b"".join([struct.pack("<Q", len(header)), header, b"".join(self.digests),
-                         word_of.tobytes(), self._holders.astype(np.int32).tobytes()])
+        return framed.frame({"rules": RULES, "lessons": len(self.digests), "words": vocabulary},
+                            [b"".join(self.digests), counts[held].astype("<i4").tobytes(),
+                             self._holders.astype("<i4").tobytes()])
 
     @classmethod
     def over(cls, lessons: list, index: "LessonWords | None" = None) -> "LessonWords":
@@ -150,27 +150,32 @@ class LessonWords:
 
 def _unpack(state: bytes | None):
     """(vocabulary, digests, word numbers, lesson numbers) of a kept state made by these rules, else
-    None."""
+    None: also when it is damaged (`framed.unframe`), or its parts disagree with each other (a count
+    that is not positive, a lesson number out of range, or a word's lessons not ascending)."""
     import numpy as np
 
-    if not state or len(state) < 8:
+    read = framed.unframe(state, 3)
+    if read is None:
         return None
+    header, (digests, counts, holders) = read
     try:
-        size = struct.unpack_from("<Q", state)[0]
-        header = json.loads(state[8:8 + size])
         if header.get("rules") != RULES:
             return None
-        n, pairs, start = int(header["lessons"]), int(header["pairs"]), 8 + size
-        if len(state) != start + 16 * n + 8 * pairs:
+        n, words = int(header["lessons"]), header["words"]
+        if (not isinstance(words, list) or not all(isinstance(word, str) for word in words)
+                or len(digests) != 16 * n or len(counts) != 4 * len(words) or len(holders) % 4):
             return None
-        digests = np.frombuffer(state, dtype="S16", count=n, offset=start)
-        start += 16 * n
-        word_of = np.frombuffer(state, dtype=np.int32, count=pairs, offset=start).astype(np.int64)
-        holders = np.frombuffer(state, dtype=np.int32, count=pairs, offset=start + 4 * pairs).astype(np.int64)
-        words = list(header["words"])
-        if pairs and not (0 <= word_of.min() and word_of.max() < len(words) and 0 <= holders.min()
-                          and holders.max() < n):
-            return None  # numbers that point nowhere: not a state these rules made
-        return words, digests, word_of, holders
-    except (ValueError, KeyError, TypeError, struct.error):
+        counts_ = np.frombuffer(counts, dtype="<i4").astype(np.int64)
+        holders_ = np.frombuffer(holders, dtype="<i4").astype(np.int64)
+        if len(counts_) and (counts_.min() <= 0 or counts_.sum() != len(holders_)):
+            return None
+        if not len(counts_) and len(holders_):
+            return None
+        word_of = np.repeat(np.arange(len(words), dtype=np.int64), counts_)
+        if len(holders_):
+            rising = np.diff(holders_) > 0
+            if holders_.min() < 0 or holders_.max() >= n or not np.all(rising | (np.diff(word_of) > 0)):
+                return None
+        return words, np.frombuffer(digests, dtype="S16"), word_of, holders_
+    except (ValueError, KeyError, TypeError):
         return None

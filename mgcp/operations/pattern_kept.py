@@ -13,20 +13,21 @@ observations and holder are unchanged is exactly as stored.
 
 A kept state made by other rules (other code of this module, of pattern reinforcement, of the word
 index or of `mgcp.reinforcement`, other rules words are read by (`shared.WORDS`), or another
-`min_count` or `categories`) is ignored. It is a
-cache: a run from nothing finds and writes exactly what a run from it does.
+`min_count` or `categories`) is ignored, and so is a damaged one (`mgcp.operations.framed`: cut
+short, grown, a byte changed anywhere in its arrays). It is a cache: a run from nothing finds and
+writes exactly what a run from it does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from mgcp import reinforcement
+from mgcp.operations import framed
 from mgcp.operations.shared import WORDS
 
 _CODE = hashlib.blake2b(WORDS + Path(reinforcement.__file__).read_bytes()
@@ -89,29 +90,35 @@ class Kept:
                                                for name in ("digests", "keyed", "whole", "status"))
 
     def state(self) -> bytes:
-        header = json.dumps({"rules": self.rules, "mark": self.mark, "keys": self.keys}).encode()
-        return b"".join([struct.pack("<QQ", len(header), len(self.digests)), header, self.digests.tobytes(),
-                         self.keyed.tobytes(), self.whole.tobytes(), self.status.tobytes()])
+        """The state as bytes (`framed`): the rules, mark and keys in the header, the four arrays as
+        its parts."""
+        return framed.frame({"rules": self.rules, "mark": self.mark, "keys": self.keys, "lessons": len(self.digests)},
+                            [self.digests.tobytes(), self.keyed.tobytes(), self.whole.tobytes(), self.status.tobytes()])
 
     @classmethod
     def of(cls, state: bytes | None, rules_: str) -> "Kept | None":
-        """The kept state, when made by these rules."""
+        """The kept state, when made by these rules; None when it is missing, unreadable or damaged
+        (`framed.unframe`: cut short, grown, a byte changed anywhere in its arrays)."""
         import numpy as np
 
-        if not state or len(state) < 16:
+        read = framed.unframe(state, 4)
+        if read is None:
             return None
+        header, (digests, keyed, whole, status) = read
         try:
-            size, n = struct.unpack_from("<QQ", state)
-            header = json.loads(state[16:16 + size])
-            if header.get("rules") != rules_ or len(state) != 16 + size + 49 * n:
+            if header.get("rules") != rules_:
                 return None
-            start = 16 + size
-            arrays = [np.frombuffer(state, dtype="S16", count=n, offset=start + 16 * n * i) for i in range(3)]
-            status = np.frombuffer(state, dtype=np.uint8, count=n, offset=start + 48 * n)
+            n = int(header["lessons"])
+            if not (len(digests) == len(keyed) == len(whole) == 16 * n and len(status) == n):
+                return None
+            arrays = [np.frombuffer(part, dtype="S16") for part in (digests, keyed, whole)]
+            status_ = np.frombuffer(status, dtype=np.uint8)
+            if not np.all((status_ == ACTIVE) | (status_ == SUPERSEDED)):
+                return None
             keys = {k: tuple(v) for k, v in header["keys"].items()}
             # each (wording, holder id, holder digest as hex or None, normalized wording, keywords)
             if any(len(v) != 5 or (v[2] is not None and len(bytes.fromhex(v[2])) != 16) for v in keys.values()):
                 return None
-            return cls(rules_, header["mark"], *arrays, status, keys)
-        except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+            return cls(rules_, header["mark"], *arrays, status_, keys)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None

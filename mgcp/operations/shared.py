@@ -142,6 +142,13 @@ class Reader:
         self._row_of.clear()
         self._words.clear()
 
+    def built_corpus(self, docs: list[str]):
+        """The corpus of `docs` built in this cycle, or None (nothing is read or built here)."""
+        for built_docs, corpus in self._texts:
+            if built_docs == docs:  # the same strings, mostly: cheap to compare
+                return corpus
+        return None
+
     def corpus(self, docs: list[str], read: Callable[[int], Sequence[str]]):
         """The words of `docs` (`read(i)`: docs[i]'s words, for those no kept corpus holds) as a
         `kept_words.Corpus`, rows in `docs` order."""

@@ -72,29 +72,32 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
     scored = []
     ageing = []  # (lesson id, reasons now, [(when, rule) reached later]) of lessons a rule awaits
 
+    # each rule's age as a span of time, made once (a rule holds from `since` + its span on)
+    spans = {days: timedelta(days=days) for days in (speculative[1], unused_age, popular_age, window)}
+
+    def rule(reasons: list, later: list, name: str, holds: bool, since: datetime | None, days) -> None:
+        if holds:
+            reasons.append(name)
+        elif since is not None and since + spans[days] > now:
+            later.append((since + spans[days], name))
+
     for lesson in lessons:
         # a time that does not parse reads as `now` at every run: a constant age of 0, no change
         created_at = parse_time(lesson.created_at)
         age = (now - (created_at or now)).days
         reasons, later = [], []
-
-        def rule(name: str, holds: bool, since: datetime | None, days) -> None:
-            if holds:
-                reasons.append(name)
-            elif since is not None and since + timedelta(days=days) > now:
-                later.append((since + timedelta(days=days), name))
-
         if lesson.confidence < speculative[0] and lesson.usage_count == 0 and lesson.helped == 0:
-            rule("speculative_unconfirmed", age >= speculative[1], created_at, speculative[1])
+            rule(reasons, later, "speculative_unconfirmed", age >= speculative[1], created_at, speculative[1])
         if lesson.usage_count == 0:
-            rule("stale_unused", age >= unused_age, created_at, unused_age)
+            rule(reasons, later, "stale_unused", age >= unused_age, created_at, unused_age)
         if lesson.usage_count >= popular:
             refined_at = _refined(lesson, created_at)
-            rule("popular_unrefined", (now - (refined_at or now)).days >= popular_age, refined_at, popular_age)
+            rule(reasons, later, "popular_unrefined", (now - (refined_at or now)).days >= popular_age, refined_at,
+                 popular_age)
         if query_words:
             trigger_words = text.keywords(lesson.trigger)
             if trigger_words and not query_words.intersection(trigger_words):
-                rule("unmatched_trigger", age >= window, created_at, window)
+                rule(reasons, later, "unmatched_trigger", age >= window, created_at, window)
         if later:
             ageing.append((lesson.id, reasons, sorted(later)))
         if not reasons or (settled and fingerprint(OPERATION, reasons[0],
