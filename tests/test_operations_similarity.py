@@ -244,10 +244,15 @@ def test_nearest_in_the_corpus_matrix_is_nearest():
     docs = {f"d{i:03d}": " ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for i in range(150)}
     backend = LexicalBackend()
     keys = list(docs)
-    a, b, s, proposed = similarity.nearest_in(backend.matrix(docs), keys, 0.2, 3)
+    m = backend.matrix(docs)
+    a, b, s, proposed = similarity.nearest_in(m, keys, 0.2, 3)
     assert [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())] \
         == LexicalBackend().nearest(docs, 0.2, 3)
-    assert set(proposed) == set(keys) and all(k not in found for k, found in proposed.items())
+    # each row's candidates, none of them itself, each with its pair's score
+    owner = np.repeat(np.arange(len(keys)), np.diff(proposed.start))
+    assert len(proposed.start) == len(keys) + 1 and (proposed.other != owner).all()
+    low, high = np.minimum(owner, proposed.other), np.maximum(owner, proposed.other)
+    assert proposed.score.tolist() == m.dots(low, high).tolist()
 
 
 def test_bulk_rounding_is_pythons_round_ties_included():

@@ -87,7 +87,7 @@ from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, framed, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
 from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
-from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
+from mgcp.operations.similarity import Candidates, LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
 EXPLICIT_WEIGHT = 1.0
@@ -95,7 +95,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 4          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+KEPT_RULES = 5          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 _OWN = Path(__file__).read_bytes()
 # how each lesson's keywords are read for the idf (`_idf`, `_Keywords`: this module, and the words' rules)
 KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
@@ -116,26 +116,16 @@ class CommunityResult:
     described: int = 0           # communities described anew (the others kept their description)
 
 
-@dataclass(frozen=True, slots=True)  # 100k of them at 100k lessons
-class KeptLesson:
-    content: str                 # digest of what the graph reads of the lesson
-    candidates: tuple[str, ...]  # its text neighbour candidates, best first
-    label: int                   # its community in the partition
-    edges: str                   # digest of its edges and their weights
-
-
 @dataclass
 class Kept:
     """What a run keeps for the next (see the module docstring)."""
     settings: str                # digest of what shapes the graph and the partition
     runs_since_full: int         # incremental runs since the last full one
-    lessons: dict[str, KeptLesson]
+    lessons: "KeptLessons | None"  # None: none usable (a run is then a full run)
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
     # what the titles are drawn from, read from the lessons: "keywords" (`_Keywords.state`) and
     # "phrases" (`_Phrases.state`); what a run returns holds only those it read anew
     readings: dict[str, bytes] = field(default_factory=dict)
-    # the lessons whose rows differ from those of the state this one was made from (None: all may)
-    changed: list[str] | None = None
 
 
 def community_id(member_ids: list[str]) -> str:
@@ -161,15 +151,11 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     lexical = backend is None or isinstance(backend, LexicalBackend)
     key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
     content = _contents(ordered)
-    incremental = (kept is not None and kept.settings == key and lexical
+    incremental = (kept is not None and kept.lessons is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
-    changed: set[str] = set()
     if incremental:
-        changed = {lid for lid, digest in content.items()
-                   if lid not in kept.lessons or kept.lessons[lid].content != digest}
-        # a lesson whose candidates include one changed or gone searches again (`nearest_in`)
-        candidates = {lid: k.candidates for lid, k in kept.lessons.items()}
-        graph = _edges(ordered, settings, backend, cache, candidates, changed)
+        place, candidates, stale = kept.lessons.renumbered(ids, content)
+        graph = _edges(ordered, settings, backend, cache, candidates, stale)
     else:
         graph = _edges(ordered, settings, backend, cache)
 
@@ -181,10 +167,11 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
     resolution = float(settings.get("resolution", 1.0))
     if incremental:
-        moved = [i for i, lid in enumerate(ids)
-                 if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[i]]
-        labels = _move_locally(graph, [kept.lessons[lid].label if lid in kept.lessons else None for lid in ids],
-                               moved, resolution)
+        known = place >= 0
+        labels = np.full(len(ids), -1, dtype=np.int64)
+        labels[known] = kept.lessons.label[place[known]]
+        moved = np.flatnonzero(~known | (kept.lessons.edges[np.maximum(place, 0)] != edge_digests))
+        labels = _move_locally(graph, labels, moved.tolist(), resolution)
     else:
         labels = partition_with(louvain(settings))(graph, ids, resolution, int(settings.get("seed", 42)))
     by_label = np.argsort(labels, kind="stable")
@@ -269,9 +256,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
                    for f in cap([o for *_, o in orphans], limit, group_of, settled)])
     new_kept = None
     if graph.proposed is not None:
-        same_rules = kept if kept is not None and kept.settings == key else None
-        new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
-                         labels.tolist(), edge_digests, titles, same_rules)
+        new_kept = Kept(key, kept.runs_since_full + 1 if incremental else 0,
+                        KeptLessons(ids, [content[lid] for lid in ids], labels, edge_digests, graph.proposed), titles)
         if keywords is not None:
             new_kept.readings["keywords"] = keywords.state()
         if phrases.read:
@@ -283,20 +269,83 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 # -- kept between runs ---------------------------------------------------------------------------
 
-def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str], proposed: dict,
-          labels: list[int], edges: list[str], titles: dict[str, str], before: Kept | None) -> Kept:
-    """What this run keeps. `before`: the kept state it was given, when kept under the same rules:
-    a lesson whose row is as it was keeps that row, and `changed` names the others."""
-    old = before.lessons if before is not None else {}
-    lessons, changed = {}, []
-    for i, lid in enumerate(ids):
-        row = old.get(lid)
-        if (row is None or row.content != content[lid] or row.candidates != proposed[lid]
-                or row.label != labels[i] or row.edges != edges[i]):
-            row = KeptLesson(content[lid], proposed[lid], labels[i], edges[i])
-            changed.append(lid)
-        lessons[lid] = row
-    return Kept(key, runs_since_full, lessons, titles, changed=changed if before is not None else None)
+class KeptLessons:
+    """Each lesson's kept row (see the module docstring), as arrays over `ids` (sorted): its content
+    digest (`_content`), its community `label`, the digest of its `edges` (`_Graph.digests`) and
+    its text neighbour candidates with the scores of their pairs (`similarity.Candidates`, over
+    places in `ids`). `state` is what is stored; `read` gives it back, or None when it is not
+    usable (cut short, damaged, or made by other rules)."""
+
+    __slots__ = ("ids", "content", "label", "edges", "candidates")
+
+    def __init__(self, ids: list[str], content: list[str], label, edges, candidates: Candidates):
+        self.ids, self.content, self.label, self.edges, self.candidates = ids, content, label, edges, candidates
+
+    def state(self) -> bytes:
+        import numpy as np
+
+        found = self.candidates
+        return framed.frame({"rules": KEPT_RULES}, [
+            json.dumps([self.ids, self.content]).encode(), self.label.astype("<i8").tobytes(),
+            self.edges.astype("<u8").tobytes(), np.diff(found.start).astype("<i4").tobytes(),
+            found.other.astype("<i4").tobytes(), found.score.astype("<f8").tobytes()])
+
+    @classmethod
+    def read(cls, state: bytes | None) -> "KeptLessons | None":
+        import numpy as np
+
+        from mgcp.operations.sparse import starts
+
+        read = framed.unframe(state, 6)
+        if read is None or read[0].get("rules") != KEPT_RULES:
+            return None
+        head, label, edges, lengths, other, score = read[1]
+        try:
+            ids, content = json.loads(head)
+        except (ValueError, TypeError):
+            return None
+        n = len(ids) if isinstance(ids, list) else -1
+        if (not _strings(ids) or not _strings(content) or len(content) != n or len(label) != 8 * n
+                or len(edges) != 8 * n or len(lengths) != 4 * n or len(other) % 4 or len(score) != 2 * len(other)
+                or any(a >= b for a, b in zip(ids, ids[1:]))):
+            return None
+        lengths = np.frombuffer(lengths, dtype="<i4").astype(np.int64)
+        other = np.frombuffer(other, dtype="<i4").astype(np.int64)
+        score = np.frombuffer(score, dtype="<f8").astype(np.float64)
+        start = starts(lengths)
+        owner = np.repeat(np.arange(n, dtype=np.int64), np.maximum(lengths, 0))
+        if (lengths.min(initial=0) < 0 or start[-1] != len(other) or other.min(initial=0) < 0
+                or other.max(initial=0) >= n or (owner == other).any() or not np.isfinite(score).all()):
+            return None
+        label = np.frombuffer(label, dtype="<i8").astype(np.int64)
+        if label.min(initial=0) < 0:
+            return None
+        return cls(ids, content, label,
+                   np.frombuffer(edges, dtype="<u8").astype(np.uint64), Candidates(start, other, score))
+
+    def renumbered(self, ids: list[str], content: dict[str, str]):
+        """For the lessons `ids` (sorted) with their `content` digests now: each one's place in the
+        kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a lesson gone),
+        and whether each is stale (new, or changed since)."""
+        import numpy as np
+
+        from mgcp.operations.sparse import starts
+
+        index = dict(zip(ids, range(len(ids))))
+        now = np.fromiter(map(index.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
+        same = np.fromiter(map(str.__eq__, self.content, map(content.get, self.ids, repeat(""))), dtype=bool,
+                           count=len(self.ids))
+        remain = np.flatnonzero(now >= 0)
+        place = np.full(len(ids), -1, dtype=np.int64)
+        place[now[remain]] = remain
+        stale = np.ones(len(ids), dtype=bool)
+        stale[now[same & (now >= 0)]] = False
+        found = self.candidates
+        owner = np.repeat(now, np.diff(found.start))
+        held = owner >= 0  # both lists are sorted by id, so the rows still there stay in order
+        candidates = Candidates(starts(np.bincount(owner[held], minlength=len(ids))), now[found.other[held]],
+                                found.score[held])
+        return place, candidates, stale
 
 
 def _settings_key(settings: dict, backend: str) -> str:
@@ -325,22 +374,21 @@ def _contents(lessons: list[Lesson]) -> dict[str, str]:
     return out
 
 
-def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[int],
-                  resolution: float):
-    """Louvain's local moving phase from `kept_labels` (a node's label, or None: it starts on its
-    own): the nodes of `start` and their neighbours are visited first (in that order, then in node
-    order), then the neighbours of every node that moves, until no move gains modularity. A node
-    moves to the neighbouring community with the highest gain (ties to the lower label) when that
-    beats staying. Communities a visited node belonged to are then split into their connected
-    pieces. Returns the labels as a numpy array."""
+def _move_locally(graph: "_Graph", kept_labels, start: list[int], resolution: float):
+    """Louvain's local moving phase from `kept_labels` (a numpy array: a node's label, or -1: it
+    starts on its own): the nodes of `start` and their neighbours are visited first (in that order,
+    then in node order), then the neighbours of every node that moves, until no move gains
+    modularity. A node moves to the neighbouring community with the highest gain (ties to the lower
+    label) when that beats staying. Communities a visited node belonged to are then split into their
+    connected pieces. Returns the labels as a numpy array."""
     import numpy as np
 
-    fresh = max((x for x in kept_labels if x is not None), default=-1) + 1
-    labels = []
-    for label in kept_labels:
-        if label is None:
-            label, fresh = fresh, fresh + 1
-        labels.append(label)
+    fresh = int(kept_labels.max(initial=-1)) + 1
+    alone = np.flatnonzero(kept_labels < 0)
+    labels = kept_labels.copy()
+    labels[alone] = fresh + np.arange(len(alone))
+    fresh += len(alone)
+    labels = labels.tolist()
     degree = graph.degree.tolist()
     two_m = sum(degree)
     if not two_m:
@@ -414,10 +462,11 @@ class _Graph:
     """The lesson graph as numpy arrays over the lessons' places in id order (nodes 0..n-1): each
     edge once, a < b, sorted by (a, b) (so by the lessons' ids), with its weight; each node's
     neighbours ascending (`start`, `neighbour`, `weight_at`, like a CSR matrix). `explicit`: the
-    codes (a * n + b) of the explicit pairs; `proposed`: each lesson's text candidates, or None when
+    codes (a * n + b) of the explicit pairs; `proposed`: each lesson's text candidates and the
+    scores of their pairs (`similarity.Candidates`), or None when
     the backend does not keep them."""
 
-    def __init__(self, n: int, a, b, w, explicit, proposed: dict | None):
+    def __init__(self, n: int, a, b, w, explicit, proposed: Candidates | None):
         import numpy as np
 
         self.n, self.a, self.b, self.w, self.explicit, self.proposed = n, a, b, w, explicit, proposed
@@ -454,8 +503,8 @@ class _Graph:
                                                   map(ids.__getitem__, self.b[lo:lo + block].tolist()),
                                                   map(tails.__getitem__, at[lo:lo + block].tolist()))))
 
-    def digests(self, ids: list[str]) -> list[str]:
-        """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
+    def digests(self, ids: list[str]):
+        """Each node's digest of its edges (a numpy uint64 array): a 64-bit sum over its edges of a mix of the
         neighbour's id (its own 64-bit digest) and the edge's weight (its bits), mixed once more
         with the number of edges. Two different sets of edges digest alike with a chance of about
         2^-64, so a node whose digest is kept unchanged has its edges unchanged."""
@@ -466,7 +515,7 @@ class _Graph:
         entry = _mix(of_id[self.neighbour] ^ _mix(self.weight_at.view(np.uint64)))
         summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(entry, dtype=np.uint64)])
         node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
-        return [f"{x:016x}" for x in node.tolist()]
+        return node
 
     def central(self, members, ids: list[str]) -> list[int]:
         """The `members` (node numbers), most central first (the weight of their edges inside),
@@ -640,7 +689,7 @@ def _components(n: int, a, b):
 
 
 def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | None,
-           cache: CycleCache | None = None, candidates: dict | None = None, stale: set[str] = frozenset()) -> _Graph:
+           cache: CycleCache | None = None, candidates: Candidates | None = None, stale=None) -> _Graph:
     """The graph of the module docstring over `ordered` (sorted by id). `candidates`, `stale`: see
     `mgcp.operations.similarity.nearest_in`. The weight of an edge is summed as it always was: the
     explicit link first, then the text edge, then each shared tag."""
