@@ -158,6 +158,21 @@ def test_among_k_best_keeps_what_top_k_keeps():
             [(x, y) for x, y, _ in expected]
 
 
+@pytest.mark.parametrize("in_pair_order", [True, False])
+def test_strongest_first_is_by_rounded_score_then_by_pair(in_pair_order):
+    rng = random.Random(4)
+    for _ in range(200):
+        pairs = [(rng.randrange(12), rng.randrange(12)) for _ in range(rng.randint(0, 50))]
+        pairs = [(x, y) for x, y in pairs if x < y]
+        if in_pair_order:  # as the searches give them (the stable sort by score alone)
+            pairs = sorted(set(pairs))
+        scores = [rng.choice([0.25, 0.5, 0.5 + 1e-12, 0.75]) for _ in pairs]
+        a = np.array([x for x, _ in pairs], dtype=np.int64)
+        b = np.array([y for _, y in pairs], dtype=np.int64)
+        expected = sorted(range(len(pairs)), key=lambda i: (-round(scores[i], 9), pairs[i], i))
+        assert sparse.strongest_first(a, b, np.array(scores)).tolist() == expected
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_contained_finds_every_pair_whose_longer_row_holds_the_shorter(seed):
     rng = random.Random(seed)

@@ -179,31 +179,35 @@ def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Candidat
         again[owner[spoilt]] = True
         search = np.flatnonzero(again)
     row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, tick)
-    if kept is None:
-        code = np.minimum(row, other) * m.n + np.maximum(row, other)
-        pair = sparse.distinct(code)
-        a, b = pair // max(m.n, 1), pair % max(m.n, 1)
-        s = m.dots(a, b)
-    else:
+    if kept is not None:
         taken = ~again[owner]
         # each row's entries, best first: the searched rows' and the kept ones' are two runs, each in
         # row order, which a stable sort merges
         held = len(row)
         row, other = np.concatenate([row, owner[taken]]), np.concatenate([other, kept.other[taken]])
-        order = np.argsort(row, kind="stable")
-        row, other = row[order], other[order]
-        code = np.minimum(row, other) * m.n + np.maximum(row, other)
-        pair = sparse.distinct(code)
-        a, b = pair // max(m.n, 1), pair % max(m.n, 1)
+        merged = np.argsort(row, kind="stable")
+        row, other = row[merged], other[merged]
+    # the distinct pairs (a < b, ascending), and each entry's pair
+    code = np.minimum(row, other) * m.n + np.maximum(row, other)
+    by_code = np.argsort(code)
+    head = np.r_[True, code[by_code][1:] != code[by_code][:-1]] if len(code) else np.zeros(0, dtype=bool)
+    pair = code[by_code][head]
+    of_entry = np.empty(len(code), dtype=np.int64)
+    of_entry[by_code] = np.cumsum(head) - 1
+    del by_code, head
+    a, b = pair // max(m.n, 1), pair % max(m.n, 1)
+    if kept is None:
+        s = m.dots(a, b)
+    else:
         s = np.zeros(len(pair))
         fresh = again[a] | again[b]
         s[fresh] = m.dots(a[fresh], b[fresh])
         # the rest are pairs of two rows that kept their candidates: each kept entry's score
-        from_kept = order >= held
-        at = np.searchsorted(pair, code[from_kept])
+        from_kept = np.flatnonzero(merged >= held)
+        at = of_entry[from_kept]
         still = ~fresh[at]
-        s[at[still]] = kept.score[taken][order[from_kept][still] - held]
-    found = Candidates(sparse.starts(np.bincount(row, minlength=m.n)), other, s[np.searchsorted(pair, code)])
+        s[at[still]] = kept.score[taken][merged[from_kept[still]] - held]
+    found = Candidates(sparse.starts(np.bincount(row, minlength=m.n)), other, s[of_entry])
     keep = s >= min_similarity - 1e-12
     a, b, s = a[keep], b[keep], s[keep]
     order = sparse.strongest_first(a, b, s)

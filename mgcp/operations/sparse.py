@@ -524,7 +524,10 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
 
 def strongest_first(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The order of pairs (a, b, s): highest s first (rounded to 9 places, so that rounding noise
-    never decides), then by a, then by b."""
+    never decides), then by a, then by b. Pairs already in (a, b) order (as the searches give them)
+    need only a stable sort by s."""
+    if len(a) < 2 or ((a[1:] > a[:-1]) | ((a[1:] == a[:-1]) & (b[1:] > b[:-1]))).all():
+        return np.argsort(-_round9(s), kind="stable")
     return np.lexsort((b, a, -_round9(s)))
 
 
@@ -548,10 +551,11 @@ def among_k_best(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """For pairs listed strongest first, whether each is among the k strongest pairs of either of
     its ends (what `mgcp.operations.similarity.top_k` keeps)."""
     n = len(a)
-    ends = np.concatenate([a, b])
-    listed = np.tile(np.arange(n), 2)
-    by_end = np.lexsort((listed, ends))
-    ends, listed = ends[by_end], listed[by_end]
+    # both ends of pair i at places 2i and 2i + 1: a stable sort by end keeps each end's pairs in
+    # the order listed
+    ends = np.column_stack([a, b]).reshape(-1)
+    by_end = np.argsort(ends, kind="stable")
+    ends, listed = ends[by_end], by_end // 2
     starts = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]]) if n else np.zeros(0, dtype=np.int64)
     place = np.arange(2 * n) - np.repeat(starts, np.diff(np.r_[starts, 2 * n]))
     keep = np.zeros(n, dtype=bool)
