@@ -166,11 +166,20 @@ def test_strongest_first_is_by_rounded_score_then_by_pair(in_pair_order):
         pairs = [(x, y) for x, y in pairs if x < y]
         if in_pair_order:  # as the searches give them (the stable sort by score alone)
             pairs = sorted(set(pairs))
-        scores = [rng.choice([0.25, 0.5, 0.5 + 1e-12, 0.75]) for _ in pairs]
+        scores = [rng.choice([0.25, 0.5, 0.5 + 1e-12, 0.75, 0.1234567885, 0.1234567885 + 1e-17, 1.0 + 2e-16])
+                  for _ in pairs]
         a = np.array([x for x, _ in pairs], dtype=np.int64)
         b = np.array([y for _, y in pairs], dtype=np.int64)
         expected = sorted(range(len(pairs)), key=lambda i: (-round(scores[i], 9), pairs[i], i))
         assert sparse.strongest_first(a, b, np.array(scores)).tolist() == expected
+
+
+@pytest.mark.parametrize("top", [1, 7, 70_000, 2 ** 40])
+def test_stable_order_is_numpys_stable_argsort(top):
+    rng = np.random.default_rng(top)
+    for size in (0, 1, 5, 300):
+        keys = rng.integers(0, top, size)
+        assert sparse.stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
