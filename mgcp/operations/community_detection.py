@@ -470,16 +470,19 @@ class _Graph:
         import numpy as np
 
         self.n, self.a, self.b, self.w, self.explicit, self.proposed = n, a, b, w, explicit, proposed
-        node = np.concatenate([a, b])
-        edge = np.tile(np.arange(len(a), dtype=np.int64), 2)
-        # a node's edges in edge order are its neighbours ascending: those below it come first
-        order = np.lexsort((edge, node))
-        self.edge_at = edge[order]
-        self.neighbour = np.concatenate([b, a])[order]
+        from mgcp.operations.sparse import stable_order
+
+        # both ends of edge e at places 2e and 2e + 1: a stable sort by node keeps each node's edges
+        # in edge order, which is its neighbours ascending (those below it come first)
+        node = np.column_stack([a, b]).reshape(-1)
+        order = stable_order(node)
+        self.edge_at = order // 2
+        self.neighbour = np.column_stack([b, a]).reshape(-1)[order]
         self.weight_at = w[self.edge_at]
-        self.start = np.searchsorted(node[order], np.arange(n + 1))
+        node = node[order]
+        self.start = np.searchsorted(node, np.arange(n + 1))
         # each node's weight, summed in neighbour order as `sum` over its neighbours would
-        self.degree = np.bincount(node[order], weights=self.weight_at, minlength=n)
+        self.degree = np.bincount(node, weights=self.weight_at, minlength=n)
 
     def neighbours(self, node: int) -> tuple[list[int], list[float]]:
         lo, hi = self.start[node], self.start[node + 1]
@@ -736,9 +739,10 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     text_edges = len(codes[0])
 
     by_tag: dict[str, list[int]] = defaultdict(list)
-    for i, lesson in enumerate(ordered):
-        for tag in sorted(set(t.lower() for t in lesson.tags)):
-            by_tag[tag].append(i)
+    for i, tags in enumerate(map(attrgetter("tags"), ordered)):
+        if tags:
+            for tag in sorted({t.lower() for t in tags}):
+                by_tag[tag].append(i)
     for tag, members in sorted(by_tag.items()):
         if 2 <= len(members) <= settings["max_tag_frequency"]:
             held = np.array(members, dtype=np.int64)
@@ -1023,7 +1027,8 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], 
         # "error handling" tag -> "webhook error handling")
         lead = [k for k in words if used[k] >= used[phrase] and k[0] not in phrase]
         return " ".join(([form(best(lead))] if lead else []) + [form(phrase)])
-    words.sort(key=lambda k: (-used[k] * weight(k), k))
+    of = idf.get  # a word's weight is its idf alone (`weight` of one word: 0 + its idf)
+    words.sort(key=lambda k: (-used[k] * of(k[0], 1.0), k))
     return ", ".join(form(k) for k in words[:3])
 
 
