@@ -481,3 +481,42 @@ def test_an_incremental_run_does_not_depend_on_the_hash_seed():
     outputs = outputs_under_hash_seeds(INCREMENTAL_SCRIPT)
     assert outputs[0][0] is True
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_a_damaged_kept_lessons_state_is_ignored_and_the_run_is_full():
+    from mgcp.engine.cycle import _kept_communities
+    from mgcp.operations.community_detection import KEPT_RULES, KeptLessons
+
+    rng = random.Random(14)
+    before = corpus(rng, 200)
+    first = full(before)
+    state = first.kept.lessons.state()
+    read = KeptLessons.read(state)
+    assert read.state() == state and read.ids == first.kept.lessons.ids
+    damaged = bytearray(state)
+    damaged[-3] ^= 1  # a score's byte
+    assert KeptLessons.read(bytes(damaged)) is None and KeptLessons.read(state[:-8]) is None
+    assert KeptLessons.read(None) is None and KeptLessons.read(state.decode("latin-1")) is None
+
+    def made(ids, label, lengths, other, score=None):  # framed as a run frames it, but not what one keeps
+        score = [0.5] * len(other) if score is None else score
+        return framed.frame({"rules": KEPT_RULES}, [
+            json.dumps([ids, ["c"] * len(ids)]).encode(), np.array(label, dtype="<i8").tobytes(),
+            np.zeros(len(ids), dtype="<u8").tobytes(), np.array(lengths, dtype="<i4").tobytes(),
+            np.array(other, dtype="<i4").tobytes(), np.array(score, dtype="<f8").tobytes()])
+
+    assert KeptLessons.read(made(["a", "b"], [0, 0], [1, 1], [1, 0])) is not None
+    for bad in [made(["b", "a"], [0, 0], [1, 1], [1, 0]),  # ids out of order
+                made(["a", "b"], [0, -1], [1, 1], [1, 0]),  # a label below 0
+                made(["a", "b"], [0, 0], [1, 1], [0, 0]),  # a lesson its own candidate
+                made(["a", "b"], [0, 0], [1, 1], [1, 2]),  # a candidate out of range
+                made(["a", "b"], [0, 0], [2, 1], [1, 0]),  # lengths that do not add up
+                made(["a", "b"], [0, 0], [1, 1], [1, 0], [0.5, float("nan")])]:
+        assert KeptLessons.read(bad) is None
+    # the engine's reading of it: the readings and titles stay usable, the run is a full one
+    kept = _kept_communities((first.kept.settings + "@" + engine.cycle.__version__, 0, bytes(damaged),
+                              first.kept.titles, first.kept.readings))
+    assert kept.lessons is None and kept.titles == first.kept.titles
+    after = change(rng, before, 0.05)
+    result = community_detection.run(after, first.communities, SETTINGS, cache=CycleCache(), kept=kept)
+    assert not result.incremental and result.communities == full(after).communities

@@ -37,14 +37,16 @@ each kind, spread over topics and tags, the rest in one summary: see `mgcp.opera
 Merges, splits, new and dissolved clusters are reported in `changes`, not as findings.
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
-lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
-candidates (`similarity.nearest_in`), its community label and a digest of its edges; per community
-of the last run: its title, by a digest of the members (ids and contents) it was drawn from. A run
-given the state of an earlier run with the same settings is *incremental*, unless it is the
-`full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
-less: every run is full):
+lesson (`KeptLessons`, arrays over the lessons in id order, stored as one binary state): a digest of
+what the graph reads of it (its text, tags and links), its text neighbour candidates with the score
+of each candidate pair (`similarity.nearest_in`), its community label and a digest of its edges;
+per community of the last run: its title, by a digest of the members (ids and contents) it was
+drawn from. A run given the state of an earlier run with the same settings is *incremental*,
+unless it is the `full_every`-th run since the last full one (a full run then resets the drift;
+`full_every` 1 or less: every run is full):
 - only the lessons added or changed, and those whose candidates include a lesson changed or gone,
-  search for candidates again (against all lessons); every candidate pair is scored anew;
+  search for candidates again (against all lessons); a candidate pair with such a lesson at either
+  end is scored anew, and a pair of two lessons that kept their candidates keeps its kept score;
 - the partition starts from the kept labels (a new lesson on its own) and Louvain's local moving
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
@@ -58,13 +60,18 @@ known by its content digest, whatever the settings): every lesson's keywords, wh
 full, reads only the texts of lessons added or changed since; what it takes from these is exactly
 what reading the texts gives (the same idf, the same phrases), so they add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
-candidate that arrived after its search (the newcomer's own search usually finds it);
-communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
-title was drawn with the keywords' idf of its run. The idf only breaks ties between phrases used
-by as many members and orders the words of a title made of words; a change of c lessons moves a
-keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n), so a kept
-title differs from one drawn now only where two candidates were within that of each other (it
-grows with the lessons changed since, until a full run draws every title anew).
+candidate that arrived after its search (the newcomer's own search usually finds it); a kept
+candidate score was taken with the idf of the run that scored it (as a kept title was drawn with
+the keywords' idf of its run: see below), so where two of a lesson's pairs scored within that
+drift of each other, or a pair within it of `similarity_edge_threshold`, the edges chosen may
+differ from a full run's; communities are not merged or rebuilt at the aggregated level until the
+next full run; and a kept title was drawn with the keywords' idf of its run. The idf only breaks
+ties between phrases used by as many members and orders the words of a title made of words; a
+change of c lessons moves a keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about
+c / (1 + df) + c / (1 + n), so a kept title differs from one drawn now only where two candidates
+were within that of each other (it grows with the lessons changed since, until a full run draws
+every title and scores every pair anew). A kept pair score moves with its words' idf in the same
+way (each word's weight is its tf times its idf, normalised over the lesson's words).
 `tests/test_community_incremental.py` bounds the drift (modularity, membership, and kept titles
 against titles drawn anew); benchmarks/README.md gives the figures.
 """
@@ -245,7 +252,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
     def group_of(finding) -> str:  # what a capped selection spreads over
         if finding.kind == "orphan":
-            return min(by_id[finding.data["lesson"]].tags, default="")
+            return min(finding.lesson.tags if isinstance(finding, _Orphan) else by_id[finding.data["lesson"]].tags,
+                       default="")
         return finding.data["topic"]
 
     limit = int(settings.get("max_findings", 50))
@@ -463,8 +471,7 @@ class _Graph:
     edge once, a < b, sorted by (a, b) (so by the lessons' ids), with its weight; each node's
     neighbours ascending (`start`, `neighbour`, `weight_at`, like a CSR matrix). `explicit`: the
     codes (a * n + b) of the explicit pairs; `proposed`: each lesson's text candidates and the
-    scores of their pairs (`similarity.Candidates`), or None when
-    the backend does not keep them."""
+    scores of their pairs (`similarity.Candidates`), or None when the backend does not keep them."""
 
     def __init__(self, n: int, a, b, w, explicit, proposed: Candidates | None):
         import numpy as np
@@ -1133,10 +1140,11 @@ class _Orphan:
     # the recommended option, as `mgcp.operations.summary` reads it
     recommended = 1
 
+    _LINK, _KEEP = [SimpleNamespace(action="link_suggested")], [SimpleNamespace(action="keep")]
+
     @property
     def options(self) -> list:
-        action = "link_suggested" if self.suggested else "keep"
-        return [SimpleNamespace(action=action)]
+        return self._LINK if self.suggested else self._KEEP
 
     def finding(self) -> RemFinding:
         lesson, suggested = self.lesson, self.suggested
