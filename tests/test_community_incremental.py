@@ -1,4 +1,4 @@
-"""Incremental community detection: what a run keeps for the next (`community_kept`), how close an
+"""Incremental community detection: what a run keeps for the next (`community_kept_runs`), how close an
 incremental run comes to a full run on the same data, and that the kept state is only a cache.
 
 The drift bound these tests hold an incremental run to, against a full run on the same data after
