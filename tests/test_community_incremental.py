@@ -520,3 +520,12 @@ def test_a_damaged_kept_lessons_state_is_ignored_and_the_run_is_full():
     after = change(rng, before, 0.05)
     result = community_detection.run(after, first.communities, SETTINGS, cache=CycleCache(), kept=kept)
     assert not result.incremental and result.communities == full(after).communities
+
+
+def test_a_run_from_a_state_kept_of_no_lessons_adds_them_all():
+    first = full([])
+    rng = random.Random(15)
+    lessons = corpus(rng, 100)
+    result = community_detection.run(lessons, first.communities, SETTINGS, cache=CycleCache(), kept=first.kept)
+    assert result.incremental and result.kept.lessons.ids == sorted(x.id for x in lessons)
+    assert result.communities  # every lesson searched and placed

@@ -177,7 +177,9 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         known = place >= 0
         labels = np.full(len(ids), -1, dtype=np.int64)
         labels[known] = kept.lessons.label[place[known]]
-        moved = np.flatnonzero(~known | (kept.lessons.edges[np.maximum(place, 0)] != edge_digests))
+        same = np.zeros(len(ids), dtype=bool)
+        same[known] = kept.lessons.edges[place[known]] == edge_digests[known]
+        moved = np.flatnonzero(~same)
         labels = _move_locally(graph, labels, moved.tolist(), resolution)
     else:
         labels = partition_with(louvain(settings))(graph, ids, resolution, int(settings.get("seed", 42)))
