@@ -834,21 +834,23 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
 
     of_token = text.Memo(numbered)
     tokenize, chained = text.tokenize, chain.from_iterable
-    source = [-1] * len(ordered)  # each lesson's kept row, or -1: read now
+    ids = [lesson.id for lesson in ordered]
+    digests = list(map(content.__getitem__, ids))
+    source = np.full(len(ordered), -1, dtype=np.int64)  # each lesson's kept row, or -1: read now
+    if words is not None:
+        rows = np.fromiter(map(row_of.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+        known = np.flatnonzero(rows >= 0)
+        same = np.fromiter(map(str.__eq__, map(words.digests.__getitem__, rows[known].tolist()),
+                               map(digests.__getitem__, known.tolist())), dtype=bool, count=len(known))
+        source[known[same]] = rows[known[same]]
+    fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
     flat: list[int] = []  # the keywords of those read now, one lesson after the other
     counts: list[int] = []
-    kept_digests = words.digests if words is not None else None
-    for i, lesson in enumerate(ordered):
-        if row_of:
-            row = row_of.get(lesson.id)
-            if row is not None and kept_digests[row] == content[lesson.id]:
-                source[i] = row
-                continue
+    for i in fresh.tolist():
+        lesson = ordered[i]
         held = dict.fromkeys(chained(map(of_token.__getitem__, tokenize(lesson.trigger + " " + " ".join(lesson.tags)))))
         flat += held
         counts.append(len(held))
-    source = np.array(source, dtype=np.int64)
-    fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
     lengths = np.zeros(len(ordered), dtype=np.int64)
     lengths[fresh] = counts
     if len(taken):
@@ -864,8 +866,7 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
     # words no lesson holds any more are left out of what is kept
     present = df > 0
     renumber = np.cumsum(present) - 1
-    kept_words = _Keywords([lesson.id for lesson in ordered], [content[lesson.id] for lesson in ordered],
-                           [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
+    kept_words = _Keywords(ids, digests, [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
     return idf, kept_words
 
 
