@@ -1,4 +1,4 @@
-"""Incremental community detection: what a run keeps for the next (`community_kept`), how close an
+"""Incremental community detection: what a run keeps for the next (`community_kept_runs`), how close an
 incremental run comes to a full run on the same data, and that the kept state is only a cache.
 
 The drift bound these tests hold an incremental run to, against a full run on the same data after
@@ -110,9 +110,11 @@ def test_an_incremental_run_stays_within_the_bound_of_a_full_run_on_the_same_dat
     differ = sum(a["title"] != b["title"] for a, b in zip(drawn.communities, incremental.communities))
     assert differ == 0  # on these corpora the idf moved no title
     # the kept state describes exactly the lessons of this run, with candidates among them
-    ids = {x.id for x in after}
-    assert set(incremental.kept.lessons) == ids
-    assert all(set(k.candidates) <= ids - {lid} for lid, k in incremental.kept.lessons.items())
+    kept = incremental.kept.lessons
+    assert kept.ids == sorted(x.id for x in after)
+    owner = np.repeat(np.arange(len(kept.ids)), np.diff(kept.candidates.start))
+    assert ((kept.candidates.other >= 0) & (kept.candidates.other < len(kept.ids))).all()
+    assert (kept.candidates.other != owner).all()
     assert incremental.kept.runs_since_full == 1
 
 
@@ -264,6 +266,19 @@ def _phrases_kept(state: bytes) -> dict:
     return _Phrases(state, {}).kept
 
 
+def _candidates(rows: list[list[int]], scores: list[list[float]] | None = None):
+    from mgcp.operations.similarity import Candidates
+
+    scores = scores or [[0.0] * len(found) for found in rows]
+    return Candidates(sparse.starts(np.array([len(found) for found in rows], dtype=np.int64)),
+                      np.array([x for found in rows for x in found], dtype=np.int64),
+                      np.array([x for found in scores for x in found]))
+
+
+def _rows(found) -> list[list[int]]:
+    return [found.other[lo:hi].tolist() for lo, hi in zip(found.start[:-1].tolist(), found.start[1:].tolist())]
+
+
 def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_or_gone():
     from mgcp.operations.similarity import nearest_in
 
@@ -273,18 +288,48 @@ def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_o
     m = LexicalBackend().matrix(docs)
     *searched, full_found = nearest_in(m, keys, 0.2, 3)
     # kept candidates unlike the search's, so that what was kept and what was searched show
-    kept = {key: (keys[(i + 1) % len(keys)], keys[(i + 2) % len(keys)]) for i, key in enumerate(keys)}
-    kept[keys[10]] = (keys[11], "gone")
-    kept["gone"] = (keys[0],)
-    del kept[keys[20]]
-    stale = {keys[30], keys[40]}
-    *_, found = nearest_in(m, keys, 0.2, 3, kept, stale)
-    again = {keys[10], keys[20], keys[30], keys[40], keys[28], keys[29], keys[38], keys[39]}
-    assert {key for key in keys if found[key] != kept.get(key)} == again
-    assert all(found[key] == full_found[key] for key in again)
-    # kept as the search would find them: the pairs of a full search
-    *pairs, _ = nearest_in(m, keys, 0.2, 3, full_found, stale)
+    kept = [[(i + 1) % len(keys), (i + 2) % len(keys)] for i in range(len(keys))]
+    kept[10] = [11, -1]  # a candidate gone
+    kept[20] = []  # nothing kept: stale
+    stale = np.zeros(len(keys), dtype=bool)
+    stale[[20, 30, 40]] = True
+    *_, found = nearest_in(m, keys, 0.2, 3, _candidates(kept), stale)
+    again = {10, 20, 30, 40, 18, 19, 28, 29, 38, 39}  # and those whose candidates hold a stale one
+    rows, full_rows = _rows(found), _rows(full_found)
+    assert {i for i in range(len(keys)) if rows[i] != kept[i]} == again
+    assert all(rows[i] == full_rows[i] for i in again)
+    # kept as the search would find them, with their scores: the pairs of a full search
+    *pairs, same = nearest_in(m, keys, 0.2, 3, full_found, stale)
     assert [x.tolist() for x in pairs] == [x.tolist() for x in searched]
+    assert _rows(same) == full_rows and same.score.tolist() == full_found.score.tolist()
+
+
+def test_a_pair_keeps_its_kept_score_unless_an_end_searched_again():
+    from mgcp.operations.similarity import nearest_in
+
+    rng = random.Random(7)
+    docs = {x.id: x.trigger + " " + x.action for x in corpus(rng, 200)}
+    keys = list(docs)
+    m = LexicalBackend().matrix(docs)
+    *_, full_found = nearest_in(m, keys, 0.2, 3)
+    rows = _rows(full_found)
+    # every kept score made up (and each pair's alike from either end), so that a kept one shows
+    made_up = [[0.9 - 0.001 * ((min(i, j) * 7 + max(i, j)) % 100) for j in found] for i, found in enumerate(rows)]
+    stale = np.zeros(len(keys), dtype=bool)
+    stale[[5, 50]] = True
+    a, b, s, found = nearest_in(m, keys, 0.2, 3, _candidates(rows, made_up), stale)
+    again = stale.copy()
+    for i, found_i in enumerate(rows):
+        again[i] |= any(stale[j] for j in found_i)
+    scores = _rows(found)
+    for i, found_i in enumerate(_rows(found)):
+        for place, j in enumerate(found_i):
+            score = found.score[found.start[i] + place]
+            expected = m.dots(np.array([min(i, j)]), np.array([max(i, j)]))[0] if again[i] or again[j] \
+                else made_up[i][rows[i].index(j)]
+            assert score == expected
+    assert scores  # the edges are the k best of those scores
+    assert all(v >= 0.2 for v in s.tolist())
 
 
 def test_a_run_due_for_a_full_run_or_without_kept_state_is_exactly_the_full_run():
@@ -316,9 +361,13 @@ async def _seed(store, n=120):
 
 
 async def _kept(store):
-    rows = await store.db.fetchall("SELECT lesson_id, candidates FROM community_kept")
-    runs = await store.db.fetchall("SELECT runs_since_full FROM community_kept_runs")
-    return {lid: candidates for lid, candidates in rows}, [r[0] for r in runs]
+    """Each kept lesson's candidates (ids), and the runs since the last full one, as stored."""
+    runs = await store.db.fetchall("SELECT runs_since_full, lessons FROM community_kept_runs")
+    if not runs:
+        return {}, []
+    kept = community_detection.KeptLessons.read(runs[0][1])
+    found = _rows(kept.candidates)
+    return {lid: [kept.ids[j] for j in found[i]] for i, lid in enumerate(kept.ids)}, [r[0] for r in runs]
 
 
 async def _active(store):
@@ -340,9 +389,10 @@ def test_archived_merged_and_refined_lessons_leave_the_kept_state_consistent(db,
         from mgcp.engine.cycle import _kept_communities
 
         last = await store.rem.last_community_run()
+        loaded = await store.community_kept.load()
         again = community_detection.run(await store.lessons.rows(), last["communities"], SETTINGS_AUTO, None,
-                                        cache=CycleCache(), kept=_kept_communities(await store.community_kept.load()))
-        assert again.incremental and again.kept.changed == [] and again.described == 0
+                                        cache=CycleCache(), kept=_kept_communities(loaded))
+        assert again.incremental and again.kept.lessons.state() == loaded[2] and again.described == 0
         assert again.kept.titles == _kept_communities(await store.community_kept.load()).titles
         return first, kept_first, runs_first, second, await _kept(store), await _active(store)
 
@@ -351,7 +401,7 @@ def test_archived_merged_and_refined_lessons_leave_the_kept_state_consistent(db,
     summary = second.operations[0].summary
     assert summary["incremental"] is True and runs == [1]
     assert set(kept) == active and "l0003" not in kept and "l0043" not in kept and "l9999" in kept
-    assert all(set(json.loads(c)) <= active for c in kept.values())
+    assert all(set(c) <= active for c in kept.values())
 
 
 def test_deleting_the_kept_state_makes_the_next_run_a_full_one_and_changes_nothing_else(tmp_path, run):
@@ -421,7 +471,7 @@ after = change(rng, before, 0.05)
 result = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
                                  cache=CycleCache(), kept=first.kept)
 print(json.dumps([result.incremental, result.communities, [f.fingerprint for f in result.findings],
-                  sorted((lid, k.candidates, k.label, k.edges) for lid, k in result.kept.lessons.items())]))
+                  result.kept.lessons.state().hex()]))
 """
 
 
@@ -431,3 +481,51 @@ def test_an_incremental_run_does_not_depend_on_the_hash_seed():
     outputs = outputs_under_hash_seeds(INCREMENTAL_SCRIPT)
     assert outputs[0][0] is True
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_a_damaged_kept_lessons_state_is_ignored_and_the_run_is_full():
+    from mgcp.engine.cycle import _kept_communities
+    from mgcp.operations.community_detection import KEPT_RULES, KeptLessons
+
+    rng = random.Random(14)
+    before = corpus(rng, 200)
+    first = full(before)
+    state = first.kept.lessons.state()
+    read = KeptLessons.read(state)
+    assert read.state() == state and read.ids == first.kept.lessons.ids
+    damaged = bytearray(state)
+    damaged[-3] ^= 1  # a score's byte
+    assert KeptLessons.read(bytes(damaged)) is None and KeptLessons.read(state[:-8]) is None
+    assert KeptLessons.read(None) is None and KeptLessons.read(state.decode("latin-1")) is None
+
+    def made(ids, label, lengths, other, score=None):  # framed as a run frames it, but not what one keeps
+        score = [0.5] * len(other) if score is None else score
+        return framed.frame({"rules": KEPT_RULES}, [
+            json.dumps([ids, ["c"] * len(ids)]).encode(), np.array(label, dtype="<i8").tobytes(),
+            np.zeros(len(ids), dtype="<u8").tobytes(), np.array(lengths, dtype="<i4").tobytes(),
+            np.array(other, dtype="<i4").tobytes(), np.array(score, dtype="<f8").tobytes()])
+
+    assert KeptLessons.read(made(["a", "b"], [0, 0], [1, 1], [1, 0])) is not None
+    for bad in [made(["b", "a"], [0, 0], [1, 1], [1, 0]),  # ids out of order
+                made(["a", "b"], [0, -1], [1, 1], [1, 0]),  # a label below 0
+                made(["a", "b"], [0, 0], [1, 1], [0, 0]),  # a lesson its own candidate
+                made(["a", "b"], [0, 0], [1, 1], [1, 2]),  # a candidate out of range
+                made(["a", "b"], [0, 0], [2, 1], [1, 0]),  # lengths that do not add up
+                made(["a", "b"], [0, 0], [1, 1], [1, 0], [0.5, float("nan")])]:
+        assert KeptLessons.read(bad) is None
+    # the engine's reading of it: the readings and titles stay usable, the run is a full one
+    kept = _kept_communities((first.kept.settings + "@" + engine.cycle.__version__, 0, bytes(damaged),
+                              first.kept.titles, first.kept.readings))
+    assert kept.lessons is None and kept.titles == first.kept.titles
+    after = change(rng, before, 0.05)
+    result = community_detection.run(after, first.communities, SETTINGS, cache=CycleCache(), kept=kept)
+    assert not result.incremental and result.communities == full(after).communities
+
+
+def test_a_run_from_a_state_kept_of_no_lessons_adds_them_all():
+    first = full([])
+    rng = random.Random(15)
+    lessons = corpus(rng, 100)
+    result = community_detection.run(lessons, first.communities, SETTINGS, cache=CycleCache(), kept=first.kept)
+    assert result.incremental and result.kept.lessons.ids == sorted(x.id for x in lessons)
+    assert result.communities  # every lesson searched and placed

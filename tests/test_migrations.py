@@ -43,6 +43,8 @@ def test_blank_database_gets_exact_columns(db):
                                                   "derived_via", "created_at", "updated_at"]
     assert columns(db, "decision_observations") == ["project_id", "session_number", "decision", "observed_at"]
     assert columns(db, "community_kept_readings") == ["name", "state"]
+    assert columns(db, "community_kept_runs") == ["id", "settings", "runs_since_full", "lessons"]
+    assert columns(db, "community_kept") == []  # dropped by 0019
 
 
 def test_migrating_twice_changes_nothing(db):
@@ -194,3 +196,25 @@ def test_the_search_index_loses_inactive_lessons_once_and_keeps_active_ones(db):
     assert migrate.open_and_migrate(db).applied == ["0010_search_active_only"]
     assert indexed() == ["kept"]
     assert migrate.open_and_migrate(db).applied == [] and indexed() == ["kept"]
+
+
+def test_the_kept_community_rows_give_way_to_one_state_and_the_next_run_is_full(db):
+    """0019 drops `community_kept` (a cache of a row per lesson) and adds `community_kept_runs.lessons`,
+    NULL in the row kept so far; running it again changes nothing."""
+    migrate.open_and_migrate(db)
+    conn = sqlite3.connect(db)
+    with conn:  # the state before 0019, with what an earlier mgcp kept
+        conn.execute("DROP TABLE community_kept_runs")
+        conn.execute("CREATE TABLE community_kept_runs (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                     "settings TEXT NOT NULL, runs_since_full INTEGER NOT NULL)")
+        conn.execute("INSERT INTO community_kept_runs VALUES (1, 'abc@1', 2)")
+        conn.execute("CREATE TABLE community_kept (lesson_id TEXT PRIMARY KEY, content TEXT NOT NULL, "
+                     "candidates TEXT NOT NULL, label INTEGER NOT NULL, edges TEXT NOT NULL) WITHOUT ROWID")
+        conn.execute("INSERT INTO community_kept VALUES ('l1', 'c', '[]', 0, 'e')")
+        conn.execute(f"DELETE FROM {migrate.MIGRATIONS_TABLE} WHERE name = '0019_community_kept_lessons'")
+    conn.close()
+    assert migrate.open_and_migrate(db).applied == ["0019_community_kept_lessons"]
+    assert columns(db, "community_kept") == []
+    assert sqlite3.connect(db).execute("SELECT * FROM community_kept_runs").fetchall() == [(1, "abc@1", 2, None)]
+    before = dump(db)
+    assert migrate.open_and_migrate(db).applied == [] and dump(db) == before

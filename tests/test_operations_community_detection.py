@@ -361,3 +361,26 @@ def test_the_strongest_neighbours_of_the_nodes_asked_are_those_of_their_definiti
             edges = sorted([(-v, y) for x, y, v in zip(a.tolist(), b.tolist(), w.tolist()) if x == i]
                            + [(-v, x) for x, y, v in zip(a.tolist(), b.tolist(), w.tolist()) if y == i])
             assert of(i) == ([y for _, y in edges[:3]], -edges[0][0] if edges else 0.0)
+
+
+def test_each_nodes_edges_are_its_neighbours_ascending_with_their_weights_and_degree():
+    import numpy as np
+
+    from mgcp.operations.community_detection import _Graph
+
+    for seed in range(30):
+        r = np.random.default_rng(seed)
+        n = int(r.integers(1, 50))
+        codes = np.unique(r.integers(0, n * n, size=int(r.integers(0, 3 * n))))
+        a, b = codes // n, codes % n
+        a, b = a[a < b], b[a < b]
+        w = r.choice([0.1, 0.3, 0.4, 1.0, 1.3], size=len(a))
+        graph = _Graph(n, a, b, w, np.zeros(0, dtype=np.int64), None)
+        for i in range(n):
+            edges = sorted([(y, e) for e, (x, y) in enumerate(zip(a.tolist(), b.tolist())) if x == i]
+                           + [(x, e) for e, (x, y) in enumerate(zip(a.tolist(), b.tolist())) if y == i])
+            lo, hi = int(graph.start[i]), int(graph.start[i + 1])
+            assert graph.neighbour[lo:hi].tolist() == [y for y, _ in edges]
+            assert graph.edge_at[lo:hi].tolist() == [e for _, e in edges]
+            assert graph.neighbours(i) == ([y for y, _ in edges], [float(w[e]) for _, e in edges])
+            assert graph.degree[i] == sum(float(w[e]) for _, e in edges)

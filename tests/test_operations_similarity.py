@@ -158,6 +158,30 @@ def test_among_k_best_keeps_what_top_k_keeps():
             [(x, y) for x, y, _ in expected]
 
 
+@pytest.mark.parametrize("in_pair_order", [True, False])
+def test_strongest_first_is_by_rounded_score_then_by_pair(in_pair_order):
+    rng = random.Random(4)
+    for _ in range(200):
+        pairs = [(rng.randrange(12), rng.randrange(12)) for _ in range(rng.randint(0, 50))]
+        pairs = [(x, y) for x, y in pairs if x < y]
+        if in_pair_order:  # as the searches give them (the stable sort by score alone)
+            pairs = sorted(set(pairs))
+        scores = [rng.choice([0.25, 0.5, 0.5 + 1e-12, 0.75, 0.1234567885, 0.1234567885 + 1e-17, 1.0 + 2e-16])
+                  for _ in pairs]
+        a = np.array([x for x, _ in pairs], dtype=np.int64)
+        b = np.array([y for _, y in pairs], dtype=np.int64)
+        expected = sorted(range(len(pairs)), key=lambda i: (-round(scores[i], 9), pairs[i], i))
+        assert sparse.strongest_first(a, b, np.array(scores)).tolist() == expected
+
+
+@pytest.mark.parametrize("top", [1, 7, 70_000, 2 ** 40])
+def test_stable_order_is_numpys_stable_argsort(top):
+    rng = np.random.default_rng(top)
+    for size in (0, 1, 5, 300):
+        keys = rng.integers(0, top, size)
+        assert sparse.stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_contained_finds_every_pair_whose_longer_row_holds_the_shorter(seed):
     rng = random.Random(seed)
@@ -244,10 +268,15 @@ def test_nearest_in_the_corpus_matrix_is_nearest():
     docs = {f"d{i:03d}": " ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for i in range(150)}
     backend = LexicalBackend()
     keys = list(docs)
-    a, b, s, proposed = similarity.nearest_in(backend.matrix(docs), keys, 0.2, 3)
+    m = backend.matrix(docs)
+    a, b, s, proposed = similarity.nearest_in(m, keys, 0.2, 3)
     assert [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())] \
         == LexicalBackend().nearest(docs, 0.2, 3)
-    assert set(proposed) == set(keys) and all(k not in found for k, found in proposed.items())
+    # each row's candidates, none of them itself, each with its pair's score
+    owner = np.repeat(np.arange(len(keys)), np.diff(proposed.start))
+    assert len(proposed.start) == len(keys) + 1 and (proposed.other != owner).all()
+    low, high = np.minimum(owner, proposed.other), np.maximum(owner, proposed.other)
+    assert proposed.score.tolist() == m.dots(low, high).tolist()
 
 
 def test_bulk_rounding_is_pythons_round_ties_included():

@@ -510,26 +510,22 @@ async def _communities(store, project, settings, inputs):
     from mgcp.operations import community_detection
 
     previous = await store.rem.last_community_run() or {}
-    loaded = await store.community_kept.load()
-    kept = _kept_communities(loaded)
+    kept = await asyncio.to_thread(_kept_communities, await store.community_kept.load())
     result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
         previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
         await store.rem.settled(community_detection.OPERATION), kept)
     if result.unchanged:
         return [], {"communities": len(result.communities), "unchanged": True}, None
+    # a cache: kept with the run, so a dry run keeps nothing
+    lessons = None if result.kept is None else await asyncio.to_thread(result.kept.lessons.state)
 
     async def write(run_id):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
         await store.rem.write_community_summaries(result.communities)
-        if result.kept is not None:  # a cache: kept with the run, so a dry run keeps nothing
+        if lessons is not None:
             k = result.kept
-            if k.changed is None:
-                rows, dropped = _kept_rows(k.lessons), None
-            else:  # made from the loaded state: its changed rows, and the rows of lessons gone
-                rows = _kept_rows({lid: k.lessons[lid] for lid in k.changed})
-                dropped = loaded[2].keys() - k.lessons.keys()
-            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, rows, k.titles, dropped,
+            await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, lessons, k.titles,
                                             k.readings)
 
     return result.findings, {"communities": len(result.communities),
@@ -538,21 +534,16 @@ async def _communities(store, project, settings, inputs):
                              **{k: len(v) for k, v in result.changes.items()}}, ("write_community_summaries", write)
 
 
-def _kept_rows(lessons: dict) -> dict:
-    """`KeptLesson`s as `CommunityKept` rows."""
-    return {lid: (k.content, k.candidates, k.label, k.edges) for lid, k in lessons.items()}
-
-
 def _kept_communities(loaded):
     """What `CommunityKept.load` returned, as community detection reads it: None when nothing is
-    kept, or when another mgcp version kept it (its rules may differ)."""
-    from mgcp.operations.community_detection import Kept, KeptLesson
+    kept, or when another mgcp version kept it (its rules may differ); its lessons None when their
+    state is missing or not usable (`KeptLessons.read`)."""
+    from mgcp.operations.community_detection import Kept, KeptLessons
 
     if loaded is None or not loaded[0].endswith(f"@{__version__}"):
         return None
     settings, runs_since_full, lessons, titles, readings = loaded
-    return Kept(settings.rsplit("@", 1)[0], runs_since_full, {lid: KeptLesson(*row) for lid, row in lessons.items()},
-                titles, readings)
+    return Kept(settings.rsplit("@", 1)[0], runs_since_full, KeptLessons.read(lessons), titles, readings)
 
 
 async def _extraction(store, project, settings, inputs):

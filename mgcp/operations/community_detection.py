@@ -37,14 +37,16 @@ each kind, spread over topics and tags, the rest in one summary: see `mgcp.opera
 Merges, splits, new and dissolved clusters are reported in `changes`, not as findings.
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
-lesson: a digest of what the graph reads of it (its text, tags and links), its text neighbour
-candidates (`similarity.nearest_in`), its community label and a digest of its edges; per community
-of the last run: its title, by a digest of the members (ids and contents) it was drawn from. A run
-given the state of an earlier run with the same settings is *incremental*, unless it is the
-`full_every`-th run since the last full one (a full run then resets the drift; `full_every` 1 or
-less: every run is full):
+lesson (`KeptLessons`, arrays over the lessons in id order, stored as one binary state): a digest of
+what the graph reads of it (its text, tags and links), its text neighbour candidates with the score
+of each candidate pair (`similarity.nearest_in`), its community label and a digest of its edges;
+per community of the last run: its title, by a digest of the members (ids and contents) it was
+drawn from. A run given the state of an earlier run with the same settings is *incremental*,
+unless it is the `full_every`-th run since the last full one (a full run then resets the drift;
+`full_every` 1 or less: every run is full):
 - only the lessons added or changed, and those whose candidates include a lesson changed or gone,
-  search for candidates again (against all lessons); every candidate pair is scored anew;
+  search for candidates again (against all lessons); a candidate pair with such a lesson at either
+  end is scored anew, and a pair of two lessons that kept their candidates keeps its kept score;
 - the partition starts from the kept labels (a new lesson on its own) and Louvain's local moving
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
@@ -58,13 +60,18 @@ known by its content digest, whatever the settings): every lesson's keywords, wh
 full, reads only the texts of lessons added or changed since; what it takes from these is exactly
 what reading the texts gives (the same idf, the same phrases), so they add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
-candidate that arrived after its search (the newcomer's own search usually finds it);
-communities are not merged or rebuilt at the aggregated level until the next full run; and a kept
-title was drawn with the keywords' idf of its run. The idf only breaks ties between phrases used
-by as many members and orders the words of a title made of words; a change of c lessons moves a
-keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about c / (1 + df) + c / (1 + n), so a kept
-title differs from one drawn now only where two candidates were within that of each other (it
-grows with the lessons changed since, until a full run draws every title anew).
+candidate that arrived after its search (the newcomer's own search usually finds it); a kept
+candidate score was taken with the idf of the run that scored it (as a kept title was drawn with
+the keywords' idf of its run: see below), so where two of a lesson's pairs scored within that
+drift of each other, or a pair within it of `similarity_edge_threshold`, the edges chosen may
+differ from a full run's; communities are not merged or rebuilt at the aggregated level until the
+next full run; and a kept title was drawn with the keywords' idf of its run. The idf only breaks
+ties between phrases used by as many members and orders the words of a title made of words; a
+change of c lessons moves a keyword's idf = ln((1 + n) / (1 + df)) + 1 by at most about
+c / (1 + df) + c / (1 + n), so a kept title differs from one drawn now only where two candidates
+were within that of each other (it grows with the lessons changed since, until a full run draws
+every title and scores every pair anew). A kept pair score moves with its words' idf in the same
+way (each word's weight is its tf times its idf, normalised over the lesson's words).
 `tests/test_community_incremental.py` bounds the drift (modularity, membership, and kept titles
 against titles drawn anew); benchmarks/README.md gives the figures.
 """
@@ -87,7 +94,7 @@ from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, framed, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
 from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
-from mgcp.operations.similarity import LexicalBackend, SimilarityBackend
+from mgcp.operations.similarity import Candidates, LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
 EXPLICIT_WEIGHT = 1.0
@@ -95,7 +102,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 4          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+KEPT_RULES = 5          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 _OWN = Path(__file__).read_bytes()
 # how each lesson's keywords are read for the idf (`_idf`, `_Keywords`: this module, and the words' rules)
 KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
@@ -116,26 +123,16 @@ class CommunityResult:
     described: int = 0           # communities described anew (the others kept their description)
 
 
-@dataclass(frozen=True, slots=True)  # 100k of them at 100k lessons
-class KeptLesson:
-    content: str                 # digest of what the graph reads of the lesson
-    candidates: tuple[str, ...]  # its text neighbour candidates, best first
-    label: int                   # its community in the partition
-    edges: str                   # digest of its edges and their weights
-
-
 @dataclass
 class Kept:
     """What a run keeps for the next (see the module docstring)."""
     settings: str                # digest of what shapes the graph and the partition
     runs_since_full: int         # incremental runs since the last full one
-    lessons: dict[str, KeptLesson]
+    lessons: "KeptLessons | None"  # None: none usable (a run is then a full run)
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
     # what the titles are drawn from, read from the lessons: "keywords" (`_Keywords.state`) and
     # "phrases" (`_Phrases.state`); what a run returns holds only those it read anew
     readings: dict[str, bytes] = field(default_factory=dict)
-    # the lessons whose rows differ from those of the state this one was made from (None: all may)
-    changed: list[str] | None = None
 
 
 def community_id(member_ids: list[str]) -> str:
@@ -161,15 +158,11 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     lexical = backend is None or isinstance(backend, LexicalBackend)
     key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
     content = _contents(ordered)
-    incremental = (kept is not None and kept.settings == key and lexical
+    incremental = (kept is not None and kept.lessons is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
-    changed: set[str] = set()
     if incremental:
-        changed = {lid for lid, digest in content.items()
-                   if lid not in kept.lessons or kept.lessons[lid].content != digest}
-        # a lesson whose candidates include one changed or gone searches again (`nearest_in`)
-        candidates = {lid: k.candidates for lid, k in kept.lessons.items()}
-        graph = _edges(ordered, settings, backend, cache, candidates, changed)
+        place, candidates, stale = kept.lessons.renumbered(ids, content)
+        graph = _edges(ordered, settings, backend, cache, candidates, stale)
     else:
         graph = _edges(ordered, settings, backend, cache)
 
@@ -181,10 +174,13 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
     resolution = float(settings.get("resolution", 1.0))
     if incremental:
-        moved = [i for i, lid in enumerate(ids)
-                 if lid not in kept.lessons or kept.lessons[lid].edges != edge_digests[i]]
-        labels = _move_locally(graph, [kept.lessons[lid].label if lid in kept.lessons else None for lid in ids],
-                               moved, resolution)
+        known = place >= 0
+        labels = np.full(len(ids), -1, dtype=np.int64)
+        labels[known] = kept.lessons.label[place[known]]
+        same = np.zeros(len(ids), dtype=bool)
+        same[known] = kept.lessons.edges[place[known]] == edge_digests[known]
+        moved = np.flatnonzero(~same)
+        labels = _move_locally(graph, labels, moved.tolist(), resolution)
     else:
         labels = partition_with(louvain(settings))(graph, ids, resolution, int(settings.get("seed", 42)))
     by_label = np.argsort(labels, kind="stable")
@@ -258,7 +254,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
     def group_of(finding) -> str:  # what a capped selection spreads over
         if finding.kind == "orphan":
-            return min(by_id[finding.data["lesson"]].tags, default="")
+            return min(finding.lesson.tags if isinstance(finding, _Orphan) else by_id[finding.data["lesson"]].tags,
+                       default="")
         return finding.data["topic"]
 
     limit = int(settings.get("max_findings", 50))
@@ -269,9 +266,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
                    for f in cap([o for *_, o in orphans], limit, group_of, settled)])
     new_kept = None
     if graph.proposed is not None:
-        same_rules = kept if kept is not None and kept.settings == key else None
-        new_kept = _kept(key, kept.runs_since_full + 1 if incremental else 0, ids, content, graph.proposed,
-                         labels.tolist(), edge_digests, titles, same_rules)
+        new_kept = Kept(key, kept.runs_since_full + 1 if incremental else 0,
+                        KeptLessons(ids, [content[lid] for lid in ids], labels, edge_digests, graph.proposed), titles)
         if keywords is not None:
             new_kept.readings["keywords"] = keywords.state()
         if phrases.read:
@@ -283,20 +279,83 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 # -- kept between runs ---------------------------------------------------------------------------
 
-def _kept(key: str, runs_since_full: int, ids: list[str], content: dict[str, str], proposed: dict,
-          labels: list[int], edges: list[str], titles: dict[str, str], before: Kept | None) -> Kept:
-    """What this run keeps. `before`: the kept state it was given, when kept under the same rules:
-    a lesson whose row is as it was keeps that row, and `changed` names the others."""
-    old = before.lessons if before is not None else {}
-    lessons, changed = {}, []
-    for i, lid in enumerate(ids):
-        row = old.get(lid)
-        if (row is None or row.content != content[lid] or row.candidates != proposed[lid]
-                or row.label != labels[i] or row.edges != edges[i]):
-            row = KeptLesson(content[lid], proposed[lid], labels[i], edges[i])
-            changed.append(lid)
-        lessons[lid] = row
-    return Kept(key, runs_since_full, lessons, titles, changed=changed if before is not None else None)
+class KeptLessons:
+    """Each lesson's kept row (see the module docstring), as arrays over `ids` (sorted): its content
+    digest (`_content`), its community `label`, the digest of its `edges` (`_Graph.digests`) and
+    its text neighbour candidates with the scores of their pairs (`similarity.Candidates`, over
+    places in `ids`). `state` is what is stored; `read` gives it back, or None when it is not
+    usable (cut short, damaged, or made by other rules)."""
+
+    __slots__ = ("ids", "content", "label", "edges", "candidates")
+
+    def __init__(self, ids: list[str], content: list[str], label, edges, candidates: Candidates):
+        self.ids, self.content, self.label, self.edges, self.candidates = ids, content, label, edges, candidates
+
+    def state(self) -> bytes:
+        import numpy as np
+
+        found = self.candidates
+        return framed.frame({"rules": KEPT_RULES}, [
+            json.dumps([self.ids, self.content]).encode(), self.label.astype("<i8").tobytes(),
+            self.edges.astype("<u8").tobytes(), np.diff(found.start).astype("<i4").tobytes(),
+            found.other.astype("<i4").tobytes(), found.score.astype("<f8").tobytes()])
+
+    @classmethod
+    def read(cls, state: bytes | None) -> "KeptLessons | None":
+        import numpy as np
+
+        from mgcp.operations.sparse import starts
+
+        read = framed.unframe(state, 6)
+        if read is None or read[0].get("rules") != KEPT_RULES:
+            return None
+        head, label, edges, lengths, other, score = read[1]
+        try:
+            ids, content = json.loads(head)
+        except (ValueError, TypeError):
+            return None
+        n = len(ids) if isinstance(ids, list) else -1
+        if (not _strings(ids) or not _strings(content) or len(content) != n or len(label) != 8 * n
+                or len(edges) != 8 * n or len(lengths) != 4 * n or len(other) % 4 or len(score) != 2 * len(other)
+                or any(a >= b for a, b in zip(ids, ids[1:]))):
+            return None
+        lengths = np.frombuffer(lengths, dtype="<i4").astype(np.int64)
+        other = np.frombuffer(other, dtype="<i4").astype(np.int64)
+        score = np.frombuffer(score, dtype="<f8").astype(np.float64)
+        start = starts(lengths)
+        owner = np.repeat(np.arange(n, dtype=np.int64), np.maximum(lengths, 0))
+        if (lengths.min(initial=0) < 0 or start[-1] != len(other) or other.min(initial=0) < 0
+                or other.max(initial=0) >= n or (owner == other).any() or not np.isfinite(score).all()):
+            return None
+        label = np.frombuffer(label, dtype="<i8").astype(np.int64)
+        if label.min(initial=0) < 0:
+            return None
+        return cls(ids, content, label,
+                   np.frombuffer(edges, dtype="<u8").astype(np.uint64), Candidates(start, other, score))
+
+    def renumbered(self, ids: list[str], content: dict[str, str]):
+        """For the lessons `ids` (sorted) with their `content` digests now: each one's place in the
+        kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a lesson gone),
+        and whether each is stale (new, or changed since)."""
+        import numpy as np
+
+        from mgcp.operations.sparse import starts
+
+        index = dict(zip(ids, range(len(ids))))
+        now = np.fromiter(map(index.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
+        same = np.fromiter(map(str.__eq__, self.content, map(content.get, self.ids, repeat(""))), dtype=bool,
+                           count=len(self.ids))
+        remain = np.flatnonzero(now >= 0)
+        place = np.full(len(ids), -1, dtype=np.int64)
+        place[now[remain]] = remain
+        stale = np.ones(len(ids), dtype=bool)
+        stale[now[same & (now >= 0)]] = False
+        found = self.candidates
+        owner = np.repeat(now, np.diff(found.start))
+        held = owner >= 0  # both lists are sorted by id, so the rows still there stay in order
+        candidates = Candidates(starts(np.bincount(owner[held], minlength=len(ids))), now[found.other[held]],
+                                found.score[held])
+        return place, candidates, stale
 
 
 def _settings_key(settings: dict, backend: str) -> str:
@@ -325,22 +384,21 @@ def _contents(lessons: list[Lesson]) -> dict[str, str]:
     return out
 
 
-def _move_locally(graph: "_Graph", kept_labels: list[int | None], start: list[int],
-                  resolution: float):
-    """Louvain's local moving phase from `kept_labels` (a node's label, or None: it starts on its
-    own): the nodes of `start` and their neighbours are visited first (in that order, then in node
-    order), then the neighbours of every node that moves, until no move gains modularity. A node
-    moves to the neighbouring community with the highest gain (ties to the lower label) when that
-    beats staying. Communities a visited node belonged to are then split into their connected
-    pieces. Returns the labels as a numpy array."""
+def _move_locally(graph: "_Graph", kept_labels, start: list[int], resolution: float):
+    """Louvain's local moving phase from `kept_labels` (a numpy array: a node's label, or -1: it
+    starts on its own): the nodes of `start` and their neighbours are visited first (in that order,
+    then in node order), then the neighbours of every node that moves, until no move gains
+    modularity. A node moves to the neighbouring community with the highest gain (ties to the lower
+    label) when that beats staying. Communities a visited node belonged to are then split into their
+    connected pieces. Returns the labels as a numpy array."""
     import numpy as np
 
-    fresh = max((x for x in kept_labels if x is not None), default=-1) + 1
-    labels = []
-    for label in kept_labels:
-        if label is None:
-            label, fresh = fresh, fresh + 1
-        labels.append(label)
+    fresh = int(kept_labels.max(initial=-1)) + 1
+    alone = np.flatnonzero(kept_labels < 0)
+    labels = kept_labels.copy()
+    labels[alone] = fresh + np.arange(len(alone))
+    fresh += len(alone)
+    labels = labels.tolist()
     degree = graph.degree.tolist()
     two_m = sum(degree)
     if not two_m:
@@ -414,23 +472,26 @@ class _Graph:
     """The lesson graph as numpy arrays over the lessons' places in id order (nodes 0..n-1): each
     edge once, a < b, sorted by (a, b) (so by the lessons' ids), with its weight; each node's
     neighbours ascending (`start`, `neighbour`, `weight_at`, like a CSR matrix). `explicit`: the
-    codes (a * n + b) of the explicit pairs; `proposed`: each lesson's text candidates, or None when
-    the backend does not keep them."""
+    codes (a * n + b) of the explicit pairs; `proposed`: each lesson's text candidates and the
+    scores of their pairs (`similarity.Candidates`), or None when the backend does not keep them."""
 
-    def __init__(self, n: int, a, b, w, explicit, proposed: dict | None):
+    def __init__(self, n: int, a, b, w, explicit, proposed: Candidates | None):
         import numpy as np
 
         self.n, self.a, self.b, self.w, self.explicit, self.proposed = n, a, b, w, explicit, proposed
-        node = np.concatenate([a, b])
-        edge = np.tile(np.arange(len(a), dtype=np.int64), 2)
-        # a node's edges in edge order are its neighbours ascending: those below it come first
-        order = np.lexsort((edge, node))
-        self.edge_at = edge[order]
-        self.neighbour = np.concatenate([b, a])[order]
+        from mgcp.operations.sparse import stable_order
+
+        # both ends of edge e at places 2e and 2e + 1: a stable sort by node keeps each node's edges
+        # in edge order, which is its neighbours ascending (those below it come first)
+        node = np.column_stack([a, b]).reshape(-1)
+        order = stable_order(node)
+        self.edge_at = order // 2
+        self.neighbour = np.column_stack([b, a]).reshape(-1)[order]
         self.weight_at = w[self.edge_at]
-        self.start = np.searchsorted(node[order], np.arange(n + 1))
+        node = node[order]
+        self.start = np.searchsorted(node, np.arange(n + 1))
         # each node's weight, summed in neighbour order as `sum` over its neighbours would
-        self.degree = np.bincount(node[order], weights=self.weight_at, minlength=n)
+        self.degree = np.bincount(node, weights=self.weight_at, minlength=n)
 
     def neighbours(self, node: int) -> tuple[list[int], list[float]]:
         lo, hi = self.start[node], self.start[node + 1]
@@ -454,8 +515,8 @@ class _Graph:
                                                   map(ids.__getitem__, self.b[lo:lo + block].tolist()),
                                                   map(tails.__getitem__, at[lo:lo + block].tolist()))))
 
-    def digests(self, ids: list[str]) -> list[str]:
-        """Each node's digest of its edges (16 hex): a 64-bit sum over its edges of a mix of the
+    def digests(self, ids: list[str]):
+        """Each node's digest of its edges (a numpy uint64 array): a 64-bit sum over its edges of a mix of the
         neighbour's id (its own 64-bit digest) and the edge's weight (its bits), mixed once more
         with the number of edges. Two different sets of edges digest alike with a chance of about
         2^-64, so a node whose digest is kept unchanged has its edges unchanged."""
@@ -466,7 +527,7 @@ class _Graph:
         entry = _mix(of_id[self.neighbour] ^ _mix(self.weight_at.view(np.uint64)))
         summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(entry, dtype=np.uint64)])
         node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
-        return [f"{x:016x}" for x in node.tolist()]
+        return node
 
     def central(self, members, ids: list[str]) -> list[int]:
         """The `members` (node numbers), most central first (the weight of their edges inside),
@@ -640,7 +701,7 @@ def _components(n: int, a, b):
 
 
 def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | None,
-           cache: CycleCache | None = None, candidates: dict | None = None, stale: set[str] = frozenset()) -> _Graph:
+           cache: CycleCache | None = None, candidates: Candidates | None = None, stale=None) -> _Graph:
     """The graph of the module docstring over `ordered` (sorted by id). `candidates`, `stale`: see
     `mgcp.operations.similarity.nearest_in`. The weight of an edge is summed as it always was: the
     explicit link first, then the text edge, then each shared tag."""
@@ -687,9 +748,10 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     text_edges = len(codes[0])
 
     by_tag: dict[str, list[int]] = defaultdict(list)
-    for i, lesson in enumerate(ordered):
-        for tag in sorted(set(t.lower() for t in lesson.tags)):
-            by_tag[tag].append(i)
+    for i, tags in enumerate(map(attrgetter("tags"), ordered)):
+        if tags:
+            for tag in sorted({t.lower() for t in tags}):
+                by_tag[tag].append(i)
     for tag, members in sorted(by_tag.items()):
         if 2 <= len(members) <= settings["max_tag_frequency"]:
             held = np.array(members, dtype=np.int64)
@@ -772,21 +834,23 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
 
     of_token = text.Memo(numbered)
     tokenize, chained = text.tokenize, chain.from_iterable
-    source = [-1] * len(ordered)  # each lesson's kept row, or -1: read now
+    ids = [lesson.id for lesson in ordered]
+    digests = list(map(content.__getitem__, ids))
+    source = np.full(len(ordered), -1, dtype=np.int64)  # each lesson's kept row, or -1: read now
+    if words is not None:
+        rows = np.fromiter(map(row_of.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+        known = np.flatnonzero(rows >= 0)
+        same = np.fromiter(map(str.__eq__, map(words.digests.__getitem__, rows[known].tolist()),
+                               map(digests.__getitem__, known.tolist())), dtype=bool, count=len(known))
+        source[known[same]] = rows[known[same]]
+    fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
     flat: list[int] = []  # the keywords of those read now, one lesson after the other
     counts: list[int] = []
-    kept_digests = words.digests if words is not None else None
-    for i, lesson in enumerate(ordered):
-        if row_of:
-            row = row_of.get(lesson.id)
-            if row is not None and kept_digests[row] == content[lesson.id]:
-                source[i] = row
-                continue
+    for i in fresh.tolist():
+        lesson = ordered[i]
         held = dict.fromkeys(chained(map(of_token.__getitem__, tokenize(lesson.trigger + " " + " ".join(lesson.tags)))))
         flat += held
         counts.append(len(held))
-    source = np.array(source, dtype=np.int64)
-    fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
     lengths = np.zeros(len(ordered), dtype=np.int64)
     lengths[fresh] = counts
     if len(taken):
@@ -802,8 +866,7 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
     # words no lesson holds any more are left out of what is kept
     present = df > 0
     renumber = np.cumsum(present) - 1
-    kept_words = _Keywords([lesson.id for lesson in ordered], [content[lesson.id] for lesson in ordered],
-                           [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
+    kept_words = _Keywords(ids, digests, [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
     return idf, kept_words
 
 
@@ -974,7 +1037,8 @@ def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], 
         # "error handling" tag -> "webhook error handling")
         lead = [k for k in words if used[k] >= used[phrase] and k[0] not in phrase]
         return " ".join(([form(best(lead))] if lead else []) + [form(phrase)])
-    words.sort(key=lambda k: (-used[k] * weight(k), k))
+    of = idf.get  # a word's weight is its idf alone (`weight` of one word: 0 + its idf)
+    words.sort(key=lambda k: (-used[k] * of(k[0], 1.0), k))
     return ", ".join(form(k) for k in words[:3])
 
 
@@ -1079,10 +1143,11 @@ class _Orphan:
     # the recommended option, as `mgcp.operations.summary` reads it
     recommended = 1
 
+    _LINK, _KEEP = [SimpleNamespace(action="link_suggested")], [SimpleNamespace(action="keep")]
+
     @property
     def options(self) -> list:
-        action = "link_suggested" if self.suggested else "keep"
-        return [SimpleNamespace(action=action)]
+        return self._LINK if self.suggested else self._KEEP
 
     def finding(self) -> RemFinding:
         lesson, suggested = self.lesson, self.suggested

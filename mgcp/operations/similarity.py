@@ -38,8 +38,9 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Collection, Hashable, Mapping, Sequence
-from itertools import chain, repeat
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from itertools import chain
 
 from mgcp import text
 from mgcp.operations.shared import CycleCache, stage, terms, tf_idf, ticker
@@ -142,63 +143,77 @@ class LexicalBackend(SimilarityBackend):
         return [(keys[i], keys[j], min(v, 1.0)) for i, j, v in zip(a.tolist(), b.tolist(), s.tolist())]
 
 
-def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Mapping[Doc, Sequence[Doc]] | None = None,
-               stale: Collection[Doc] = (), tick=None):
+@dataclass(frozen=True)
+class Candidates:
+    """Each document's candidates (the documents its own search proposed, best first) as arrays over
+    row numbers: row r's are other[start[r]:start[r + 1]], and score[e] is what the pair of entry e
+    scored when it was last scored (`nearest_in`)."""
+    start: "np.ndarray"
+    other: "np.ndarray"
+    score: "np.ndarray"
+
+
+def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Candidates | None = None,
+               stale=None, tick=None):
     """`LexicalBackend.nearest` on the corpus's TF-IDF matrix `m` (rows in `keys` order), as index
-    arrays (a, b, similarity; a < b, strongest first), and each document's candidates (the
-    documents its own search proposed, best first). With `kept` (candidates by document, from an
-    earlier call; it may hold documents no longer in `keys`), a document keeps those unless it is
-    in `stale`, is not in `kept`, or one of them is in `stale` or no longer in `keys`; only the
-    others are searched again (against every document). Every candidate pair is scored anew, so
-    kept candidates cost only the search; with no `kept` the pairs are `nearest`'s."""
+    arrays (a, b, similarity; a < b, strongest first), and each document's candidates with the
+    scores of their pairs (`Candidates`).
+
+    With `kept` (candidates from an earlier call, renumbered to the rows of `keys`; a candidate no
+    longer in `keys` is -1) and `stale` (a boolean per row: changed since, or nothing kept), a row
+    keeps its candidates unless it is stale or one of them is stale or gone; only the others are
+    searched again (against every row). A pair with an end searched again is scored anew; a pair
+    between two rows that both kept their candidates keeps its kept score (an earlier matrix's, so it
+    drifts with the idf until its pair is scored anew). With no `kept` the pairs are `nearest`'s."""
     import numpy as np
 
     from mgcp.operations import sparse
 
     width = CANDIDATES_PER_NEIGHBOUR * k
-    search = rest = None
+    search = None
     if kept is not None:
-        index = {key: i for i, key in enumerate(keys)}
-        held = list(map(kept.get, keys, repeat(None)))
-        lists = [() if found is None else found for found in held]
-        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(keys))
-        flat = np.fromiter(map(index.get, chain.from_iterable(lists), repeat(-1)), dtype=np.int64,
-                           count=int(lengths.sum()))
-        owner = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
-        marked = np.fromiter(map(set(stale).__contains__, keys), dtype=bool, count=len(keys))
-        spoilt = flat < 0
-        spoilt[~spoilt] = marked[flat[~spoilt]]  # a candidate gone or itself stale
-        again = marked | np.array([found is None for found in held], dtype=bool)
+        owner = np.repeat(np.arange(m.n, dtype=np.int64), np.diff(kept.start))
+        spoilt = kept.other < 0
+        spoilt[~spoilt] = stale[kept.other[~spoilt]]  # a candidate gone or itself stale
+        again = np.array(stale, dtype=bool)
         again[owner[spoilt]] = True
-        search, rest = np.flatnonzero(again), np.flatnonzero(~again)
+        search = np.flatnonzero(again)
     row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, tick)
-    searched = range(len(keys)) if search is None else search.tolist()
-    proposed = dict.fromkeys([keys[i] for i in searched], ())
-    proposed.update(_proposed(keys, row, other))
-    if rest is not None:
-        proposed.update(zip([keys[i] for i in rest.tolist()], [lists[i] for i in rest.tolist()]))
+    if kept is not None:
         taken = ~again[owner]
-        row, other = np.concatenate([row, owner[taken]]), np.concatenate([other, flat[taken]])
-    a, b = sparse.distinct_pairs(row, other, m.n)
-    del row, other
-    s = m.dots(a, b)
+        # each row's entries, best first: the searched rows' and the kept ones' are two runs, each in
+        # row order, which a stable sort merges
+        held = len(row)
+        row, other = np.concatenate([row, owner[taken]]), np.concatenate([other, kept.other[taken]])
+        merged = np.argsort(row, kind="stable")
+        row, other = row[merged], other[merged]
+    # the distinct pairs (a < b, ascending), and each entry's pair
+    code = np.minimum(row, other) * m.n + np.maximum(row, other)
+    by_code = np.argsort(code)
+    head = np.r_[True, code[by_code][1:] != code[by_code][:-1]] if len(code) else np.zeros(0, dtype=bool)
+    pair = code[by_code][head]
+    of_entry = np.empty(len(code), dtype=np.int64)
+    of_entry[by_code] = np.cumsum(head) - 1
+    del by_code, head
+    a, b = pair // max(m.n, 1), pair % max(m.n, 1)
+    if kept is None:
+        s = m.dots(a, b)
+    else:
+        s = np.zeros(len(pair))
+        fresh = again[a] | again[b]
+        s[fresh] = m.dots(a[fresh], b[fresh])
+        # the rest are pairs of two rows that kept their candidates: each kept entry's score
+        from_kept = np.flatnonzero(merged >= held)
+        at = of_entry[from_kept]
+        still = ~fresh[at]
+        s[at[still]] = kept.score[taken][merged[from_kept[still]] - held]
+    found = Candidates(sparse.starts(np.bincount(row, minlength=m.n)), other, s[of_entry])
     keep = s >= min_similarity - 1e-12
     a, b, s = a[keep], b[keep], s[keep]
     order = sparse.strongest_first(a, b, s)
     a, b, s = a[order], b[order], s[order]
     best = sparse.among_k_best(a, b, k)
-    return a[best], b[best], s[best], proposed
-
-
-def _proposed(keys: list[Doc], row, other) -> dict[Doc, tuple[Doc, ...]]:
-    """Each searched row's candidates by key, in the order found (`row`: an array, ascending;
-    `other`: the candidates, best first)."""
-    import numpy as np
-
-    found = np.array(keys, dtype=object)[other].tolist()  # no int object per candidate
-    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]]).tolist() if len(row) else []
-    return {keys[i]: tuple(found[lo:hi])
-            for i, lo, hi in zip(row[starts].tolist(), starts, starts[1:] + [len(found)])}
+    return a[best], b[best], s[best], found
 
 
 class _Rows(Mapping):

@@ -452,7 +452,7 @@ def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | No
     (fewer when fewer rows share its eligible words), rows ascending, each row's partners best
     first. `rows`: only these rows' partners (searched among all rows); all rows when None."""
     entries = np.flatnonzero(eligible[m.rank])  # in row order, ranks ascending within a row
-    by_word = entries[np.lexsort((m.row[entries], m.rank[entries]))]
+    by_word = entries[stable_order(m.rank[entries])]  # word after word, each word's rows ascending
     holder = m.row[by_word]  # the rows holding each word, word after word
     word_start = np.searchsorted(m.rank[by_word], np.arange(m.size + 1))
     if rows is not None:  # the rows searched for; every row can be found
@@ -524,8 +524,30 @@ def contained(m: Matrix, min_words: int, max_growth: float, max_df: int) -> tupl
 
 def strongest_first(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The order of pairs (a, b, s): highest s first (rounded to 9 places, so that rounding noise
-    never decides), then by a, then by b."""
-    return np.lexsort((b, a, -_round9(s)))
+    never decides), then by a, then by b. Pairs already in (a, b) order (as the searches give them)
+    need only a stable sort by s: by the rounded score in billionths, a whole number, when the
+    scores are small enough for that to be exact."""
+    rounded = _round9(s)
+    if len(a) < 2 or ((a[1:] > a[:-1]) | ((a[1:] == a[:-1]) & (b[1:] > b[:-1]))).all():
+        if len(s) and np.isfinite(rounded).all() and np.abs(rounded).max() < 1e6:
+            # round(v, 9) is the double nearest to a whole number of billionths: that number again
+            billionths = np.rint(rounded * 1e9).astype(np.int64)
+            return stable_order(billionths.max() - billionths)
+        return np.argsort(-rounded, kind="stable")
+    return np.lexsort((b, a, -rounded))
+
+
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """`np.argsort(keys, kind="stable")` of non-negative whole numbers, by one stable sort per 16
+    bits of the largest (numpy sorts 16-bit keys by radix sort, in linear time)."""
+    top = int(keys.max(initial=0))
+    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    shift = 16
+    while top >> shift:
+        digit = ((keys[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+    return order
 
 
 def _round9(s: np.ndarray) -> np.ndarray:
@@ -548,10 +570,11 @@ def among_k_best(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """For pairs listed strongest first, whether each is among the k strongest pairs of either of
     its ends (what `mgcp.operations.similarity.top_k` keeps)."""
     n = len(a)
-    ends = np.concatenate([a, b])
-    listed = np.tile(np.arange(n), 2)
-    by_end = np.lexsort((listed, ends))
-    ends, listed = ends[by_end], listed[by_end]
+    # both ends of pair i at places 2i and 2i + 1: a stable sort by end keeps each end's pairs in
+    # the order listed
+    ends = np.column_stack([a, b]).reshape(-1)
+    by_end = stable_order(ends)
+    ends, listed = ends[by_end], by_end // 2
     starts = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]]) if n else np.zeros(0, dtype=np.int64)
     place = np.arange(2 * n) - np.repeat(starts, np.diff(np.r_[starts, 2 * n]))
     keep = np.zeros(n, dtype=bool)

@@ -57,12 +57,13 @@ MIGRATION_TABLES = {
     "0009_change_marks": ("change_marks",),
     "0011_kept_readings": (),  # its table, a cache, is dropped by 0015
     "0012_kept_pairs": ("kept_pairs",),
-    "0013_community_kept": ("community_kept", "community_kept_runs"),
+    "0013_community_kept": ("community_kept_runs",),  # its table community_kept, a cache, is dropped by 0019
     "0014_pattern_observations": ("pattern_observations", "pattern_observation_marks"),
     "0015_kept_corpora": ("kept_corpora",),
     "0016_community_kept_titles": ("community_kept_titles",),
     "0017_kept_indexes": ("kept_indexes",),
     "0018_community_kept_readings": ("community_kept_readings",),
+    "0019_community_kept_lessons": (),
 }
 BACKFILL = "0004_backfill_lesson_versions"
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only

@@ -87,7 +87,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 NOT_EXPORTED = {"_sqlite_migrations", "sqlite_sequence", "lesson_search", "lesson_search_docs"}
 # What REM cycles keep of what they computed, to compute only what changed next time: caches,
 # which a cycle rebuilds when they are missing (deleting them changes no result, only the time).
-CACHES = {"kept_pairs", "community_kept", "community_kept_runs", "pattern_observations",
+CACHES = {"kept_pairs", "community_kept_runs", "pattern_observations",
           "pattern_observation_marks"}
 CACHES |= {"community_kept_titles", "kept_corpora", "kept_indexes"}
 CACHES |= {"community_kept_readings"}
