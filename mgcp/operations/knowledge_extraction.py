@@ -128,8 +128,6 @@ def _held(numbers, sorted_numbers):
     return sorted_numbers[np.minimum(place, len(sorted_numbers) - 1)] == numbers
 
 
-
-
 # -- themes --------------------------------------------------------------------------------------
 
 def recurring_phrases(history: list[ContextSnapshot | HistoryRow], min_sessions: int,
