@@ -203,3 +203,17 @@ def test_tf_idf_of_random_corpora_in_any_word_order_equals_its_definition_bit_fo
     # and when the entries' sort key would not fit in 63 bits, through the general constructor
     monkeypatch.setattr(sparse, "_packed_bits", lambda *bits: 64)
     _same(sparse.tf_idf_of(lengths, ids, vocabulary), m)
+
+
+def test_rows_of_finds_each_digest_at_its_first_row_as_a_dict_would():
+    rng = random.Random(8)
+    texts = [str(rng.randrange(50)) for _ in range(200)]  # many texts twice or more
+    keys = [shared.digest(shared.WORDS, t) for t in texts]
+    corpus = kept_words.Corpus("0", keys, np.zeros(len(keys), dtype=np.int64), np.zeros(0, dtype=np.int32), [])
+    asked = [shared.digest(shared.WORDS, str(i)) for i in range(80)]
+    first = {}
+    for row, key in enumerate(keys):
+        first.setdefault(key, row)
+    assert corpus.rows_of(b"".join(asked)).tolist() == [first.get(key, -1) for key in asked]
+    assert kept_words.Corpus("1", [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), []
+                             ).rows_of(b"".join(asked)).tolist() == [-1] * len(asked)
