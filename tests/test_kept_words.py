@@ -139,6 +139,12 @@ def test_first_seen(n):
     assert sparse.first_seen(ids, 6).tolist() == list(dict.fromkeys(ids.tolist()))
 
 
+def test_first_seen_of_many_values_some_first_met_late():
+    rng = np.random.default_rng(4)
+    ids = np.r_[rng.integers(0, 500, 100_000), rng.integers(0, 2_000, 100_000)].astype(np.int32)
+    assert sparse.first_seen(ids, 2_100).tolist() == list(dict.fromkeys(ids.tolist()))
+
+
 def test_compounds_are_joined_as_text_join_compounds_joins_each_text():
     rng = random.Random(3)
     parts = ["type", "script", "front", "end", "data", "base", "pool", "set", "up", "setup", "typescript",

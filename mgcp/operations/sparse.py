@@ -187,7 +187,13 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
 def first_seen(ids: np.ndarray, size: int) -> np.ndarray:
     """The distinct values of `ids` (each below `size`) in the order they first occur."""
     first = np.full(size, len(ids), dtype=np.int64)
-    np.minimum.at(first, ids, np.arange(len(ids), dtype=np.int64))
+    # most values occur early: their first places are found among the first ones, and only the
+    # places of the values not met there are gone through after
+    head = min(len(ids), 1 << 16)
+    np.minimum.at(first, ids[:head], np.arange(head, dtype=np.int64))
+    if head < len(ids):
+        later = np.flatnonzero(first[ids[head:]] == len(ids)) + head
+        np.minimum.at(first, ids[later], later)
     present = np.flatnonzero(first < len(ids))
     return present[np.argsort(first[present], kind="stable")]
 
