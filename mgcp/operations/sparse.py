@@ -634,9 +634,13 @@ def repeated_rows(start: np.ndarray, ids: np.ndarray) -> np.ndarray:
     rng = np.random.default_rng(20_24)  # fixed: the hashes only group rows within one call
     of_id = rng.integers(0, 2 ** 64, size=int(ids.max()) + 1, dtype=np.uint64, endpoint=False)
     of_place = rng.integers(0, 2 ** 64, size=int(lengths.max()), dtype=np.uint64) | np.uint64(1)
-    place = np.arange(len(ids), dtype=np.int64) - np.repeat(start[:-1], lengths)
+    place = np.arange(len(ids), dtype=np.int64)
+    place -= np.repeat(start[:-1], lengths)
+    hashed = of_id[ids]
+    hashed *= of_place[place]
+    del place
     running = np.zeros(len(ids) + 1, dtype=np.uint64)
-    np.cumsum(of_id[ids] * of_place[place], dtype=np.uint64, out=running[1:])
+    np.cumsum(hashed, dtype=np.uint64, out=running[1:])
     sums = running[start[1:][filled]] - running[start[:-1][filled]]  # wraps around 2^64, as the sums do
     order = np.lexsort((sums, lengths[filled]))
     same = (sums[order][1:] == sums[order][:-1]) & (lengths[filled][order][1:] == lengths[filled][order][:-1])
