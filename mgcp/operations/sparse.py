@@ -192,7 +192,7 @@ def first_seen(ids: np.ndarray, size: int) -> np.ndarray:
     head = min(len(ids), 1 << 16)
     np.minimum.at(first, ids[:head], np.arange(head, dtype=np.int64))
     if head < len(ids):
-        later = np.flatnonzero(first[ids[head:]] == len(ids)) + head
+        later = np.flatnonzero((first == len(ids))[ids[head:]]) + head
         np.minimum.at(first, ids[later], later)
     present = np.flatnonzero(first < len(ids))
     return present[np.argsort(first[present], kind="stable")]
@@ -213,9 +213,9 @@ def tf_idf_of(lengths: np.ndarray, ids: np.ndarray, vocabulary: Sequence[str]) -
     used = first_seen(ids, len(vocabulary))  # only the words used count, in the order first used
     ids, lengths = _join_compounds(ids, lengths, vocabulary, used)
     stem_of_used, stems = _stems([vocabulary[i] for i in used.tolist()])
-    stem_of = np.full(len(vocabulary), -1, dtype=np.int64)
+    stem_of = np.full(len(vocabulary), -1, dtype=np.int32 if len(stems) < 1 << 31 else np.int64)
     stem_of[used] = stem_of_used
-    stem = stem_of[ids]
+    stem = stem_of.take(ids)
     del ids  # each array is let go as soon as it is read: at 100k documents each is tens of MB
     kept = stem >= 0
     # (document, stem number) as one integer, in 32 bits when it fits (sorted twice as fast)
@@ -232,15 +232,20 @@ def tf_idf_of(lengths: np.ndarray, ids: np.ndarray, vocabulary: Sequence[str]) -
     first = np.flatnonzero(new)
     del new
     tf = np.diff(np.r_[first, len(code)])
-    code = code[first] if len(first) < len(code) else code
+    if len(first) < len(code):
+        code = code[first]
     del first
-    row, word = (code >> stem_bits).astype(np.int64), (code & ((1 << stem_bits) - 1)).astype(np.int64)
-    del code
+    # the arrays are worked on in place where they can be: at 100k documents, memory the process has
+    # not touched yet costs more to fault in than the arithmetic done in it
+    word = code & ((1 << stem_bits) - 1)
+    code >>= stem_bits
+    row = code
     df = np.bincount(word, minlength=len(stems))
-    # the logarithms as Python takes them, once per distinct count
-    sublinear = np.array([1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
-    weight = sublinear[tf - 1] * idf(n, df)[word]
-    weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))[row]
+    # the logarithms as Python takes them, once per distinct count (at its count; 0 is never one)
+    sublinear = np.array([0.0] + [1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
+    weight = sublinear.take(tf)
+    weight *= idf(n, df).take(word)
+    weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n)).take(row)
     return _by_rank(n, row, word, weight, tf, stems, df)
 
 
@@ -257,14 +262,17 @@ def _by_rank(n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, tf: 
     order = _ranked(words, df)
     rank_of = np.empty(len(words), dtype=np.int64)
     rank_of[order] = np.arange(len(words))
-    key = row << (rank_bits + entry_bits)
-    key |= rank_of[word] << entry_bits
+    key = row.astype(np.int64) << (rank_bits + entry_bits)
+    key |= rank_of.take(word) << entry_bits
     key |= np.arange(len(row), dtype=np.int64)
+    del row, word
     key.sort()
     entry = key & ((1 << entry_bits) - 1)
+    key >>= entry_bits
+    rank = key & ((1 << rank_bits) - 1)
+    key >>= rank_bits
     m = Matrix.__new__(Matrix)
-    m._laid_out(n, key >> (rank_bits + entry_bits), (key >> entry_bits) & ((1 << rank_bits) - 1), weight[entry],
-                tf[entry], [words[i] for i in order], df[order])
+    m._laid_out(n, key, rank, weight.take(entry), tf.take(entry), [words[i] for i in order], df[order])
     return m
 
 
