@@ -92,7 +92,7 @@ class Corpus:
         renumber = np.zeros(len(self.vocabulary), dtype=np.int64)
         renumber[order] = np.arange(len(order))
         vocabulary = "\n".join(self.vocabulary[i] for i in order.tolist()).encode("utf-8", "surrogatepass")
-        return framed.frame({"rules": rules.hex(), "texts": len(self.digests), "ids": len(self.ids)},
+        return framed.frame({"rules": rules.hex(), "texts": len(self.lengths), "ids": len(self.ids)},
                             [self.joined, self.lengths.astype("<i4").tobytes(),
                              renumber[self.ids].astype("<i4").tobytes(), vocabulary])
 
