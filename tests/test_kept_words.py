@@ -2,7 +2,9 @@
 `sparse.tf_idf` gives from scratch, bit for bit, however the texts change from cycle to cycle."""
 
 import importlib
+import math
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -137,6 +139,12 @@ def test_first_seen(n):
     assert sparse.first_seen(ids, 6).tolist() == list(dict.fromkeys(ids.tolist()))
 
 
+def test_first_seen_of_many_values_some_first_met_late():
+    rng = np.random.default_rng(4)
+    ids = np.r_[rng.integers(0, 500, 100_000), rng.integers(0, 2_000, 100_000)].astype(np.int32)
+    assert sparse.first_seen(ids, 2_100).tolist() == list(dict.fromkeys(ids.tolist()))
+
+
 def test_compounds_are_joined_as_text_join_compounds_joins_each_text():
     rng = random.Random(3)
     parts = ["type", "script", "front", "end", "data", "base", "pool", "set", "up", "setup", "typescript",
@@ -145,8 +153,73 @@ def test_compounds_are_joined_as_text_join_compounds_joins_each_text():
     vocabulary = list(dict.fromkeys(w for doc in docs for w in doc))
     index = {w: i for i, w in enumerate(vocabulary)}
     ids = np.array([index[w] for doc in docs for w in doc], dtype=np.int64)
-    doc = np.repeat(np.arange(len(docs)), [len(d) for d in docs])
-    joined, joined_doc = sparse._join_compounds(ids, doc, vocabulary, index)
-    got = [[vocabulary[i] for i in joined[joined_doc == d].tolist()] for d in range(len(docs))]
+    lengths = np.array([len(d) for d in docs], dtype=np.int64)
+    joined, joined_lengths = sparse._join_compounds(ids, lengths, vocabulary, sparse.first_seen(ids, len(vocabulary)))
+    cuts = sparse.starts(joined_lengths).tolist()
+    got = [[vocabulary[i] for i in joined[lo:hi].tolist()] for lo, hi in zip(cuts, cuts[1:])]
     assert got == [text.join_compounds(d, set(vocabulary)) for d in docs]
     assert any(len(g) < len(d) for g, d in zip(got, docs))
+
+
+def _defined(docs: list[list[str]]) -> list[list[tuple[str, float, int]]]:
+    """Each row of `sparse.tf_idf(docs)` as (stem, weight, count) in rank order, by its definition,
+    one text at a time: a text's norm is summed over its stems in the order `tf_idf` numbers them
+    (the order their words are first used in), so the floats are the same bit for bit."""
+    vocabulary = list(dict.fromkeys(w for doc in docs for w in doc))
+    number: dict[str, int] = {}
+    for word in vocabulary:
+        for stem in text.stems([word]):
+            number.setdefault(stem, len(number))
+    counts = [Counter(text.stems(text.join_compounds(doc, set(vocabulary)))) for doc in docs]
+    df = Counter(stem for c in counts for stem in c)
+    rank = {stem: i for i, stem in enumerate(sorted(number, key=lambda stem: (df[stem], stem)))}
+    rows = []
+    for c in counts:
+        weight = {f: (1.0 + math.log(tf)) * (math.log((1 + len(docs)) / (1 + df[f])) + 1.0) for f, tf in c.items()}
+        norm = 0.0
+        for f in sorted(weight, key=number.__getitem__):
+            norm += weight[f] * weight[f]
+        rows.append(sorted(((f, w / math.sqrt(norm), c[f]) for f, w in weight.items()), key=lambda e: rank[e[0]]))
+    return rows
+
+
+def _rows(m: sparse.Matrix) -> list[list[tuple[str, float, int]]]:
+    return [[(m.words[r], w, t) for r, w, t in zip(m.rank[lo:hi].tolist(), m.weight[lo:hi].tolist(),
+                                                   m.tf[lo:hi].tolist())]
+            for lo, hi in zip(m.start[:-1].tolist(), m.start[1:].tolist())]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tf_idf_of_random_corpora_in_any_word_order_equals_its_definition_bit_for_bit(seed, monkeypatch):
+    rng = random.Random(seed)
+    parts = WORDS + ["set", "up", "setup", "end", "pool", "endpool", "up", "upset"]
+    docs = [text.terms(" ".join(rng.choice(parts) for _ in range(rng.randint(0, 12))) * rng.randint(1, 2))
+            for _ in range(rng.randint(1, 120))]
+    want = _defined(docs)
+    m = sparse.tf_idf(docs)
+    assert _rows(m) == want
+    assert m.words == sorted(m.words, key=lambda w: (int(m.df[m.words.index(w)]), w))
+    # the words numbered in another order, with words no text uses: the same matrix
+    vocabulary = list(dict.fromkeys(w for doc in docs for w in doc)) + ["unused", "typescript", "setup"]
+    rng.shuffle(vocabulary)
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = np.array([index[w] for doc in docs for w in doc], dtype=np.int32)
+    lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
+    _same(sparse.tf_idf_of(lengths, ids, vocabulary), m)
+    # and when the entries' sort key would not fit in 63 bits, through the general constructor
+    monkeypatch.setattr(sparse, "_packed_bits", lambda *bits: 64)
+    _same(sparse.tf_idf_of(lengths, ids, vocabulary), m)
+
+
+def test_rows_of_finds_each_digest_at_its_first_row_as_a_dict_would():
+    rng = random.Random(8)
+    texts = [str(rng.randrange(50)) for _ in range(200)]  # many texts twice or more
+    keys = [shared.digest(shared.WORDS, t) for t in texts]
+    corpus = kept_words.Corpus("0", keys, np.zeros(len(keys), dtype=np.int64), np.zeros(0, dtype=np.int32), [])
+    asked = [shared.digest(shared.WORDS, str(i)) for i in range(80)]
+    first = {}
+    for row, key in enumerate(keys):
+        first.setdefault(key, row)
+    assert corpus.rows_of(b"".join(asked)).tolist() == [first.get(key, -1) for key in asked]
+    assert kept_words.Corpus("1", [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), []
+                             ).rows_of(b"".join(asked)).tolist() == [-1] * len(asked)

@@ -60,7 +60,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -202,8 +201,7 @@ class _Base:
         base with the same code (its stems and counts); whether it is changed since the base (see
         the module docstring); and whether the base's contained search looked it up as the smaller
         (False for a row not the same)."""
-        index = dict(zip(self.texts, range(len(self.texts))))
-        at = np.fromiter(map(index.get, digests, repeat(-1)), dtype=np.int64, count=len(digests))
+        at = self._at(digests)
         same = at >= 0
         same[same] = (self.codes[at[same]] == codes[same]).all(axis=1)
         known = dict(zip(self.stems, self.df.tolist()))
@@ -228,6 +226,18 @@ class _Base:
             min_words, _, max_df = self.containment
             looked_up_then &= (m.lengths >= min_words) & (rarest_then <= max_df)
         return at, same, ~(same & steady), looked_up_then
+
+    def _at(self, digests: list[bytes]) -> np.ndarray:
+        """Each digest's index in `texts` (sorted: their first 8 bytes, read big-endian, ascending),
+        or -1, looked up by those 8 bytes and checked on all 16. Should two texts share their first 8
+        bytes (a 64-bit chance), a text may be taken as not in the base, which only makes its row
+        changed; never as another text."""
+        wanted = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 2)
+        if not self.texts:
+            return np.full(len(wanted), -1, dtype=np.int64)
+        held = np.frombuffer(b"".join(self.texts), dtype=">u8").reshape(-1, 2)
+        at = np.minimum(np.searchsorted(held[:, 0], wanted[:, 0]), len(held) - 1)
+        return np.where((held[at] == wanted).all(axis=1), at, -1)
 
     def _rows_by_text(self, at: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`rows` (of texts in the base; `at`: each row's text, from `compare`) grouped by text:

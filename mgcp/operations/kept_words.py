@@ -7,7 +7,8 @@ matrix's rows): everything `sparse.tf_idf_of` needs to build the corpus's TF-IDF
 exactly `sparse.tf_idf` of the words (the compounds and stems are worked out again from the
 vocabulary each time, so a new text that writes two words as one joins them in every other text).
 A repeat cycle digests its texts, finds the rows of the unchanged ones in the corpus kept from the
-last cycle (the kept corpus sharing the most texts with it) and reads only the others.
+last cycle (the kept corpus sharing the most texts with it; by their digests, with numpy) and reads
+only the others; the words of the unchanged rows are copied a run of rows at a time.
 
 Kept as bytes (`framed`): the digest of the rules words are read by (`shared.WORDS`; a corpus
 kept under other rules is not used) and the counts in the header; the digests, the lengths and ids
@@ -26,15 +27,18 @@ import numpy as np
 from mgcp.operations import framed, sparse
 
 SAMPLE = 64  # texts looked up in each kept corpus to find the one a new corpus continues
-ROWS_AT_ONCE = 10_000
 
 
 class Corpus:
-    """Texts' words (see the module docstring). `name`: what it is kept under."""
+    """Texts' words (see the module docstring). `name`: what it is kept under. `digests`: each
+    text's digest, as a list of bytes or as the 16-byte digests joined."""
 
-    def __init__(self, name: str, digests: list[bytes], lengths: np.ndarray, ids: np.ndarray, vocabulary: list[str]):
+    def __init__(self, name: str, digests: list[bytes] | bytes, lengths: np.ndarray, ids: np.ndarray,
+                 vocabulary: list[str]):
         self.name = name
-        self.digests = digests
+        self.joined = digests if isinstance(digests, bytes) else b"".join(digests)
+        if not isinstance(digests, bytes):
+            self.digests = digests
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.ids = ids if ids.dtype == np.int32 else np.asarray(ids, dtype=np.int32)
         self.vocabulary = vocabulary
@@ -43,23 +47,38 @@ class Corpus:
         self.start = sparse.starts(self.lengths)
 
     @cached_property
-    def row_of(self) -> dict[bytes, int]:
-        """A row by text digest (the first, should a text be in the corpus twice)."""
-        out: dict[bytes, int] = {}
-        for row, key in enumerate(self.digests):
-            out.setdefault(key, row)
-        return out
+    def digests(self) -> list[bytes]:
+        """Each text's digest."""
+        return [self.joined[i:i + 16] for i in range(0, len(self.joined), 16)]
 
-    def rows(self) -> list[tuple[str, ...]]:
-        """Each row's words (a block of rows at a time, so that only a block's words are listed)."""
-        vocabulary = np.array(self.vocabulary + [""], dtype=object)
-        out: list[tuple[str, ...]] = []
-        for first in range(0, len(self.digests), ROWS_AT_ONCE):
-            bounds = self.start[first:first + ROWS_AT_ONCE + 1]
-            words = vocabulary[self.ids[bounds[0]:bounds[-1]]].tolist()
-            cuts = (bounds - bounds[0]).tolist()
-            out += [tuple(words[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
-        return out
+    @cached_property
+    def _halves(self) -> np.ndarray:
+        """Each digest as two 64-bit integers."""
+        return np.frombuffer(self.joined, dtype=np.uint64).reshape(-1, 2)
+
+    @cached_property
+    def _by_first_half(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows in the order of their digests' first halves (rows of one first half ascending),
+        and those halves in that order."""
+        order = np.argsort(self._halves[:, 0], kind="stable")
+        return order, self._halves[order, 0]
+
+    def rows_of(self, joined: bytes) -> np.ndarray:
+        """The row holding each of the 16-byte digests `joined` (the first, should a text be in
+        the corpus twice), or -1. Found by the digests' first halves and checked on both: should two
+        texts' first halves be alike (a 64-bit chance), a text may be taken as not held, never as
+        another."""
+        wanted = np.frombuffer(joined, dtype=np.uint64).reshape(-1, 2)
+        order, first = self._by_first_half
+        if not len(order):
+            return np.full(len(wanted), -1, dtype=np.int64)
+        at = order[np.minimum(np.searchsorted(first, wanted[:, 0]), len(order) - 1)]
+        found = (self._halves[at] == wanted).all(axis=1)
+        return np.where(found, at, -1)
+
+    def words_of(self, row: int) -> tuple[str, ...]:
+        """The words of the text in `row`."""
+        return tuple(map(self.vocabulary.__getitem__, self.ids[self.start[row]:self.start[row + 1]].tolist()))
 
     def matrix(self) -> sparse.Matrix:
         """`sparse.tf_idf` of the texts' words."""
@@ -73,8 +92,8 @@ class Corpus:
         renumber = np.zeros(len(self.vocabulary), dtype=np.int64)
         renumber[order] = np.arange(len(order))
         vocabulary = "\n".join(self.vocabulary[i] for i in order.tolist()).encode("utf-8", "surrogatepass")
-        return framed.frame({"rules": rules.hex(), "texts": len(self.digests), "ids": len(self.ids)},
-                            [b"".join(self.digests), self.lengths.astype("<i4").tobytes(),
+        return framed.frame({"rules": rules.hex(), "texts": len(self.lengths), "ids": len(self.ids)},
+                            [self.joined, self.lengths.astype("<i4").tobytes(),
                              renumber[self.ids].astype("<i4").tobytes(), vocabulary])
 
     @classmethod
@@ -89,7 +108,6 @@ class Corpus:
         if not (isinstance(n, int) and isinstance(m, int) and len(digests) == 16 * n
                 and len(lengths) == 4 * n and len(ids) == 4 * m):
             return None
-        digests = [digests[i:i + 16] for i in range(0, 16 * n, 16)]
         lengths = np.frombuffer(lengths, dtype="<i4").astype(np.int64)
         ids = np.frombuffer(ids, dtype="<i4")  # read only, as a kept corpus is
         try:
@@ -108,10 +126,14 @@ def continued(corpora: Sequence[Corpus], digests: list[bytes]) -> Corpus | None:
     or None when none holds any."""
     if not digests:
         return None
-    sample = set(digests[::max(1, len(digests) // SAMPLE)])
+    sample = np.frombuffer(b"".join(dict.fromkeys(digests[::max(1, len(digests) // SAMPLE)])),
+                           dtype=np.uint64).reshape(-1, 2)
+    sample = sample[np.argsort(sample[:, 0], kind="stable")]
     best, hits = None, 0
-    for corpus in corpora:
-        found = len(sample.intersection(corpus.digests))
+    for corpus in corpora:  # each corpus's digests looked up among the few of the sample
+        held = corpus._halves
+        at = np.minimum(np.searchsorted(sample[:, 0], held[:, 0]), len(sample) - 1)
+        found = len(np.unique(at[(sample[at] == held).all(axis=1)]))
         if found > hits:
             best, hits = corpus, found
     return best
@@ -121,12 +143,12 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
     """The corpus of the texts with `digests` (kept under `name`), with the words of the texts
     `base` holds taken from it and the others read by `read(i)` (the words of the i-th text)."""
     n = len(digests)
+    joined = b"".join(digests)
     if base is None:
         rows = np.full(n, -1, dtype=np.int64)
         vocabulary: list[str] = []
     else:
-        row_of = base.row_of
-        rows = np.fromiter((row_of.get(key, -1) for key in digests), dtype=np.int64, count=n)
+        rows = base.rows_of(joined)
         vocabulary = list(base.vocabulary)
     missing = np.flatnonzero(rows < 0)
     index = {w: i for i, w in enumerate(vocabulary)}
@@ -135,17 +157,32 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
     said = list(chain.from_iterable(read_words))
     for word in dict.fromkeys(said):  # each new word numbered where it is first used
         index.setdefault(word, len(index))
-    new_ids = np.fromiter(map(index.__getitem__, said), dtype=np.int64, count=len(said))
+    new_ids = np.fromiter(map(index.__getitem__, said), dtype=np.int32, count=len(said))
     vocabulary += list(index)[len(vocabulary):]
     lengths = np.zeros(n, dtype=np.int64)
     found = np.flatnonzero(rows >= 0)
     if base is not None:
         lengths[found] = base.lengths[rows[found]]
     lengths[missing] = new_lengths
-    corpus = Corpus(name, digests, lengths, np.zeros(int(lengths.sum()), dtype=np.int32), vocabulary)
+    corpus = Corpus(name, joined, lengths, np.empty(int(lengths.sum()), dtype=np.int32), vocabulary)
+    corpus.digests = digests
     if base is not None and len(found):
-        corpus.ids[sparse.expand(corpus.start, found)] = base.ids[sparse.expand(base.start, rows[found])]
+        _copy_rows(base, rows, found, corpus)
     corpus.ids[sparse.expand(corpus.start, missing)] = new_ids
     corpus.unchanged = (base is not None and (base.kept or base.unchanged) and not len(missing)
-                        and n == len(base.digests) and bool(np.array_equal(rows, np.arange(n))))
+                        and n == len(base.lengths) and bool(np.array_equal(rows, np.arange(n))))
     return corpus
+
+
+def _copy_rows(base: Corpus, rows: np.ndarray, found: np.ndarray, corpus: Corpus) -> None:
+    """Copy the words of `base`'s rows `rows[found]` into `corpus`'s rows `found`: a run of rows
+    that follow each other in both at once, when there are few runs (a corpus changed a little)."""
+    step = np.flatnonzero((np.diff(found) != 1) | (np.diff(rows[found]) != 1)) + 1
+    firsts = np.r_[0, step]
+    if len(firsts) > len(found) // 8:
+        corpus.ids[sparse.expand(corpus.start, found)] = base.ids[sparse.expand(base.start, rows[found])]
+        return
+    lasts = np.r_[step, len(found)] - 1
+    for lo, hi, at in zip(corpus.start[found[firsts]].tolist(), corpus.start[found[lasts] + 1].tolist(),
+                          base.start[rows[found[firsts]]].tolist()):
+        corpus.ids[lo:hi] = base.ids[at:at + hi - lo]

@@ -122,7 +122,6 @@ class Reader:
         self._decoded: dict = {}  # name -> the kept corpus, or None when it cannot be used
         self._texts: list = []  # (docs, corpus) of each corpus built in this cycle
         self._row_of: dict[int, dict[str, int]] = {}  # by place in `_texts`: a row by text
-        self._words: dict[int, list[tuple[str, ...]]] = {}  # by place in `_texts`: each row's words
 
     def terms(self, doc: str) -> tuple[str, ...]:
         """`text.terms(doc)`: from a corpus built in this cycle that holds the text, else read."""
@@ -131,16 +130,13 @@ class Reader:
                 self._row_of[place] = dict(zip(docs, range(len(docs))))
             row = self._row_of[place].get(doc)
             if row is not None:
-                if place not in self._words:  # all at once: a corpus asked for one text is asked for all
-                    self._words[place] = corpus.rows()
-                return self._words[place][row]
+                return corpus.words_of(row)
         return tuple(map(sys.intern, text.terms(doc)))
 
     def let_go(self) -> None:
-        """Drop what `terms` made to answer quickly (each corpus's rows of words, its rows by text);
-        the corpora stay, and `terms` makes them again if asked."""
+        """Drop what `terms` made to answer quickly (each corpus's rows by text); the corpora stay,
+        and `terms` makes them again if asked."""
         self._row_of.clear()
-        self._words.clear()
 
     def built_corpus(self, docs: list[str]):
         """The corpus of `docs` built in this cycle, or None (nothing is read or built here)."""

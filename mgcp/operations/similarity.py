@@ -220,7 +220,7 @@ class _Rows(Mapping):
     """A matrix's rows by document key, each a word -> weight dict made when asked for."""
 
     def __init__(self, keys: list[Doc], matrix):
-        self.index = {key: i for i, key in enumerate(keys)}
+        self.index = dict(zip(keys, range(len(keys))))
         self.m = matrix
 
     def __getitem__(self, key: Doc) -> dict[str, float]:

@@ -64,19 +64,28 @@ class Matrix:
 
     def __init__(self, n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, words: Sequence[str],
                  df: np.ndarray, tf: np.ndarray | None = None):
-        order = sorted(range(len(words)), key=lambda i: (int(df[i]), words[i]))  # rarest first, then the word
+        order = _ranked(words, df)
         rank_of = np.empty(len(words), dtype=np.int64)
         rank_of[order] = np.arange(len(words))
-        self.words = [words[i] for i in order]
-        self.df = np.asarray(df, dtype=np.int64)[order]
+        row = np.asarray(row, dtype=np.int64)
         ranks = rank_of[word]
-        self.lengths = np.bincount(row, minlength=n).astype(np.int64)
-        self.start = starts(self.lengths)
         order_in_row = np.argsort(row * max(len(words), 1) + ranks, kind="stable")
-        self.rank = ranks[order_in_row]
-        self.weight = np.asarray(weight, dtype=np.float64)[order_in_row]
-        self.tf = None if tf is None else np.asarray(tf, dtype=np.int64)[order_in_row]  # each entry's count
-        self.row = np.repeat(np.arange(n, dtype=np.int64), self.lengths)
+        self._laid_out(n, row[order_in_row], ranks[order_in_row], np.asarray(weight, dtype=np.float64)[order_in_row],
+                       None if tf is None else np.asarray(tf, dtype=np.int64)[order_in_row],
+                       [words[i] for i in order], np.asarray(df, dtype=np.int64)[order])
+
+    def _laid_out(self, n: int, row: np.ndarray, rank: np.ndarray, weight: np.ndarray, tf: np.ndarray | None,
+                  words: list[str], df: np.ndarray) -> None:
+        """Set the rows from their entries laid out already: rows ascending (`row`: each entry's),
+        each row's entries by rank (`words` and `df`: in rank order)."""
+        self.words = words
+        self.df = df
+        self.row = row
+        self.rank = rank
+        self.weight = weight
+        self.tf = tf  # each entry's count of its word in its row, when known
+        self.start = np.searchsorted(row, np.arange(n + 1, dtype=np.int64))
+        self.lengths = np.diff(self.start)
         self.n = n
         self.size = len(words)
 
@@ -168,17 +177,23 @@ def tf_idf(docs: Sequence[Sequence[str]]) -> Matrix:
     weighing its stems by sublinear tf times smoothed idf, L2-normalised (see
     `mgcp.operations.similarity`), but in bulk: each distinct word is joined, stemmed and weighed
     once, and the words are counted by numpy."""
-    vocabulary = list(dict.fromkeys(chain.from_iterable(docs)))
-    index = {w: i for i, w in enumerate(vocabulary)}
+    index: dict[str, int] = {}
     lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-    ids = np.fromiter(map(index.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(lengths.sum()))
-    return tf_idf_of(lengths, ids, vocabulary)
+    ids = np.fromiter((index.setdefault(w, len(index)) for w in chain.from_iterable(docs)), dtype=np.int32,
+                      count=int(lengths.sum()))
+    return tf_idf_of(lengths, ids, list(index))
 
 
 def first_seen(ids: np.ndarray, size: int) -> np.ndarray:
     """The distinct values of `ids` (each below `size`) in the order they first occur."""
     first = np.full(size, len(ids), dtype=np.int64)
-    np.minimum.at(first, ids, np.arange(len(ids), dtype=np.int64))
+    # most values occur early: their first places are found among the first ones, and only the
+    # places of the values not met there are gone through after
+    head = min(len(ids), 1 << 16)
+    np.minimum.at(first, ids[:head], np.arange(head, dtype=np.int64))
+    if head < len(ids):
+        later = np.flatnonzero((first == len(ids))[ids[head:]]) + head
+        np.minimum.at(first, ids[later], later)
     present = np.flatnonzero(first < len(ids))
     return present[np.argsort(first[present], kind="stable")]
 
@@ -186,37 +201,89 @@ def first_seen(ids: np.ndarray, size: int) -> np.ndarray:
 def tf_idf_of(lengths: np.ndarray, ids: np.ndarray, vocabulary: Sequence[str]) -> Matrix:
     """`tf_idf` of the documents whose words are `vocabulary[i]` for the `ids`, `lengths[d]` of them
     for document d, one document after the other; `vocabulary` may hold words no document has and
-    be in any order (the words are renumbered in the order they first occur, as `tf_idf` numbers
-    them, so that every sum is taken in the same order and the matrix is the same bit for bit)."""
+    be in any order.
+
+    The same matrix bit for bit: the stems are numbered in the order `tf_idf` numbers them (the
+    order their words are first used in), each row's entries are counted in that order, and its
+    norm is summed in it; the entries are then laid out by rank. Both orders come from sorting one
+    integer per entry (document, then stem number or rank, packed into 63 bits when they fit)."""
     n = len(lengths)
-    order = first_seen(ids, len(vocabulary))
-    if len(order) != len(vocabulary) or not np.array_equal(order, np.arange(len(order))):
-        renumber = np.empty(len(vocabulary), dtype=np.int64)
-        renumber[order] = np.arange(len(order))
-        ids = renumber[ids]
-        vocabulary = [vocabulary[i] for i in order.tolist()]
-    index = {w: i for i, w in enumerate(vocabulary)}
-    ids = np.asarray(ids, dtype=np.int64)
-    doc = np.repeat(np.arange(n, dtype=np.int64), np.asarray(lengths, dtype=np.int64))
-    ids, doc = _join_compounds(ids, doc, vocabulary, index)
-    stem_of, stems = _stems(vocabulary)
-    stem = stem_of[ids]
+    lengths = np.asarray(lengths, dtype=np.int64)
+    ids = np.asarray(ids)
+    used = first_seen(ids, len(vocabulary))  # only the words used count, in the order first used
+    ids, lengths = _join_compounds(ids, lengths, vocabulary, used)
+    stem_of_used, stems = _stems([vocabulary[i] for i in used.tolist()])
+    stem_of = np.full(len(vocabulary), -1, dtype=np.int32 if len(stems) < 1 << 31 else np.int64)
+    stem_of[used] = stem_of_used
+    stem = stem_of.take(ids)
     del ids  # each array is let go as soon as it is read: at 100k documents each is tens of MB
     kept = stem >= 0
-    width = max(len(stems), 1)
-    code = doc[kept] * width + stem[kept]
-    del doc, stem, kept
+    # (document, stem number) as one integer, in 32 bits when it fits (sorted twice as fast)
+    row_bits, stem_bits = max(1, (n - 1).bit_length()), max(1, (len(stems) - 1).bit_length())
+    dtype = np.int32 if _packed_bits(row_bits, stem_bits) <= 31 else np.int64
+    code = np.repeat(np.arange(n, dtype=dtype) << stem_bits, lengths)
+    code |= stem.astype(dtype, copy=False)
+    code = code[kept]
+    del stem, kept
     code.sort()  # the distinct (document, stem) codes and their counts, as np.unique gives them
-    first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, dtype=np.int64)
+    new = np.empty(len(code), dtype=bool)
+    new[:1] = True
+    np.not_equal(code[1:], code[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    del new
     tf = np.diff(np.r_[first, len(code)])
-    row, word = np.divmod(code[first], width)
-    del code, first
+    if len(first) < len(code):
+        code = code[first]
+    del first
+    # the arrays are worked on in place where they can be: at 100k documents, memory the process has
+    # not touched yet costs more to fault in than the arithmetic done in it
+    word = code & ((1 << stem_bits) - 1)
+    code >>= stem_bits
+    row = code
     df = np.bincount(word, minlength=len(stems))
-    # the logarithms as Python takes them, once per distinct count
-    sublinear = np.array([1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
-    weight = sublinear[tf - 1] * idf(n, df)[word]
-    weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n))[row]
-    return Matrix(n, row, word, weight, stems, df, tf)
+    # the logarithms as Python takes them, once per distinct count (at its count; 0 is never one)
+    sublinear = np.array([0.0] + [1.0 + math.log(t) for t in range(1, int(tf.max(initial=1)) + 1)])
+    weight = sublinear.take(tf)
+    weight *= idf(n, df).take(word)
+    weight /= np.sqrt(np.bincount(row, weights=weight * weight, minlength=n)).take(row)
+    return _by_rank(n, row, word, weight, tf, stems, df)
+
+
+def _by_rank(n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, tf: np.ndarray, words: list[str],
+             df: np.ndarray) -> Matrix:
+    """`Matrix(n, row, word, weight, words, df, tf)` of entries in row order (rows ascending, a
+    row's words distinct): each row's entries put in rank order by one sort of (row, rank, entry)
+    packed into an integer, when they fit in 63 bits."""
+    row_bits = max(1, (n - 1).bit_length())
+    rank_bits = max(1, (len(words) - 1).bit_length())
+    entry_bits = max(1, (len(row) - 1).bit_length())
+    if _packed_bits(row_bits, rank_bits, entry_bits) > 63:
+        return Matrix(n, row, word, weight, words, df, tf)
+    order = _ranked(words, df)
+    rank_of = np.empty(len(words), dtype=np.int64)
+    rank_of[order] = np.arange(len(words))
+    key = row.astype(np.int64) << (rank_bits + entry_bits)
+    key |= rank_of.take(word) << entry_bits
+    key |= np.arange(len(row), dtype=np.int64)
+    del row, word
+    key.sort()
+    entry = key & ((1 << entry_bits) - 1)
+    key >>= entry_bits
+    rank = key & ((1 << rank_bits) - 1)
+    key >>= rank_bits
+    m = Matrix.__new__(Matrix)
+    m._laid_out(n, key, rank, weight.take(entry), tf.take(entry), [words[i] for i in order], df[order])
+    return m
+
+
+def _packed_bits(*bits: int) -> int:
+    """The bits an integer packing fields of `bits` bits each takes (a seam for the tests)."""
+    return sum(bits)
+
+
+def _ranked(words: Sequence[str], df: np.ndarray) -> list[int]:
+    """The order of `words` by rank: rarest first (`df`: how many rows hold each), then by the word."""
+    return sorted(range(len(words)), key=list(zip(np.asarray(df).tolist(), words)).__getitem__)
 
 
 def idf(n: int, df: np.ndarray) -> np.ndarray:
@@ -224,35 +291,38 @@ def idf(n: int, df: np.ndarray) -> np.ndarray:
     return np.array([math.log((1 + n) / (1 + d)) + 1.0 for d in df.tolist()])
 
 
-def _join_compounds(ids: np.ndarray, doc: np.ndarray, vocabulary: list[str], index: dict[str, int]):
-    """`text.join_compounds` on every document at once: two adjacent words of a document become one
-    where the vocabulary holds them written together, left to right (of "a b c" with "ab" and "bc"
-    both words, "ab" is taken and "c" stays)."""
-    joins = {(index[w[:k]], index[w[k:]]): i for i, w in enumerate(vocabulary)
+def _join_compounds(ids: np.ndarray, lengths: np.ndarray, vocabulary: Sequence[str], used: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """`text.join_compounds` on every document at once (`lengths`: each one's number of `ids`; `used`:
+    the ids of the words the documents use, the only ones that join or are joined into): two adjacent
+    words of a document become one where the words used hold them written together, left to right
+    (of "a b c" with "ab" and "bc" both words, "ab" is taken and "c" stays). The ids and lengths after."""
+    index = {vocabulary[i]: i for i in used.tolist()}
+    joins = {(index[w[:k]], index[w[k:]]): i for w, i in index.items()
              for k in range(1, len(w)) if w[:k] in index and w[k:] in index}
     if not joins or len(ids) < 2:
-        return ids, doc
+        return ids, lengths
     size = len(vocabulary)
     codes = np.array(sorted(a * size + b for a, b in joins), dtype=np.int64)
     joined = np.array([joins[divmod(int(c), size)] for c in codes], dtype=np.int64)
     left = np.zeros(size, dtype=bool)
     left[codes // size] = True
     place = np.flatnonzero(left[ids[:-1]])  # only a place whose word starts a compound can join
-    adjacent = ids[place] * size + ids[place + 1]
+    adjacent = ids[place].astype(np.int64) * size + ids[place + 1]
     at = np.minimum(np.searchsorted(codes, adjacent), len(codes) - 1)
-    joinable = (codes[at] == adjacent) & (doc[place] == doc[place + 1])
-    place, at = place[joinable], at[joinable]
+    start = starts(lengths)
+    row = np.searchsorted(start, place, side="right") - 1
+    joinable = (codes[at] == adjacent) & (place + 1 < start[row + 1])  # never across two documents
+    place, at, row = place[joinable], at[joinable], row[joinable]
     if not len(place):
-        return ids, doc
+        return ids, lengths
     # in a run of joinable places, a join consumes the next word, so every other place joins
     run_start = np.maximum.accumulate(np.where(np.r_[True, place[1:] != place[:-1] + 1], place, 0))
     joins_here = (place - run_start) % 2 == 0
     take = place[joins_here]
-    ids = ids.copy()
-    ids[take] = joined[at[joins_here]]
-    keep = np.ones(len(ids), dtype=bool)
-    keep[take + 1] = False
-    return ids[keep], doc[keep]
+    out = np.delete(ids, take + 1)
+    out[take - np.arange(len(take))] = joined[at[joins_here]]  # each earlier join took one word out
+    return out, lengths - np.bincount(row[joins_here], minlength=len(lengths))
 
 
 def _stems(vocabulary: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -595,9 +665,13 @@ def repeated_rows(start: np.ndarray, ids: np.ndarray) -> np.ndarray:
     rng = np.random.default_rng(20_24)  # fixed: the hashes only group rows within one call
     of_id = rng.integers(0, 2 ** 64, size=int(ids.max()) + 1, dtype=np.uint64, endpoint=False)
     of_place = rng.integers(0, 2 ** 64, size=int(lengths.max()), dtype=np.uint64) | np.uint64(1)
-    place = np.arange(len(ids), dtype=np.int64) - np.repeat(start[:-1], lengths)
+    place = np.arange(len(ids), dtype=np.int64)
+    place -= np.repeat(start[:-1], lengths)
+    hashed = of_id[ids]
+    hashed *= of_place[place]
+    del place
     running = np.zeros(len(ids) + 1, dtype=np.uint64)
-    np.cumsum(of_id[ids] * of_place[place], dtype=np.uint64, out=running[1:])
+    np.cumsum(hashed, dtype=np.uint64, out=running[1:])
     sums = running[start[1:][filled]] - running[start[:-1][filled]]  # wraps around 2^64, as the sums do
     order = np.lexsort((sums, lengths[filled]))
     same = (sums[order][1:] == sums[order][:-1]) & (lengths[filled][order][1:] == lengths[filled][order][:-1])
