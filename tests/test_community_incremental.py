@@ -350,6 +350,19 @@ def test_a_run_due_for_a_full_run_or_without_kept_state_is_exactly_the_full_run(
     assert not community_detection.run(after, None, other, cache=CycleCache(), kept=first.kept).incremental
 
 
+def test_kept_pair_scores_made_by_other_rules_are_not_used(monkeypatch):
+    """Another way of reading, weighing or scoring the texts (a changed stemmer, sparse.py): the kept
+    scores were made by other rules, so the run is a full one."""
+    rng = random.Random(10)
+    before = corpus(rng, 200)
+    first = full(before)
+    after = change(rng, before, 0.05)
+    assert community_detection.run(after, first.communities, SETTINGS, cache=CycleCache(), kept=first.kept).incremental
+    monkeypatch.setattr(community_detection, "SCORE_RULES", "other rules")
+    assert not community_detection.run(after, first.communities, SETTINGS, cache=CycleCache(),
+                                       kept=first.kept).incremental
+
+
 # -- through the engine ---------------------------------------------------------------------------
 
 OPS = ["community_detection"]
@@ -529,3 +542,5 @@ def test_a_run_from_a_state_kept_of_no_lessons_adds_them_all():
     result = community_detection.run(lessons, first.communities, SETTINGS, cache=CycleCache(), kept=first.kept)
     assert result.incremental and result.kept.lessons.ids == sorted(x.id for x in lessons)
     assert result.communities  # every lesson searched and placed
+    stored = community_detection.KeptLessons.read(first.kept.lessons.state())  # as the engine keeps it, and reads it back
+    assert stored is not None and stored.ids == [] and len(stored.candidates.other) == 0

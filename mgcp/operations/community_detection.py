@@ -108,6 +108,12 @@ _OWN = Path(__file__).read_bytes()
 KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
 # how a title sample member's phrases are read and kept (`_member_phrases`, `_Phrases`, and the words' rules)
 PHRASE_RULES = hashlib.blake2b(b"community phrases\0" + _OWN + WORDS, digest_size=16).digest()
+# how the kept candidates' pair scores are made: the words' rules and the code that weighs and scores
+# the texts (this module, `shared`, `similarity`, `sparse`); kept under other rules, a state is not used
+SCORE_RULES = hashlib.blake2b(
+    b"community scores\0" + WORDS + _OWN
+    + b"".join(Path(__file__).with_name(f"{name}.py").read_bytes() for name in ("shared", "similarity", "sparse")),
+    digest_size=16).hexdigest()
 
 
 @dataclass
@@ -325,7 +331,7 @@ class KeptLessons:
         start = starts(lengths)
         owner = np.repeat(np.arange(n, dtype=np.int64), np.maximum(lengths, 0))
         if (lengths.min(initial=0) < 0 or start[-1] != len(other) or other.min(initial=0) < 0
-                or other.max(initial=0) >= n or (owner == other).any() or not np.isfinite(score).all()):
+                or other.max(initial=-1) >= n or (owner == other).any() or not np.isfinite(score).all()):
             return None
         label = np.frombuffer(label, dtype="<i8").astype(np.int64)
         if label.min(initial=0) < 0:
@@ -360,10 +366,11 @@ class KeptLessons:
 
 def _settings_key(settings: dict, backend: str) -> str:
     """What kept state is only valid under: the settings that shape the graph and the partition,
-    the backend (its class name) and the Louvain implementation (the engine adds the mgcp version)."""
+    the backend (its class name), the Louvain implementation and the rules the kept pair scores
+    were made by (the engine adds the mgcp version)."""
     shaping = {k: settings.get(k) for k in ("seed", "resolution", "similarity_edge_threshold",
                                             "similarity_edge_weight", "shared_tag_weight", "max_tag_frequency")}
-    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS, KEPT_RULES], sort_keys=True)
+    described = json.dumps([shaping, backend, louvain(settings), NEIGHBOURS, KEPT_RULES, SCORE_RULES], sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
 

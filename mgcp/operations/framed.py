@@ -1,10 +1,11 @@
 """Kept states as bytes: a JSON header, then binary parts (arrays, joined digests, text).
 
-`frame` writes the header with each part's size and a digest of all of them; `unframe` gives the
-header and the parts back, or None when the bytes are not such a state or were damaged: cut short,
-grown, a header that is not an object, or a changed byte anywhere in the parts (which would
-otherwise read as numbers that still fit, and give results no run would give). What a part holds,
-and whether its counts agree with the header, is for the reader to check. Stdlib only.
+`frame` writes the header with each part's size and a digest of the header and all the parts;
+`unframe` gives the header and the parts back, or None when the bytes are not such a state or were
+damaged: cut short, grown, a header that is not an object, or a changed byte anywhere in the header
+or the parts (which would otherwise read as words or numbers that still fit, and give results no
+run would give). What a part holds, and whether its counts agree with the header, is for the
+reader to check. Stdlib only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ _SIZE = struct.Struct("<I")
 
 def frame(header: dict, parts: Sequence[bytes]) -> bytes:
     """`header` (JSON-able, without the keys "sizes" and "body") and `parts`, as one state."""
-    head = json.dumps({**header, "sizes": [len(part) for part in parts], "body": _digest(parts)}).encode()
+    fields = {**header, "sizes": [len(part) for part in parts]}
+    head = json.dumps({**fields, "body": _digest(fields, parts)}).encode()
     return _SIZE.pack(len(head)) + head + b"".join(parts)
 
 
@@ -40,13 +42,15 @@ def unframe(state: bytes | None, parts: int) -> tuple[dict, list[bytes]] | None:
     for n in sizes:
         out.append(state[at:at + n])
         at += n
-    if at != len(state) or header.get("body") != _digest(out):
+    if at != len(state) or header.get("body") != _digest({k: v for k, v in header.items() if k != "body"}, out):
         return None
     return header, out
 
 
-def _digest(parts: Sequence[bytes]) -> str:
-    h = hashlib.blake2b(digest_size=16)
+def _digest(fields: dict, parts: Sequence[bytes]) -> str:
+    """A digest of the header's fields (as JSON with sorted keys, which reads back to the same
+    fields) and of the parts."""
+    h = hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=16)
     for part in parts:
         h.update(part)
     return h.hexdigest()

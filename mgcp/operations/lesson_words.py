@@ -10,7 +10,7 @@ The index is kept between cycles (`state`, read back by `LessonWords(lessons, ke
 is known by a digest of its id, creation time and words' source text (`lesson_digest`), so a cycle
 reads only the lessons added or changed since, and drops the gone ones' entries. A kept state made
 by other rules (other code of this module or of `mgcp.text`), or damaged (`mgcp.operations.framed`:
-cut short, grown, or a byte changed anywhere in its parts), is ignored; it is a cache, and the index
+cut short, grown, or a byte changed anywhere in it), is ignored; it is a cache, and the index
 made from it is exactly the one made from nothing (a word's lessons ascending, whatever the word
 numbers).
 """

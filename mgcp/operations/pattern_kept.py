@@ -14,7 +14,7 @@ observations and holder are unchanged is exactly as stored.
 A kept state made by other rules (other code of this module, of pattern reinforcement, of the word
 index or of `mgcp.reinforcement`, other rules words are read by (`shared.WORDS`), or another
 `min_count` or `categories`) is ignored, and so is a damaged one (`mgcp.operations.framed`: cut
-short, grown, a byte changed anywhere in its arrays). It is a cache: a run from nothing finds and
+short, grown, a byte changed anywhere in it). It is a cache: a run from nothing finds and
 writes exactly what a run from it does.
 """
 
@@ -98,7 +98,7 @@ class Kept:
     @classmethod
     def of(cls, state: bytes | None, rules_: str) -> "Kept | None":
         """The kept state, when made by these rules; None when it is missing, unreadable or damaged
-        (`framed.unframe`: cut short, grown, a byte changed anywhere in its arrays)."""
+        (`framed.unframe`: cut short, grown, a byte changed anywhere in it)."""
         import numpy as np
 
         read = framed.unframe(state, 4)

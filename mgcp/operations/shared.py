@@ -150,9 +150,9 @@ class Reader:
         `kept_words.Corpus`, rows in `docs` order."""
         from mgcp.operations import kept_words
 
-        for built_docs, corpus in self._texts:
-            if built_docs == docs:  # the same texts again (the same strings: cheap to compare)
-                return corpus
+        corpus = self.built_corpus(docs)  # the same texts again
+        if corpus is not None:
+            return corpus
         for name in list(self.corpora):
             if name not in self._decoded:
                 self._decoded[name] = kept_words.Corpus.decode(name, self.corpora[name], WORDS)
