@@ -167,3 +167,35 @@ def test_a_cycle_hands_its_freed_memory_back_after_each_operation(db, run, monke
     report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
     assert [r.operation for r in report.operations] == ["staleness_scan", "duplicate_detection"]
     assert calls == [0, 1]
+
+
+def test_an_operations_output_is_let_go_before_the_next_operation_runs(db, run, monkeypatch):
+    """What an operation's output holds (a community run's kept state) is not kept alive through
+    the operations after it: their peaks would stack on it."""
+    import weakref
+
+    from mgcp.engine import cycle
+
+    class Held:
+        pass
+
+    seen = []
+
+    async def first(store, project, settings, inputs):
+        held = Held()
+        seen.append(weakref.ref(held))
+
+        async def write(run_id):
+            return held
+
+        return [], {}, ("first_output", write)
+
+    async def second(store, project, settings, inputs):
+        seen.append(seen[0]() is None)
+        return [], {}, None
+
+    monkeypatch.setitem(cycle.RUNNERS, "staleness_scan", first)
+    monkeypatch.setitem(cycle.RUNNERS, "duplicate_detection", second)
+    report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
+    assert [r.error for r in report.operations] == [None, None]
+    assert seen[1] is True

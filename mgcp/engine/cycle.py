@@ -171,6 +171,10 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectContext, pla
         inputs.cache.progress = None
         inputs.end([p.operation for p in plan[index:]])
         yield analysis
+        # written (or held by the caller) by now: let go of what its output holds (a community run's
+        # kept state, say), and hand the memory back, before the next operation runs
+        analysis = findings = summary = output = None
+        _give_back()
     if keep:
         await inputs.keep_corpora()
         await inputs.keep_searches()
@@ -263,6 +267,7 @@ async def _record(store: Store, project: ProjectContext, plan: list[OperationSch
         if result.error:
             errors.append(f"{op}: {result.error}")
         report.operations.append(result)
+        del analysis  # written: not held while the next operation runs
     report.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
     async with store.transaction():
         await store.rem.finish_run(run_id, report.duration_ms, len(report.findings), errors,
@@ -350,7 +355,8 @@ def _give_back() -> None:
     inside its heaps between live blocks (a heap per thread that allocated), so the next operation's
     peak would stack on what the last one left there, and a long-running process (`mgcp serve`)
     would hold its cycle's peak until it exits; elsewhere (no `malloc_trim`) nothing happens. Done
-    after each operation: the pages faulted in again cost less than the peak they save."""
+    after each operation, once its output is written and let go: the pages faulted in again cost
+    less than the peak they save."""
     import ctypes
 
     try:
@@ -402,7 +408,6 @@ class _Inputs:
             self.active = self._words = None
         if not HISTORY_READERS.intersection(later):
             self.snapshots, self.after = [], None
-        _give_back()
 
     async def lessons_digest(self, mark: str = "lesson_content") -> str:
         """The lessons' `content_digest` (or another mark), taken once per cycle and before
