@@ -170,6 +170,22 @@ def test_a_stale_or_broken_state_means_a_full_search_with_the_same_result(spied)
         assert found == (expected if settings is SETTINGS else _json(duplicate_detection.run(lessons, settings)))
 
 
+def test_a_state_whose_texts_do_not_fill_their_count_is_ignored(spied):
+    """A state framed whole (its digest holds) whose text digests are cut short of 16 bytes each is
+    not a state these rules made: ignored, never raised on."""
+    from mgcp.operations import framed
+
+    lessons, _ = synthetic(60)
+    search = kept_search.KeptSearch()
+    expected = _json(duplicate_detection.run(lessons, SETTINGS, search=search))
+    header, parts = framed.unframe(search.keep, 8)
+    parts[2] = parts[2][:-15]  # as many pieces as texts, the last one byte long
+    short = framed.frame({k: v for k, v in header.items() if k not in ("sizes", "body")}, parts)
+    calls = len(spied)
+    assert _json(duplicate_detection.run(lessons, SETTINGS, search=kept_search.KeptSearch(short))) == expected
+    assert spied[calls:] == [-1]
+
+
 def test_a_state_kept_for_another_containment_rule_means_a_full_search():
     docs = {f"d{i}": f"alpha beta gamma{i % 7} delta{i % 5}" + " epsilon" * (i % 2) for i in range(40)}
     rule = (3, 2.0, 200)

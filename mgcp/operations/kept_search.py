@@ -324,7 +324,7 @@ class _Base:
                        np.frombuffer(codes, dtype="<u8").astype(np.uint64).reshape(-1, 3), a, b, small, large)
             indexes = np.r_[base.a, base.b, base.small, base.large]
             consistent = (base.n >= 0 and len(base.stems) == header["stems"] == len(base.df)
-                          and len(base.texts) == header["texts"] == len(base.codes)
+                          and len(texts) == 16 * header["texts"] and len(base.texts) == header["texts"] == len(base.codes)
                           and len(base.a) == len(base.b) == header["pairs"] and bool(np.all(base.a < base.b))
                           and len(base.small) == len(base.large) == header["contained"]
                           and (not len(indexes) or (indexes.min() >= 0 and indexes.max() < len(base.texts))))
