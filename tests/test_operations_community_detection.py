@@ -342,19 +342,26 @@ def test_another_backend_builds_the_same_graph_through_nearest_and_keeps_nothing
     assert not again.incremental
 
 
-def test_the_strongest_neighbours_of_the_nodes_asked_are_those_of_their_definition():
+def _random_graphs(count: int):
+    """`count` random graphs (seeded): (rng, n, a, b, w, the `_Graph` of them), edges a < b in order."""
     import numpy as np
 
     from mgcp.operations.community_detection import _Graph
 
-    for seed in range(30):
+    for seed in range(count):
         r = np.random.default_rng(seed)
         n = int(r.integers(1, 50))
         codes = np.unique(r.integers(0, n * n, size=int(r.integers(0, 3 * n))))
         a, b = codes // n, codes % n
         a, b = a[a < b], b[a < b]
         w = r.choice([0.1, 0.3, 0.4, 1.0, 1.3], size=len(a))
-        graph = _Graph(n, a, b, w, np.zeros(0, dtype=np.int64), None)
+        yield r, n, a, b, w, _Graph(n, a, b, w, np.zeros(0, dtype=np.int64), None)
+
+
+def test_the_strongest_neighbours_of_the_nodes_asked_are_those_of_their_definition():
+    import numpy as np
+
+    for r, n, a, b, w, graph in _random_graphs(30):
         nodes = np.sort(r.choice(n, size=int(r.integers(0, n + 1)), replace=False)).astype(np.int64)
         of = graph.strongest(3, nodes)
         for i in nodes.tolist():
@@ -364,18 +371,7 @@ def test_the_strongest_neighbours_of_the_nodes_asked_are_those_of_their_definiti
 
 
 def test_each_nodes_edges_are_its_neighbours_ascending_with_their_weights_and_degree():
-    import numpy as np
-
-    from mgcp.operations.community_detection import _Graph
-
-    for seed in range(30):
-        r = np.random.default_rng(seed)
-        n = int(r.integers(1, 50))
-        codes = np.unique(r.integers(0, n * n, size=int(r.integers(0, 3 * n))))
-        a, b = codes // n, codes % n
-        a, b = a[a < b], b[a < b]
-        w = r.choice([0.1, 0.3, 0.4, 1.0, 1.3], size=len(a))
-        graph = _Graph(n, a, b, w, np.zeros(0, dtype=np.int64), None)
+    for _, n, a, b, w, graph in _random_graphs(30):
         for i in range(n):
             edges = sorted([(y, e) for e, (x, y) in enumerate(zip(a.tolist(), b.tolist())) if x == i]
                            + [(x, e) for e, (x, y) in enumerate(zip(a.tolist(), b.tolist())) if y == i])
