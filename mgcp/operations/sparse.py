@@ -64,9 +64,7 @@ class Matrix:
 
     def __init__(self, n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, words: Sequence[str],
                  df: np.ndarray, tf: np.ndarray | None = None):
-        order = _ranked(words, df)
-        rank_of = np.empty(len(words), dtype=np.int64)
-        rank_of[order] = np.arange(len(words))
+        order, rank_of = _ranked(words, df)
         row = np.asarray(row, dtype=np.int64)
         ranks = rank_of[word]
         order_in_row = np.argsort(row * max(len(words), 1) + ranks, kind="stable")
@@ -259,9 +257,7 @@ def _by_rank(n: int, row: np.ndarray, word: np.ndarray, weight: np.ndarray, tf: 
     entry_bits = max(1, (len(row) - 1).bit_length())
     if _packed_bits(row_bits, rank_bits, entry_bits) > 63:
         return Matrix(n, row, word, weight, words, df, tf)
-    order = _ranked(words, df)
-    rank_of = np.empty(len(words), dtype=np.int64)
-    rank_of[order] = np.arange(len(words))
+    order, rank_of = _ranked(words, df)
     key = row.astype(np.int64) << (rank_bits + entry_bits)
     key |= rank_of.take(word) << entry_bits
     key |= np.arange(len(row), dtype=np.int64)
@@ -281,9 +277,13 @@ def _packed_bits(*bits: int) -> int:
     return sum(bits)
 
 
-def _ranked(words: Sequence[str], df: np.ndarray) -> list[int]:
-    """The order of `words` by rank: rarest first (`df`: how many rows hold each), then by the word."""
-    return sorted(range(len(words)), key=list(zip(np.asarray(df).tolist(), words)).__getitem__)
+def _ranked(words: Sequence[str], df: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The order of `words` by rank (rarest first, `df`: how many rows hold each; then by the word),
+    and each word's rank."""
+    order = sorted(range(len(words)), key=list(zip(np.asarray(df).tolist(), words)).__getitem__)
+    rank_of = np.empty(len(words), dtype=np.int64)
+    rank_of[order] = np.arange(len(words))
+    return order, rank_of
 
 
 def idf(n: int, df: np.ndarray) -> np.ndarray:
