@@ -285,3 +285,21 @@ def test_bulk_rounding_is_pythons_round_ties_included():
     values = np.concatenate([rng.random(20000), near_ties, np.nextafter(near_ties, 0), np.nextafter(near_ties, 1),
                              [0.0, 1.0, 1e-9, 5e-10, 2.5e-9, 1e300]])
     assert sparse._round9(values).tolist() == [round(v, 9) for v in values.tolist()]
+
+
+def test_digest_places_is_each_digests_first_place_as_a_dict_would_give_it():
+    import hashlib
+    import random
+
+    from mgcp.operations import sparse
+
+    rng = random.Random(3)
+    pool = [hashlib.blake2b(str(i).encode(), digest_size=16).digest() for i in range(60)]
+    for _ in range(50):
+        kept = [rng.choice(pool) for _ in range(rng.randint(0, 40))]  # repeats: the first copy counts
+        asked = [rng.choice(pool) for _ in range(rng.randint(0, 30))]
+        first: dict[bytes, int] = {}
+        for place, digest in enumerate(kept):
+            first.setdefault(digest, place)
+        found = sparse.digest_places(b"".join(kept), b"".join(asked))
+        assert found.tolist() == [first.get(digest, -1) for digest in asked]

@@ -286,7 +286,7 @@ class KeptClaims:
                                     np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
                                     b"".join(encoded), found.pairs).encode()
             return found.said.__getitem__, found.pairs
-        was = _places(old.digests, digests)  # each action's kept index, or -1
+        was = sparse.digest_places(old.digests.tobytes(), digests.tobytes())  # each action's kept index, or -1
         now = np.full(len(old.digests), -1, dtype=np.int64)  # each kept action's index now, or -1
         now[was[was >= 0]] = np.flatnonzero(was >= 0)
         new = np.flatnonzero(was < 0).tolist()
@@ -461,16 +461,6 @@ class _State:
                        stem_word_, table, claim_start_, json_start_, blob, pairs)
         except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError):
             return None
-
-
-def _places(kept: np.ndarray, digests: np.ndarray) -> np.ndarray:
-    """For each of `digests`, its place among the distinct `kept` digests, or -1 (16-byte strings,
-    which numpy compares as equal exactly when their bytes are)."""
-    if not len(kept):
-        return np.full(len(digests), -1, dtype=np.int64)
-    order = np.argsort(kept, kind="stable")
-    place = order[np.minimum(np.searchsorted(kept[order], digests), len(kept) - 1)]
-    return np.where(kept[place] == digests, place, -1).astype(np.int64)
 
 
 def _number(words: int) -> str:

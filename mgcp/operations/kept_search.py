@@ -228,16 +228,9 @@ class _Base:
         return at, same, ~(same & steady), looked_up_then
 
     def _at(self, digests: list[bytes]) -> np.ndarray:
-        """Each digest's index in `texts` (sorted: their first 8 bytes, read big-endian, ascending),
-        or -1, looked up by those 8 bytes and checked on all 16. Should two texts share their first 8
-        bytes (a 64-bit chance), a text may be taken as not in the base, which only makes its row
-        changed; never as another text."""
-        wanted = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 2)
-        if not self.texts:
-            return np.full(len(wanted), -1, dtype=np.int64)
-        held = np.frombuffer(b"".join(self.texts), dtype=">u8").reshape(-1, 2)
-        at = np.minimum(np.searchsorted(held[:, 0], wanted[:, 0]), len(held) - 1)
-        return np.where((held[at] == wanted).all(axis=1), at, -1)
+        """Each digest's index in `texts`, or -1 (`sparse.digest_places`: a text may be taken as not
+        in the base, which only makes its row changed; never as another text)."""
+        return sparse.digest_places(b"".join(self.texts), b"".join(digests))
 
     def _rows_by_text(self, at: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`rows` (of texts in the base; `at`: each row's text, from `compare`) grouped by text:

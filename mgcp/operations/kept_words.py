@@ -56,25 +56,11 @@ class Corpus:
         """Each digest as two 64-bit integers."""
         return np.frombuffer(self.joined, dtype=np.uint64).reshape(-1, 2)
 
-    @cached_property
-    def _by_first_half(self) -> tuple[np.ndarray, np.ndarray]:
-        """The rows in the order of their digests' first halves (rows of one first half ascending),
-        and those halves in that order."""
-        order = np.argsort(self._halves[:, 0], kind="stable")
-        return order, self._halves[order, 0]
-
     def rows_of(self, joined: bytes) -> np.ndarray:
         """The row holding each of the 16-byte digests `joined` (the first, should a text be in
-        the corpus twice), or -1. Found by the digests' first halves and checked on both: should two
-        texts' first halves be alike (a 64-bit chance), a text may be taken as not held, never as
-        another."""
-        wanted = np.frombuffer(joined, dtype=np.uint64).reshape(-1, 2)
-        order, first = self._by_first_half
-        if not len(order):
-            return np.full(len(wanted), -1, dtype=np.int64)
-        at = order[np.minimum(np.searchsorted(first, wanted[:, 0]), len(order) - 1)]
-        found = (self._halves[at] == wanted).all(axis=1)
-        return np.where(found, at, -1)
+        the corpus twice), or -1 (`sparse.digest_places`: a text may be taken as not held, never as
+        another)."""
+        return sparse.digest_places(self.joined, joined)
 
     def words_of(self, row: int) -> tuple[str, ...]:
         """The words of the text in `row`."""

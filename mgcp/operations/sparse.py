@@ -342,6 +342,20 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
+def digest_places(kept: bytes, wanted: bytes) -> np.ndarray:
+    """For each 16-byte digest of `wanted` (joined), the place of its first copy among the 16-byte
+    digests of `kept` (joined), or -1: found by their first 8 bytes and checked on all 16. Should two
+    kept digests share their first 8 bytes (a 64-bit chance), a digest may be taken as not kept,
+    never as another."""
+    held = np.frombuffer(kept, dtype=np.uint64).reshape(-1, 2)
+    asked = np.frombuffer(wanted, dtype=np.uint64).reshape(-1, 2)
+    if not len(held):
+        return np.full(len(asked), -1, dtype=np.int64)
+    order = np.argsort(held[:, 0], kind="stable")
+    at = order[np.minimum(np.searchsorted(held[order, 0], asked[:, 0]), len(order) - 1)]
+    return np.where((held[at] == asked).all(axis=1), at, -1)
+
+
 def starts(lengths) -> np.ndarray:
     """Where each of rows of `lengths` entries starts, laid one after the other, and where the last
     ends: row r's entries are at start[r]:start[r + 1]."""
