@@ -284,6 +284,34 @@ def test_pairs_touching_is_pairs_with_a_touched_end():
         assert {(a, b): s for a, b, s in part} == {k: s for k, s in whole.items() if touched[k[0]] or touched[k[1]]}
 
 
+@pytest.mark.parametrize("mask_words", [1, 4])
+def test_pairs_touching_is_pairs_with_a_touched_end_on_near_copies(mask_words, monkeypatch):
+    """Many candidates close to the threshold, and (with one signature word) every word on one bit:
+    the bound of the heaviest weights drops only pairs below it."""
+    monkeypatch.setattr(sparse, "MASK_WORDS", mask_words)
+    rng = random.Random(11)
+    for _ in range(30):
+        vocabulary = [f"w{i}" for i in range(rng.randint(5, 30))]
+        docs = []
+        for _ in range(rng.randint(5, 40)):
+            words = [rng.choice(vocabulary) for _ in range(rng.randint(1, 12))]
+            docs += [words] + [[w for w in words if rng.random() < 0.8] + [rng.choice(vocabulary)]
+                               for _ in range(rng.randint(0, 3))]
+        m = sparse.tf_idf(docs)
+        t = rng.uniform(0.3, 0.95)
+        touched = np.array([rng.random() < 0.3 for _ in range(m.n)], dtype=bool)
+        whole = {(a, b): s for a, b, s in zip(*(x.tolist() for x in sparse.pairs(m, t)))}
+        part = list(zip(*(x.tolist() for x in sparse.pairs_touching(m, t, touched))))
+        assert {(a, b): s for a, b, s in part} == {k: s for k, s in whole.items() if touched[k[0]] or touched[k[1]]}
+
+
+def test_heaviest_is_each_rows_largest_weight():
+    rng = random.Random(3)
+    docs = [[f"w{rng.randrange(9)}" for _ in range(rng.randint(0, 6))] for _ in range(60)]
+    m = sparse.tf_idf(docs)
+    assert m.heaviest.tolist() == [max(m.vector(r).values(), default=0.0) for r in range(m.n)]
+
+
 # -- in the engine: kept between cycles in `kept_pairs` ------------------------------------------------
 
 CONFIG = parse_config({"rem": {"duplicate_detection": {"max_findings": 500}}}, "test")
