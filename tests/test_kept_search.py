@@ -312,6 +312,22 @@ def test_heaviest_is_each_rows_largest_weight():
     assert m.heaviest.tolist() == [max(m.vector(r).values(), default=0.0) for r in range(m.n)]
 
 
+@pytest.mark.parametrize("mask_words", [1, 4])
+def test_mask_sets_a_bit_for_each_word_of_a_row(mask_words, monkeypatch):
+    monkeypatch.setattr(sparse, "MASK_WORDS", mask_words)
+    rng = random.Random(4)
+    for _ in range(50):
+        docs = [[f"w{rng.randrange(rng.randint(1, 300))}" for _ in range(rng.choice([0, 1, 3, 40]))]
+                for _ in range(rng.randint(0, 30))]
+        m = sparse.tf_idf(docs)
+        expected = np.zeros((m.n, mask_words), dtype=np.uint64)
+        for r in range(m.n):
+            for rank in m.rank[m.start[r]:m.start[r + 1]].tolist():
+                bit = rank * 2654435761 % (64 * mask_words)
+                expected[r, bit // 64] |= np.uint64(1 << (bit % 64))
+        assert np.array_equal(m.mask, expected)
+
+
 # -- in the engine: kept between cycles in `kept_pairs` ------------------------------------------------
 
 CONFIG = parse_config({"rem": {"duplicate_detection": {"max_findings": 500}}}, "test")
