@@ -3,6 +3,7 @@ cycle that compares only the changed actions with the others finds exactly what 
 and the kept state is a cache."""
 
 import json
+import math
 import random
 import sqlite3
 import struct
@@ -95,6 +96,59 @@ def test_the_kept_search_finds_the_pairs_and_values_of_a_full_search_over_random
                 else:
                     docs[f"n{corpus}-{step}-{len(docs)}"] = _words(rng, vocabulary, rng.randint(1, 6))
     assert incremental == 60 * 3 and partly > 60 and contained > 100
+
+
+def _changed_by_definition(base, m, digests, codes) -> np.ndarray:
+    """Per row: not in the base with the same code, or stretched by more than DRIFT (every row's
+    stretch worked out, as the module docstring defines it)."""
+    at = base._at(digests)
+    same = at >= 0
+    same[same] = (base.codes[at[same]] == codes[same]).all(axis=1)
+    known = dict(zip(base.stems, base.df.tolist()))
+    changed = []
+    for r in range(m.n):
+        ranks, tfs = m.rank[m.start[r]:m.start[r + 1]].tolist(), m.tf[m.start[r]:m.start[r + 1]].tolist()
+        if not ranks:
+            changed.append(not same[r])
+            continue
+        if any(m.words[k] not in known for k in ranks):
+            changed.append(True)
+            continue
+        idf0 = [math.log((1 + base.n) / (1 + known[m.words[k]])) + 1 for k in ranks]
+        idf = [math.log((1 + m.n) / (1 + int(m.df[k]))) + 1 for k in ranks]
+        ratio = [b / a for a, b in zip(idf0, idf)]
+        then = sum(((1 + math.log(t)) * a) ** 2 for t, a in zip(tfs, idf0))
+        now = sum(((1 + math.log(t)) * b) ** 2 for t, b in zip(tfs, idf))
+        changed.append(not same[r] or max(ratio) * math.sqrt(then / now) > kept_search.DRIFT)
+    return np.array(changed, dtype=bool)
+
+
+def test_the_changed_rows_are_those_the_definition_finds(monkeypatch):
+    """Random corpora changed a little and a lot: `compare` marks changed exactly the rows whose
+    text is new or read otherwise, or whose stretch is above DRIFT, though it works out the stretch
+    only of rows with a stem whose idf moved far."""
+    rng = random.Random(21)
+    seen = 0
+    for corpus in range(40):
+        monkeypatch.setattr(kept_search, "DRIFT", rng.choice([kept_search.DRIFT, 1.02, 1.1, 1.0]))
+        vocabulary, docs = _docs_sweep(rng)
+        search = kept_search.KeptSearch()
+        search.pairs(docs, 0.5, LexicalBackend())
+        keys = list(docs)
+        for _ in range(rng.randint(1, 6)):
+            if rng.random() < 0.5 and keys:
+                docs[rng.choice(keys)] += " " + _words(rng, vocabulary, 1)
+            else:
+                docs[f"n{len(docs)}"] = _words(rng, vocabulary, rng.randint(1, 6))
+        base = kept_search._Base.decode(search.keep, 0.5 / kept_search.DRIFT ** 2 - kept_search.SLACK)
+        m = LexicalBackend().matrix(docs)
+        digests = kept_search.digests(kept_search.WORDS, list(docs.values()))
+        codes = kept_search._codes(m)
+        _, _, changed, _ = base.compare(m, digests, codes)
+        expected = _changed_by_definition(base, m, digests, codes)
+        assert changed.tolist() == expected.tolist(), corpus
+        seen += int((~changed).sum())
+    assert seen > 100
 
 
 def _edit(rng, action: str) -> str:
