@@ -213,13 +213,13 @@ class _Base:
         rarest_then = np.full(m.n, -1, dtype=np.int64)
         if filled.any():
             rarest_then[filled] = np.minimum.reduceat(df0[m.rank], m.start[:-1][filled])
-        # A row whose stems' idf all moved by a factor within [1 / b, b], b = DRIFT^(1/4), stretches
-        # by at most b^2 < DRIFT (N is at least its smallest factor, far more than rounding can
-        # move): steady. Only the rows with a stem that moved further (or is new: nan) are gone
-        # through, to work out their stretch as the module docstring defines it.
+        # A row whose stems' idf all moved by a factor within [1 / b, b], b = DRIFT^0.49, stretches
+        # by at most b^2 = DRIFT^0.98 (N is at least its smallest factor; the gap to DRIFT is far
+        # more than rounding can move): steady. Only the rows with a stem that moved further (or
+        # is new: nan) are gone through, to work out their stretch as the module docstring defines.
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = idf / idf0  # per stem
-            band = DRIFT ** 0.25 if DRIFT > 1 else 1.0
+            band = DRIFT ** 0.49 if DRIFT > 1 else 1.0
             far = ~((ratio >= 1 / band) & (ratio <= band)) if DRIFT > 1 else np.ones(len(ratio), dtype=bool)
         rows = np.flatnonzero(np.bincount(m.row[far[m.rank]], minlength=m.n) > 0)
         steady = np.ones(m.n, dtype=bool)
