@@ -382,6 +382,22 @@ def test_mask_sets_a_bit_for_each_word_of_a_row(mask_words, monkeypatch):
         assert np.array_equal(m.mask, expected)
 
 
+@pytest.mark.parametrize("from_end", [True, False])
+def test_row_sums_add_each_rows_values_one_after_the_other(from_end):
+    """The running sums within each row, bit for bit those of adding its values one at a time."""
+    rng = np.random.default_rng(6)
+    for _ in range(200):
+        lengths = rng.integers(0, rng.integers(1, 30), size=int(rng.integers(0, 40))).astype(np.int64)
+        start = sparse.starts(lengths)
+        values = rng.random(int(lengths.sum())) ** 3 * 10.0 ** float(rng.integers(-5, 5))
+        expected = values.copy()
+        for r in range(len(lengths)):
+            places = range(start[r + 1] - 2, start[r] - 1, -1) if from_end else range(start[r] + 1, start[r + 1])
+            for e in places:
+                expected[e] = expected[e] + expected[e + 1 if from_end else e - 1]
+        assert sparse._row_sums(values, start, lengths, from_end).tobytes() == expected.tobytes()
+
+
 # -- in the engine: kept between cycles in `kept_pairs` ------------------------------------------------
 
 CONFIG = parse_config({"rem": {"duplicate_detection": {"max_findings": 500}}}, "test")

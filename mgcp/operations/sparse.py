@@ -391,19 +391,24 @@ def expand(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def _row_sums(values: np.ndarray, start: np.ndarray, lengths: np.ndarray, from_end: bool) -> np.ndarray:
     """Running sums of `values` within each row (from its first entry on, or from its end back),
-    added one place at a time across all rows, so that no other row's values enter a sum and each
-    is as exact as summing the row alone."""
-    out = values.copy()
-    longest_first = np.argsort(-lengths, kind="stable")
-    longer = np.searchsorted(-lengths[longest_first], -np.arange(int(lengths.max(initial=0))), side="left")
-    for place in range(1, len(longer)):
-        rows = longest_first[:longer[place]]  # the rows with more than `place` entries
-        if from_end:
-            here = start[rows + 1] - 1 - place
-            out[here] += out[here + 1]
-        else:
-            here = start[rows] + place
-            out[here] += out[here - 1]
+    each row summed alone, one entry after the other: the rows are put in order of length, and
+    those of one length summed as the lines of a 2-D array (read back to front from the end) by
+    `np.cumsum`, which adds in order."""
+    order = np.argsort(lengths, kind="stable")
+    counts = lengths[order]
+    ends = np.cumsum(counts)
+    offsets = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - counts, counts)
+    places = np.repeat(start[:-1][order], counts)
+    places += np.repeat(counts - 1, counts) - offsets if from_end else offsets
+    laid = values[places]  # each row's values in the order they are added, rows by length
+    bounds = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1], True]) if len(counts) else np.zeros(1, dtype=np.int64)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        size = int(counts[lo])
+        if size > 1:
+            block = laid[ends[lo] - size:ends[hi - 1]].reshape(hi - lo, size)
+            np.cumsum(block, axis=1, out=block)
+    out = np.empty_like(values)
+    out[places] = laid
     return out
 
 
