@@ -133,14 +133,8 @@ class Matrix:
         """A 256-bit signature of each row's words (MASK_WORDS 64-bit words, a bit per word)."""
         bits = (self.rank * 2654435761) % (64 * MASK_WORDS)
         mask = np.zeros((self.n, MASK_WORDS), dtype=np.uint64)
-        filled = np.flatnonzero(self.lengths > 0)
-        if not len(filled):
-            return mask
         bit = np.left_shift(np.uint64(1), (bits % 64).astype(np.uint64))
-        word = bits // 64
-        zero = np.uint64(0)
-        for k in range(MASK_WORDS):  # each row's entries are side by side: OR them together, a word at a time
-            mask[filled, k] = np.bitwise_or.reduceat(np.where(word == k, bit, zero), self.start[filled])
+        np.bitwise_or.at(mask, (self.row, bits // 64), bit)
         return mask
 
     @cached_property
