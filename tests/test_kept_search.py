@@ -3,6 +3,7 @@ cycle that compares only the changed actions with the others finds exactly what 
 and the kept state is a cache."""
 
 import json
+import math
 import random
 import sqlite3
 import struct
@@ -95,6 +96,59 @@ def test_the_kept_search_finds_the_pairs_and_values_of_a_full_search_over_random
                 else:
                     docs[f"n{corpus}-{step}-{len(docs)}"] = _words(rng, vocabulary, rng.randint(1, 6))
     assert incremental == 60 * 3 and partly > 60 and contained > 100
+
+
+def _changed_by_definition(base, m, digests, codes) -> np.ndarray:
+    """Per row: not in the base with the same code, or stretched by more than DRIFT (every row's
+    stretch worked out, as the module docstring defines it)."""
+    at = base._at(digests)
+    same = at >= 0
+    same[same] = (base.codes[at[same]] == codes[same]).all(axis=1)
+    known = dict(zip(base.stems, base.df.tolist()))
+    changed = []
+    for r in range(m.n):
+        ranks, tfs = m.rank[m.start[r]:m.start[r + 1]].tolist(), m.tf[m.start[r]:m.start[r + 1]].tolist()
+        if not ranks:
+            changed.append(not same[r])
+            continue
+        if any(m.words[k] not in known for k in ranks):
+            changed.append(True)
+            continue
+        idf0 = [math.log((1 + base.n) / (1 + known[m.words[k]])) + 1 for k in ranks]
+        idf = [math.log((1 + m.n) / (1 + int(m.df[k]))) + 1 for k in ranks]
+        ratio = [b / a for a, b in zip(idf0, idf)]
+        then = sum(((1 + math.log(t)) * a) ** 2 for t, a in zip(tfs, idf0))
+        now = sum(((1 + math.log(t)) * b) ** 2 for t, b in zip(tfs, idf))
+        changed.append(not same[r] or max(ratio) * math.sqrt(then / now) > kept_search.DRIFT)
+    return np.array(changed, dtype=bool)
+
+
+def test_the_changed_rows_are_those_the_definition_finds(monkeypatch):
+    """Random corpora changed a little and a lot: `compare` marks changed exactly the rows whose
+    text is new or read otherwise, or whose stretch is above DRIFT, though it works out the stretch
+    only of rows with a stem whose idf moved far."""
+    rng = random.Random(21)
+    seen = 0
+    for corpus in range(40):
+        monkeypatch.setattr(kept_search, "DRIFT", rng.choice([kept_search.DRIFT, 1.02, 1.1, 1.0]))
+        vocabulary, docs = _docs_sweep(rng)
+        search = kept_search.KeptSearch()
+        search.pairs(docs, 0.5, LexicalBackend())
+        keys = list(docs)
+        for _ in range(rng.randint(1, 6)):
+            if rng.random() < 0.5 and keys:
+                docs[rng.choice(keys)] += " " + _words(rng, vocabulary, 1)
+            else:
+                docs[f"n{len(docs)}"] = _words(rng, vocabulary, rng.randint(1, 6))
+        base = kept_search._Base.decode(search.keep, 0.5 / kept_search.DRIFT ** 2 - kept_search.SLACK)
+        m = LexicalBackend().matrix(docs)
+        digests = kept_search.digests(kept_search.WORDS, list(docs.values()))
+        codes = kept_search._codes(m)
+        _, _, changed, _ = base.compare(m, digests, codes)
+        expected = _changed_by_definition(base, m, digests, codes)
+        assert changed.tolist() == expected.tolist(), corpus
+        seen += int((~changed).sum())
+    assert seen > 100
 
 
 def _edit(rng, action: str) -> str:
@@ -282,6 +336,66 @@ def test_pairs_touching_is_pairs_with_a_touched_end():
         part = list(zip(*(x.tolist() for x in sparse.pairs_touching(m, t, touched))))
         assert len(part) == len({(a, b) for a, b, _ in part})
         assert {(a, b): s for a, b, s in part} == {k: s for k, s in whole.items() if touched[k[0]] or touched[k[1]]}
+
+
+@pytest.mark.parametrize("mask_words", [1, 4])
+def test_pairs_touching_is_pairs_with_a_touched_end_on_near_copies(mask_words, monkeypatch):
+    """Many candidates close to the threshold, and (with one signature word) every word on one bit:
+    the bound of the heaviest weights drops only pairs below it."""
+    monkeypatch.setattr(sparse, "MASK_WORDS", mask_words)
+    rng = random.Random(11)
+    for _ in range(30):
+        vocabulary = [f"w{i}" for i in range(rng.randint(5, 30))]
+        docs = []
+        for _ in range(rng.randint(5, 40)):
+            words = [rng.choice(vocabulary) for _ in range(rng.randint(1, 12))]
+            docs += [words] + [[w for w in words if rng.random() < 0.8] + [rng.choice(vocabulary)]
+                               for _ in range(rng.randint(0, 3))]
+        m = sparse.tf_idf(docs)
+        t = rng.uniform(0.3, 0.95)
+        touched = np.array([rng.random() < 0.3 for _ in range(m.n)], dtype=bool)
+        whole = {(a, b): s for a, b, s in zip(*(x.tolist() for x in sparse.pairs(m, t)))}
+        part = list(zip(*(x.tolist() for x in sparse.pairs_touching(m, t, touched))))
+        assert {(a, b): s for a, b, s in part} == {k: s for k, s in whole.items() if touched[k[0]] or touched[k[1]]}
+
+
+def test_heaviest_is_each_rows_largest_weight():
+    rng = random.Random(3)
+    docs = [[f"w{rng.randrange(9)}" for _ in range(rng.randint(0, 6))] for _ in range(60)]
+    m = sparse.tf_idf(docs)
+    assert m.heaviest.tolist() == [max(m.vector(r).values(), default=0.0) for r in range(m.n)]
+
+
+@pytest.mark.parametrize("mask_words", [1, 4])
+def test_mask_sets_a_bit_for_each_word_of_a_row(mask_words, monkeypatch):
+    monkeypatch.setattr(sparse, "MASK_WORDS", mask_words)
+    rng = random.Random(4)
+    for _ in range(50):
+        docs = [[f"w{rng.randrange(rng.randint(1, 300))}" for _ in range(rng.choice([0, 1, 3, 40]))]
+                for _ in range(rng.randint(0, 30))]
+        m = sparse.tf_idf(docs)
+        expected = np.zeros((m.n, mask_words), dtype=np.uint64)
+        for r in range(m.n):
+            for rank in m.rank[m.start[r]:m.start[r + 1]].tolist():
+                bit = rank * 2654435761 % (64 * mask_words)
+                expected[r, bit // 64] |= np.uint64(1 << (bit % 64))
+        assert np.array_equal(m.mask, expected)
+
+
+@pytest.mark.parametrize("from_end", [True, False])
+def test_row_sums_add_each_rows_values_one_after_the_other(from_end):
+    """The running sums within each row, bit for bit those of adding its values one at a time."""
+    rng = np.random.default_rng(6)
+    for _ in range(200):
+        lengths = rng.integers(0, rng.integers(1, 30), size=int(rng.integers(0, 40))).astype(np.int64)
+        start = sparse.starts(lengths)
+        values = rng.random(int(lengths.sum())) ** 3 * 10.0 ** float(rng.integers(-5, 5))
+        expected = values.copy()
+        for r in range(len(lengths)):
+            places = range(start[r + 1] - 2, start[r] - 1, -1) if from_end else range(start[r] + 1, start[r + 1])
+            for e in places:
+                expected[e] = expected[e] + expected[e + 1 if from_end else e - 1]
+        assert sparse._row_sums(values, start, lengths, from_end).tobytes() == expected.tobytes()
 
 
 # -- in the engine: kept between cycles in `kept_pairs` ------------------------------------------------

@@ -69,12 +69,11 @@ def copies(lessons: list[Lesson], cache: CycleCache | None = None) -> dict[str, 
         stem_index: dict[str, int] = {}
         stem_of = np.array([stem_index.setdefault(s, len(stem_index)) if (s := "".join(text.stems([w]))) else -1
                             for w in vocabulary], dtype=np.int64)
-        said = stem_of[ids]
-        kept = said >= 0
-        start = np.zeros(len(said) + 1, dtype=np.int64)  # how many of the words before each are kept
-        np.cumsum(kept, out=start[1:])
-        start = start[sparse.starts(lengths)]  # so where each row's kept words start
-        said = said[kept]
+        said = stem_of.take(ids)
+        kept = np.flatnonzero(said >= 0)
+        # where each row's kept words start: how many kept words come before its first word
+        start = np.searchsorted(kept, sparse.starts(lengths))
+        said = said.take(kept)
         stems = list(stem_index)
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for r in sparse.repeated_rows(start, said).tolist():

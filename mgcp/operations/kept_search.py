@@ -60,6 +60,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -208,19 +209,30 @@ class _Base:
         df0 = np.array([known.get(w, -1) for w in m.words], dtype=np.int64)
         idf0 = np.where(df0 >= 0, sparse.idf(self.n, np.maximum(df0, 0)), np.nan)
         idf = sparse.idf(m.n, m.df)
-        ratio = idf[m.rank] / idf0[m.rank]  # per entry; nan for a stem new since the base
-        sublinear = 1.0 + np.log(np.maximum(m.tf, 1))
-        then = np.bincount(m.row, weights=(sublinear * idf0[m.rank]) ** 2, minlength=m.n)
-        now = np.bincount(m.row, weights=(sublinear * idf[m.rank]) ** 2, minlength=m.n)
         filled = m.lengths > 0
-        high = np.ones(m.n)
         rarest_then = np.full(m.n, -1, dtype=np.int64)
+        if filled.any():
+            rarest_then[filled] = np.minimum.reduceat(df0[m.rank], m.start[:-1][filled])
+        # A row whose stems' idf all moved by a factor within [1 / b, b], b = DRIFT^0.49, stretches
+        # by at most b^2 = DRIFT^0.98 (N is at least its smallest factor; the gap to DRIFT is far
+        # more than rounding can move): steady. Only the rows with a stem that moved further (or
+        # is new: nan) are gone through, to work out their stretch as the module docstring defines.
         with np.errstate(invalid="ignore", divide="ignore"):
-            if filled.any():
-                high[filled] = np.maximum.reduceat(ratio, m.start[:-1][filled])
-                rarest_then[filled] = np.minimum.reduceat(df0[m.rank], m.start[:-1][filled])
-            stretch = np.where(filled, high * np.sqrt(then / np.where(filled, now, 1.0)), 1.0)
-            steady = stretch <= DRIFT  # False where a ratio is nan
+            ratio = idf / idf0  # per stem
+            band = DRIFT ** 0.49 if DRIFT > 1 else 1.0
+            far = ~((ratio >= 1 / band) & (ratio <= band)) if DRIFT > 1 else np.ones(len(ratio), dtype=bool)
+        rows = np.flatnonzero(np.bincount(m.row[far[m.rank]], minlength=m.n) > 0)
+        steady = np.ones(m.n, dtype=bool)
+        if len(rows):
+            entries = sparse.expand(m.start, rows)
+            at_row = np.repeat(np.arange(len(rows)), m.lengths[rows])
+            rank = m.rank[entries]
+            sublinear = 1.0 + np.log(np.maximum(m.tf[entries], 1))
+            then = np.bincount(at_row, weights=(sublinear * idf0[rank]) ** 2, minlength=len(rows))
+            now = np.bincount(at_row, weights=(sublinear * idf[rank]) ** 2, minlength=len(rows))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                high = np.maximum.reduceat(ratio[rank], sparse.starts(m.lengths[rows])[:-1])  # each row non-empty
+                steady[rows] = high * np.sqrt(then / now) <= DRIFT  # False where a ratio is nan
         looked_up_then = same & filled
         if self.containment is not None:
             min_words, _, max_df = self.containment
@@ -230,7 +242,12 @@ class _Base:
     def _at(self, digests: list[bytes]) -> np.ndarray:
         """Each digest's index in `texts`, or -1 (`sparse.digest_places`: a text may be taken as not
         in the base, which only makes its row changed; never as another text)."""
-        return sparse.digest_places(b"".join(self.texts), b"".join(digests))
+        return sparse.digest_places(self.joined, b"".join(digests))
+
+    @cached_property
+    def joined(self) -> bytes:
+        """The digests of `texts`, joined."""
+        return b"".join(self.texts)
 
     def _rows_by_text(self, at: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`rows` (of texts in the base; `at`: each row's text, from `compare`) grouped by text:
@@ -315,6 +332,7 @@ class _Base:
             base = cls(low, containment, int(header["n"]), stems, np.frombuffer(df, dtype="<i8").astype(np.int64),
                        [texts[i:i + 16] for i in range(0, len(texts), 16)],
                        np.frombuffer(codes, dtype="<u8").astype(np.uint64).reshape(-1, 3), a, b, small, large)
+            base.joined = texts
             indexes = np.r_[base.a, base.b, base.small, base.large]
             consistent = (base.n >= 0 and len(base.stems) == header["stems"] == len(base.df)
                           and len(texts) == 16 * header["texts"] and len(base.texts) == header["texts"] == len(base.codes)

@@ -18,7 +18,9 @@ in three stages, each a bound that only drops pairs below t:
 2. Word counts: two rows share at most as many words as their 256-bit signatures (a bit per word,
    `mask`) share bits, plus the words either one folded onto a bit it already had; over c shared
    words the cosine is at most the product of each row's c heaviest weights' norm (`reach`). On
-   the benchmark this drops all but about 1 in 4,000 candidates.
+   the benchmark this drops all but about 1 in 4,000 candidates. Where `reach` would cost more
+   than it saves (a repeat search, below), the bound over c shared words is c times the product of
+   the two rows' heaviest weights (`heaviest`), looser but a pass over the weights only.
 3. Positional bound (as in ppjoin): every common word up to the last prefix word two rows share is
    in both prefixes, so those words give part A of the cosine exactly, and the words after that
    last one bound the rest: cos <= A + ||x after it|| * ||y after it||.
@@ -34,7 +36,8 @@ same as distinct pairs.
 
 `pairs_touching(matrix, t, touched)`: what `pairs` finds of the pairs with a touched row, with only
 the touched rows' prefix entries proposing candidates (a repeat search over the rows that changed;
-see `mgcp.operations.kept_search`). It skips stage 2, whose bound needs a pass over every row.
+see `mgcp.operations.kept_search`). Its stage 2 takes the looser bound of the heaviest weights,
+since `reach` sorts every row's weights.
 
 Memory is bounded by the blocks: a block's candidates are generated, filtered and dropped before the
 next block (BLOCK_ENTRIES), and scoring lays out at most DENSE_CELLS cells at once.
@@ -115,6 +118,15 @@ class Matrix:
         """reach[start[r] + c - 1]: the norm of row r's c heaviest weights."""
         heaviest = np.lexsort((-self.weight, self.row))
         return np.sqrt(_row_sums(self.weight[heaviest] ** 2, self.start, self.lengths, from_end=False))
+
+    @cached_property
+    def heaviest(self) -> np.ndarray:
+        """Each row's largest weight (0 for an empty row)."""
+        out = np.zeros(self.n)
+        filled = self.lengths > 0
+        if filled.any():
+            out[filled] = np.maximum.reduceat(self.weight, self.start[:-1][filled])
+        return out
 
     @cached_property
     def mask(self) -> np.ndarray:
@@ -373,19 +385,24 @@ def expand(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def _row_sums(values: np.ndarray, start: np.ndarray, lengths: np.ndarray, from_end: bool) -> np.ndarray:
     """Running sums of `values` within each row (from its first entry on, or from its end back),
-    added one place at a time across all rows, so that no other row's values enter a sum and each
-    is as exact as summing the row alone."""
-    out = values.copy()
-    longest_first = np.argsort(-lengths, kind="stable")
-    longer = np.searchsorted(-lengths[longest_first], -np.arange(int(lengths.max(initial=0))), side="left")
-    for place in range(1, len(longer)):
-        rows = longest_first[:longer[place]]  # the rows with more than `place` entries
-        if from_end:
-            here = start[rows + 1] - 1 - place
-            out[here] += out[here + 1]
-        else:
-            here = start[rows] + place
-            out[here] += out[here - 1]
+    each row summed alone, one entry after the other: the rows are put in order of length, and
+    those of one length summed as the lines of a 2-D array (read back to front from the end) by
+    `np.cumsum`, which adds in order."""
+    order = np.argsort(lengths, kind="stable")
+    counts = lengths[order]
+    ends = np.cumsum(counts)
+    offsets = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - counts, counts)
+    places = np.repeat(start[:-1][order], counts)
+    places += np.repeat(counts - 1, counts) - offsets if from_end else offsets
+    laid = values[places]  # each row's values in the order they are added, rows by length
+    bounds = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1], True]) if len(counts) else np.zeros(1, dtype=np.int64)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        size = int(counts[lo])
+        if size > 1:
+            block = laid[ends[lo] - size:ends[hi - 1]].reshape(hi - lo, size)
+            np.cumsum(block, axis=1, out=block)
+    out = np.empty_like(values)
+    out[places] = laid
     return out
 
 
@@ -454,28 +471,33 @@ def pairs_touching(m: Matrix, t: float, touched: np.ndarray, tick: Callable[[int
         y_entry = by_word[expand(word_start, m.rank[mine[lo:hi]])]
         x, y = m.row[x_entry], m.row[y_entry]
         keep = (x != y) & (~touched[y] | (y < x))
-        ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor, counted=False)
+        ys, xs, scores = _verified(m, x_entry[keep], y_entry[keep], floor, sorted_rows=False)
         found_a.append(np.minimum(xs, ys))
         found_b.append(np.maximum(xs, ys))
         found_s.append(scores)
     return _joined(found_a, found_b, found_s)
 
 
-def _verified(m: Matrix, x_entry: np.ndarray, y_entry: np.ndarray, floor: float, counted: bool = True
+def _verified(m: Matrix, x_entry: np.ndarray, y_entry: np.ndarray, floor: float, sorted_rows: bool = True
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of the candidates met at prefix entries (x_entry[k] of one row, y_entry[k] of the other;
     every prefix word a pair shares met once, always with the same row on the x side), the pairs
-    whose exact cosine is >= floor: (y rows, x rows, cosines), after stages 2 (unless not
-    `counted`: it costs a pass over the whole matrix, which few candidates do not repay) and 3
-    (see the module docstring) dropped most of them unscored."""
-    if counted:
+    whose exact cosine is >= floor: (y rows, x rows, cosines), after stages 2 and 3 (see the module
+    docstring) dropped most of them unscored. Stage 2 bounds by `reach` when `sorted_rows` (it sorts
+    every row's weights, which few candidates do not repay), else by `heaviest`."""
+    if len(x_entry):
         x, y = m.row[x_entry], m.row[y_entry]
         # how many words two rows can share: the bits their signatures share, plus the words one of
-        # them lost to bits it sets twice; Cauchy-Schwarz over that many words bounds the cosine
-        # by the norm of each row's that many heaviest weights
+        # them lost to bits it sets twice; over that many words the cosine is at most the norm of
+        # each row's that many heaviest weights (Cauchy-Schwarz), and at most that many times the
+        # product of the two rows' heaviest weights
         shared = np.bitwise_count(m.mask[x] & m.mask[y]).sum(axis=1, dtype=np.int64)
         c = np.minimum(shared + np.minimum(m.folded[x], m.folded[y]), np.minimum(m.lengths[x], m.lengths[y]))
-        keep = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1] >= floor - SLACK
+        if sorted_rows:
+            bound = m.reach[m.start[x] + c - 1] * m.reach[m.start[y] + c - 1]
+        else:
+            bound = c * m.heaviest[x] * m.heaviest[y]
+        keep = bound >= floor - SLACK
         x_entry, y_entry = x_entry[keep], y_entry[keep]
     if not len(x_entry):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
