@@ -298,7 +298,7 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
     now = utcnow()
     async with store.transaction():
         for finding in findings:
-            if await store.rem.finding_by_fingerprint(finding.fingerprint):
+            if await store.rem.finding_speaks(finding.fingerprint):
                 continue  # already pending, or answered "keep" for this very subject
             if finding.kind == "summary":  # the latest count of the rest replaces the last one
                 await store.rem.retire_summaries(project_id, finding.operation, finding.data["of_kind"])
