@@ -514,15 +514,26 @@ class _Inputs:
         """Which active lessons hold which word (`LessonWords`, read by knowledge extraction and
         pattern reinforcement), built once per cycle over `lessons()` from what earlier cycles kept
         of it (`keep_indexes` keeps it for the next)."""
+        return await self.in_thread(await self.word_index())
+
+    async def word_index(self) -> Callable[[], object]:
+        """A function giving `lesson_words()` without reading the store (what it reads is read now),
+        to call in the worker thread with the analysis that reads it."""
         from mgcp.operations.lesson_words import LessonWords
 
         active = await self.lessons()
-        if self._words is None or self._words.lessons is not active:
-            kept = await self.store.kept_indexes.load(WORD_INDEX)
-            self._words = await self.in_thread(LessonWords, active, kept)
-            if self._words.read or self._words.gone or kept is None:
-                self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
-        return self._words
+        if self._words is not None and self._words.lessons is active:
+            return lambda words=self._words: words
+        kept = await self.store.kept_indexes.load(WORD_INDEX)
+
+        def build():
+            if self._words is None or self._words.lessons is not active:
+                self._words = LessonWords(active, kept)
+                if self._words.read or self._words.gone or kept is None:
+                    self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
+            return self._words
+
+        return build
 
     async def keep_indexes(self) -> None:
         """Keep the indexes built anew in this cycle (a cache, see `mgcp.persistence.kept_indexes`)."""
@@ -625,8 +636,12 @@ async def _extraction(store, project, settings, inputs):
     history = await inputs.history(int(state.get("last_run_session") or 0) - 1)
     if not history:
         return [], {"snapshots": 0}, None
-    findings = await inputs.in_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
-                                       inputs.cache, await inputs.lesson_words())
+    lessons, words = await inputs.lessons(), await inputs.word_index()
+
+    def extract():  # the word index built in the same thread, so that the last write runs beside both
+        return knowledge_extraction.run(history, lessons, settings, inputs.cache, words())
+
+    findings = await inputs.in_thread(extract)
     for finding in findings:  # the same theme in two projects is two findings
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
