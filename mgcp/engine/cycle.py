@@ -136,8 +136,9 @@ async def _similarity_model(config: RemConfig, plan: list[OperationSchedule]):
 
 async def _analyse(store: Store, config: RemConfig, project: ProjectContext, plan: list[OperationSchedule],
                    progress: Progress | None, model=None, keep: bool = True) -> AsyncIterator[_Analysis]:
-    """Each planned operation's analysis, one by one. Nothing is written and no transaction is
-    open, so the write lock stays free however long this takes; the CPU-bound work of each
+    """Each planned operation's analysis, one by one. It writes nothing and opens no transaction, so
+    the write lock stays free however long it takes (the caller's write of the operation before,
+    one transaction, runs beside its analysis: `_Inputs.in_thread`); the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering.
     After the last one, with `keep`, what the next cycles can start from (the corpora's words, the
     searches, the indexes) is kept: a cache (`_Inputs.keep_corpora`, `keep_searches`, `keep_indexes`)."""
@@ -566,8 +567,8 @@ async def _staleness(store, project, settings, inputs):
     first_query = await store.lessons.first_query_since(since)
     uses = await store.lessons.uses(skip=staleness_scan.unjudged(settings, queries))
     findings, until = await inputs.in_thread(staleness_scan.scan, uses, queries, now,
-                                              settings, await store.rem.settled(staleness_scan.OPERATION),
-                                              first_query)
+                                             settings, await store.rem.settled(staleness_scan.OPERATION),
+                                             first_query)
     return findings, {"queries_in_window": len(queries),
                       "steady": [now.isoformat(), until.isoformat() if until else None]}, None
 
@@ -582,8 +583,8 @@ async def _duplicates(store, project, settings, inputs):
     if inputs.similarity is None:
         search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
     findings = await inputs.in_thread(duplicate_detection.run, active, settings, inputs.similarity,
-                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
-                                       search)
+                                      inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
+                                      search)
     if search is not None:
         inputs.hold_search(duplicate_detection.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
@@ -674,8 +675,8 @@ async def _patterns(store, project, settings, inputs):
     paths = await store.patterns.project_paths()
     kept = await store.kept_indexes.load(pattern_reinforcement.OPERATION)
     result = await inputs.in_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
-                                     utcnow(), paths, await inputs.lesson_words(), kept,
-                                     await store.patterns.mark())
+                                    utcnow(), paths, await inputs.lesson_words(), kept,
+                                    await store.patterns.mark())
     for finding in result.findings:  # a draft is a context finding: reviewed in a project whose sessions
         # it cites (this one if it is among them, else the first cited), never in another
         owners = [where["project_id"] for where in finding.data.get("sessions", ())]
@@ -762,7 +763,7 @@ async def _contradictions(store, project, settings, inputs):
     active = await inputs.lessons()
     search = KeptClaims(await store.kept_pairs.load(contradiction_scan.OPERATION))
     findings = await inputs.in_thread(contradiction_scan.run, active, settings, inputs.cache,
-                                       await store.rem.settled(contradiction_scan.OPERATION), search)
+                                      await store.rem.settled(contradiction_scan.OPERATION), search)
     inputs.hold_search(contradiction_scan.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 
