@@ -148,6 +148,26 @@ def test_a_cycle_mining_two_spans_of_the_history_finds_what_each_finds_alone():
     assert context_summary.run(later, {}, cache).data["themes"]
 
 
+def test_a_sentence_mined_for_one_span_is_not_mined_again_for_the_other(monkeypatch):
+    """The summary's span lies inside extraction's: with the cycle's cache its notes' sentences
+    are all read already, and it finds what it finds alone."""
+    from mgcp import text
+    from mgcp.operations import context_summary
+    from mgcp.operations.shared import CycleCache
+
+    whole = history() + [snap(6, 6, NOTES[5]), snap(7, 7, "Connection pooling limits tuned for staging.")]
+    later = whole[3:]
+    alone = context_summary.run(later, {})
+    read = []
+    monkeypatch.setattr(text, "phrases", lambda sentence, _phrases=text.phrases: read.append(sentence) or _phrases(sentence))
+    cache = CycleCache()
+    knowledge_extraction.run(whole, [], {**SETTINGS, "theme_min_sessions": 2}, cache)
+    assert read
+    read.clear()
+    assert context_summary.run(later, {}, cache) == alone
+    assert read == []
+
+
 def test_lesson_index_covers_and_containment_are_their_definitions():
     """`covers` (one lesson holds every word) and `best_containment` (the largest share of the
     words one lesson holds), searched in the index's sorted postings, equal a count over every

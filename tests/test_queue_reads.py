@@ -2,7 +2,7 @@
 
 import pytest
 
-from mgcp.models import FindingMark, FindingOption, RemFinding
+from mgcp.models import FindingMark, FindingOption, FindingStatus, RemFinding
 
 P = "/work/alpha"
 
@@ -37,3 +37,19 @@ def test_a_summary_drafts_nothing_and_its_data_is_not_read(db, run):
     marks, findings = run(db, work)
     assert marks == [FindingMark.of(f) for f in findings]
     assert [m.draft for m in marks] == [("when x", "do y"), None]
+
+
+def test_whether_a_finding_speaks_is_whether_it_is_found_by_its_fingerprint(db, run):
+    written = [finding(f"f{n}", "theme", {}).model_copy(update={"status": FindingStatus(status)})
+               for n, status in enumerate(["pending", "rejected", "applied", "stale"])]
+    written.append(finding("f4", "theme", {}).model_copy(update={"fingerprint": "f0"}))  # a second "f0", pending
+
+    async def work(s):
+        async with s.transaction():
+            for f in written:
+                await s.rem.insert_finding(f)
+        names = ["f0", "f1", "f2", "f3", "f9"]
+        return ([await s.rem.finding_speaks(n) for n in names],
+                [await s.rem.finding_by_fingerprint(n) is not None for n in names])
+    speaks, found = run(db, work)
+    assert speaks == found == [True, True, False, False, False]

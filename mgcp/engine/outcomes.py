@@ -38,7 +38,7 @@ async def record_outcome(store: Store, config: RemConfig, lesson_id: str, helped
             await _retire(store, lesson.id)
         elif stats["streak"] >= threshold:
             finding = _finding(lesson, stats, threshold)
-            if await store.rem.finding_by_fingerprint(finding.fingerprint) is None \
+            if not await store.rem.finding_speaks(finding.fingerprint) \
                     and not await store.rem.was_applied(finding.fingerprint):
                 # The failure count grows with every report: a finding raised again for the same
                 # streak (its first went stale, then an undo brought the lesson back) gets a new id.

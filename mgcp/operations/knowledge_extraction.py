@@ -173,6 +173,7 @@ def excerpts(history: list[ContextSnapshot | HistoryRow], keys: list[tuple[str, 
     """Up to 8 (session, sentence) excerpts of each phrase of `keys` (`recurring_phrases`' keys),
     one per session, in the order of the history; each phrase's are the same whatever the others."""
     number, _, _, _, in_sentence = _mined(history, cache)
+    note_sentences = _read(cache)[0]
     found: dict[tuple[str, ...], list[tuple[int, str]]] = {k: [] for k in keys}
     if not keys:
         return found
@@ -189,7 +190,8 @@ def excerpts(history: list[ContextSnapshot | HistoryRow], keys: list[tuple[str, 
         items = plan.get(note)
         if items is None:
             items = plan[note] = []
-            for sentence in text.sentences(note):
+            sentences = note_sentences.get(note)
+            for sentence in text.sentences(note) if sentences is None else sentences:
                 inside = [wanted[n] for n in in_sentence[sentence] if n in wanted]
                 if inside:
                     items.append((sentence, inside))
@@ -203,12 +205,23 @@ def excerpts(history: list[ContextSnapshot | HistoryRow], keys: list[tuple[str, 
 
 
 def _mined(history: list[ContextSnapshot | HistoryRow], cache: CycleCache | None):
-    return shared(cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history))
+    # the two operations mine histories that mostly overlap (each from its own last run): a
+    # sentence's phrases, read once, serve both
+    read = _read(cache)
+    return shared(cache, ("note phrases", tuple(snap.id for snap in history)), lambda: _mine(history, read))
 
 
-def _mine(history: list[ContextSnapshot | HistoryRow]):
+def _read(cache: CycleCache | None) -> tuple[dict, dict]:
+    """What the cycle read of its notes (see `_mine`)."""
+    return shared(cache, "notes read", lambda: ({}, {}))
+
+
+def _mine(history: list[ContextSnapshot | HistoryRow], read: tuple[dict, dict] | None = None):
     """Every phrase of the notes, numbered, with the sessions whose notes hold it, and each distinct
-    sentence's phrase numbers."""
+    sentence's phrase numbers. `read`: (note -> its sentences (`text.sentences`), sentence -> its
+    phrases' (key, form) pairs (`text.phrases`)), what earlier calls read, filled with what this
+    one reads."""
+    note_sentences, sentence_phrases = ({}, {}) if read is None else read
     note_sessions: dict[str, set[int]] = {}  # distinct notes, in order of first appearance
     for snap in history:
         note_sessions.setdefault(snap.notes or "", set()).add(snap.session_number)
@@ -218,11 +231,17 @@ def _mine(history: list[ContextSnapshot | HistoryRow]):
     sessions: list[set[int]] = []
     in_sentence: dict[str, list[int]] = {}
     for note, note_sess in note_sessions.items():
-        for sentence in text.sentences(note):
+        sentences = note_sentences.get(note)
+        if sentences is None:
+            sentences = note_sentences[note] = list(text.sentences(note))
+        for sentence in sentences:
             found = in_sentence.get(sentence)
             if found is None:
                 found = in_sentence[sentence] = []
-                for key, form in text.phrases(sentence).items():
+                pairs = sentence_phrases.get(sentence)
+                if pairs is None:
+                    pairs = sentence_phrases[sentence] = list(text.phrases(sentence).items())
+                for key, form in pairs:
                     n = number.get(key)
                     if n is None:
                         n = number[key] = len(keys)

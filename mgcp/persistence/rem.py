@@ -107,6 +107,13 @@ class RemLedger:
                ORDER BY created_at DESC LIMIT 1""", [fingerprint])
         return finding_from_row(row) if row else None
 
+    async def finding_speaks(self, fingerprint: str) -> bool:
+        """Whether a finding with this fingerprint still speaks (`finding_by_fingerprint` is not
+        None), without reading it: a community finding's data lists every member."""
+        return await self.db.fetchone(
+            "SELECT 1 FROM rem_findings WHERE fingerprint = ? AND status IN ('pending', 'rejected') LIMIT 1",
+            [fingerprint]) is not None
+
     async def answers(self, operation: str) -> tuple:
         """How many of an operation's findings people (or --auto) have answered, when the last
         answer was given, and when the last action (of any run) was undone: an answer or an undo
