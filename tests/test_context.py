@@ -34,6 +34,29 @@ def test_todos_replace_and_decisions_append(db, run):
     assert project.recent_decisions == ["use WAL", "pin deps"]
 
 
+def test_add_project_stores_what_ensure_project_stores_once(db, run, tmp_path):
+    """`add_project` (the cycle's) stores a new project as `ensure_project` does, and leaves a known
+    one as it is; `QueueReads.project` reads what `known_project` reads before and after."""
+    other = str(tmp_path / "other.db")
+
+    async def work(s, add):
+        before = await s.queue.project(P), await s.context.known_project(P)
+        await (s.context.add_project(P) if add else s.context.ensure_project(P))
+        await s.context.save(P, "s1", notes="start")
+        await (s.context.add_project(P) if add else s.context.ensure_project(P))
+        after = await s.queue.project(P), await s.context.get_project(P)
+        return before, after
+
+    rows = []
+    for path, add in ((db, True), (other, False)):
+        (ref, known), (ref_after, project) = run(path, lambda s, add=add: work(s, add))
+        assert (ref.project_id, ref.project_path, ref.session_count) == (known.project_id, known.project_path, 0)
+        assert (ref_after.project_id, ref_after.session_count) == (project.project_id, project.session_count) == (ref.project_id, 1)
+        rows.append(sqlite3.connect(path).execute(
+            "SELECT project_id, project_name, project_path, session_count FROM project_contexts").fetchall())
+    assert rows[0] == rows[1] and len(rows[0]) == 1
+
+
 def test_sessions_count_distinct_ids(db, run):
     async def work(s):
         a = await s.context.register_session(P, "id-1", "startup")

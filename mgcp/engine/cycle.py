@@ -25,11 +25,11 @@ from mgcp.engine import review
 from mgcp.engine.actions import apply_auto
 from mgcp.engine.schedules import schedules
 from mgcp.errors import ConfigError, InvalidInputError
-from mgcp.models import (OperationResult, OperationSchedule, ProjectContext, RemCycleReport, RemFinding,
-                         RemReport, RemRun)
+from mgcp.models import OperationResult, OperationSchedule, RemCycleReport, RemFinding, RemReport, RemRun
 from mgcp.operations.shared import CycleCache, Reader
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.store import Store
+from mgcp.records import ProjectRef
 
 # Called progress(message) when an operation starts and ends, and progress(message, fraction) as
 # the long loop of a running operation advances (fraction from 0 to 1, from a worker thread).
@@ -64,13 +64,13 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
         raise InvalidInputError("--dry-run goes with --auto")
     operations = check_operations(operations)
     t0 = time.perf_counter()
-    project = await store.context.known_project(project_path)
+    project = await store.queue.project(project_path)
     plan = _plan(config, project, await store.rem.state(project.project_id), operations)
     model = await _similarity_model(config, plan)
     analyses = _analyse(store, config, project, plan, progress, model, keep=not dry_run)
 
     async def write(analyses) -> RemRun:
-        await store.context.ensure_project(project.project_path)
+        await store.context.add_project(project.project_path)
         report = await _record(store, project, plan, analyses, auto, t0)
         if not auto:
             return RemRun(report=report)
@@ -106,7 +106,7 @@ class _Analysis:
     write: "_Write | None" = None  # its write, once `_record` has it (see `_Inputs.in_thread`)
 
 
-def _plan(config: RemConfig, project: ProjectContext, state: dict, operations: list[str] | None) -> list[OperationSchedule]:
+def _plan(config: RemConfig, project: ProjectRef, state: dict, operations: list[str] | None) -> list[OperationSchedule]:
     """The operations this run covers: the named ones, else those due."""
     plan = schedules(config, project.project_path, state, project.session_count)
     return [p for p in plan if (p.operation in operations if operations else p.due)]
@@ -134,7 +134,7 @@ async def _similarity_model(config: RemConfig, plan: list[OperationSchedule]):
         raise ConfigError(f"{where}: similarity.model: {exc}") from None
 
 
-async def _analyse(store: Store, config: RemConfig, project: ProjectContext, plan: list[OperationSchedule],
+async def _analyse(store: Store, config: RemConfig, project: ProjectRef, plan: list[OperationSchedule],
                    progress: Progress | None, model=None, keep: bool = True) -> AsyncIterator[_Analysis]:
     """Each planned operation's analysis, one by one. It writes nothing and opens no transaction, so
     the write lock stays free however long it takes (the caller's write of the operation before,
@@ -201,7 +201,7 @@ DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradic
             "context_summary": "project"}
 
 
-async def _input_digest(store: Store, project: ProjectContext, op: str, settings: dict,
+async def _input_digest(store: Store, project: ProjectRef, op: str, settings: dict,
                         similarity: dict, inputs: "_Inputs") -> str | None:
     if op not in DIGESTED:
         return None
@@ -246,7 +246,7 @@ async def _replay(analyses: list[_Analysis]) -> AsyncIterator[_Analysis]:
         yield analysis
 
 
-async def _record(store: Store, project: ProjectContext, plan: list[OperationSchedule],
+async def _record(store: Store, project: ProjectRef, plan: list[OperationSchedule],
                   analyses: AsyncIterator[_Analysis], auto: bool, t0: float) -> RemCycleReport:
     """Write the run as the analyses arrive: per operation, its output, new findings and schedule
     cursor in one transaction (a failed operation writes nothing and its cursor does not move).
@@ -297,7 +297,7 @@ def _result(analysis: _Analysis) -> OperationResult:
                            summary=analysis.summary, error=analysis.error)
 
 
-async def _write_operation(store: Store, project: ProjectContext, analysis: _Analysis, session: int,
+async def _write_operation(store: Store, project: ProjectRef, analysis: _Analysis, session: int,
                            run_id: int) -> list[RemFinding]:
     plan_item = analysis.plan
     async with store.transaction():
@@ -335,7 +335,7 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
 async def report(store: Store, project_path: str) -> RemReport:
     """The project's last finished run with the findings it raised (their status now), and every
     finding waiting for the project's review, whichever run raised it."""
-    project = await store.context.known_project(project_path)
+    project = await store.queue.project(project_path)
     pending = await review.pending_findings(store, project_path)
     run = await store.rem.last_run(project.project_id)
     last = None
@@ -784,7 +784,7 @@ async def run_on_demand(store: Store, config: RemConfig, project_path: str, oper
     """Run one operation when it is due (enabled and its schedule reached), or whatever the
     schedule says with `force`. Returns (the run or None, why it ran or was skipped)."""
     check_operations([operation])
-    project = await store.context.known_project(project_path)
+    project = await store.queue.project(project_path)
     plan = {p.operation: p for p in schedules(config, project.project_path,
                                               await store.rem.state(project.project_id), project.session_count)}
     item = plan[operation]

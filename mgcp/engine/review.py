@@ -26,7 +26,7 @@ def visible_to(finding: RemFinding, project_id: str) -> bool:
 async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFinding:
     """The finding, if a review of this project may show it (else NotFoundError, as if unknown)."""
     finding = await store.rem.get_finding(finding_id)
-    project = await store.context.known_project(project_path)
+    project = await store.queue.project(project_path)
     if not visible_to(finding, project.project_id):
         raise NotFoundError(f"finding {finding_id} belongs to another project; review it from that project")
     return finding
@@ -92,7 +92,7 @@ async def _still_speaking(store: Store, marks: list[FindingMark]) -> list[Findin
 
 async def pending_findings(store: Store, project_path: str) -> list[RemFinding]:
     """The project's review queue: pending findings it may see, oldest first."""
-    project = await store.context.known_project(project_path)
+    project = await store.queue.project(project_path)
     findings = await store.rem.findings(project.project_id, "pending")
     speaking = {mark.id for mark in await _still_speaking(store, [FindingMark.of(f) for f in findings])}
     return [finding for finding in findings if finding.id in speaking]
@@ -108,7 +108,7 @@ async def next_finding(store: Store, project_path: str, after: str | None = None
     just answered or skipped; None: from the start), with how many wait after it and in all."""
     from mgcp.models import ReviewStep
 
-    project = await store.context.known_project(project_path)
+    project = await store.queue.project(project_path)
     ahead = await _still_speaking(store, await store.rem.marks(project.project_id, "pending", after=after))
     total = await store.rem.count_findings(project.project_id, "pending")
     return ReviewStep(finding=await store.rem.get_finding(ahead[0].id) if ahead else None,

@@ -123,6 +123,12 @@ class Contexts:
                 project = ProjectContext(**row)
         return project
 
+    async def add_project(self, path: str) -> None:
+        """Store the project when it is not yet known: `ensure_project` without reading its context."""
+        async with self.db.transaction():
+            if await self.db.fetchone(sql.FIND_PROJECT, sql.find_params(path)) is None:
+                await self.db.insert("project_contexts", sql.new_project(sql.normalize_path(path), utcnow()))
+
     async def register_session(self, path: str, session_id: str, source: str | None = None,
                                at: str | None = None) -> SessionRegistration:
         """Register a session; the result carries the project's current session number."""
