@@ -289,14 +289,17 @@ def test_kept_candidates_are_searched_again_only_when_they_or_theirs_are_stale_o
     *searched, full_found = nearest_in(m, keys, 0.2, 3)
     # kept candidates unlike the search's, so that what was kept and what was searched show
     kept = [[(i + 1) % len(keys), (i + 2) % len(keys)] for i in range(len(keys))]
-    kept[10] = [11, -1]  # a candidate gone
+    kept[10] = [11, -1]  # a candidate gone leaves fewer than k: searched again
+    kept[50] = [51, 52, 53, -1, 54]  # a candidate gone leaves k or more: dropped, the rest kept
+    kept[60] = [61, -1]  # kept fewer than k, and one is gone: searched again
     kept[20] = []  # nothing kept: stale
     stale = np.zeros(len(keys), dtype=bool)
     stale[[20, 30, 40]] = True
     *_, found = nearest_in(m, keys, 0.2, 3, _candidates(kept), stale)
-    again = {10, 20, 30, 40, 18, 19, 28, 29, 38, 39}  # and those whose candidates hold a stale one
+    again = {10, 20, 30, 40, 60}  # rows 18, 19, 28, 29, 38, 39 hold a stale candidate: kept, not searched
     rows, full_rows = _rows(found), _rows(full_found)
-    assert {i for i in range(len(keys)) if rows[i] != kept[i]} == again
+    assert rows[50] == [51, 52, 53, 54] and rows[18] == kept[18] == [19, 20]
+    assert {i for i in range(len(keys)) if rows[i] != kept[i]} == again | {50}
     assert all(rows[i] == full_rows[i] for i in again)
     # kept as the search would find them, with their scores: the pairs of a full search
     *pairs, same = nearest_in(m, keys, 0.2, 3, full_found, stale)
@@ -318,9 +321,7 @@ def test_a_pair_keeps_its_kept_score_unless_an_end_searched_again():
     stale = np.zeros(len(keys), dtype=bool)
     stale[[5, 50]] = True
     a, b, s, found = nearest_in(m, keys, 0.2, 3, _candidates(rows, made_up), stale)
-    again = stale.copy()
-    for i, found_i in enumerate(rows):
-        again[i] |= any(stale[j] for j in found_i)
+    again = stale  # none gone: only the stale rows search again
     scores = _rows(found)
     for i, found_i in enumerate(_rows(found)):
         for place, j in enumerate(found_i):

@@ -44,9 +44,11 @@ per community of the last run: its title, by a digest of the members (ids and co
 drawn from. A run given the state of an earlier run with the same settings is *incremental*,
 unless it is the `full_every`-th run since the last full one (a full run then resets the drift;
 `full_every` 1 or less: every run is full):
-- only the lessons added or changed, and those whose candidates include a lesson changed or gone,
-  search for candidates again (against all lessons); a candidate pair with such a lesson at either
-  end is scored anew, and a pair of two lessons that kept their candidates keeps its kept score;
+- only the lessons added or changed, and those left with fewer than `NEIGHBOURS` candidates by
+  candidates gone, search for candidates again (against all lessons); the others keep their
+  candidates less those gone (a candidate changed stays one). A candidate pair with a lesson
+  changed or searching again at either end is scored anew, and a pair of two lessons that kept
+  their candidates keeps its kept score;
 - the partition starts from the kept labels (a new lesson on its own) and Louvain's local moving
   phase runs from the lessons whose edges changed and their neighbours, then from the neighbours
   of each lesson that moves, until no move gains modularity; a community left in pieces is split
@@ -60,7 +62,9 @@ known by its content digest, whatever the settings): every lesson's keywords, wh
 full, reads only the texts of lessons added or changed since; what it takes from these is exactly
 what reading the texts gives (the same idf, the same phrases), so they add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
-candidate that arrived after its search (the newcomer's own search usually finds it); a kept
+candidate that arrived after its search (the newcomer's own search usually finds it), nor the
+candidate a search now would propose in place of one gone or changed (its edges are still the
+best `NEIGHBOURS` of the candidates it holds, each scored as it reads now where an end changed); a kept
 candidate score was taken with the idf of the run that scored it (as a kept title was drawn with
 the keywords' idf of its run: see below), so where two of a lesson's pairs scored within that
 drift of each other, or a pair within it of `similarity_edge_threshold`, the edges chosen may

@@ -161,10 +161,12 @@ def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Candidat
 
     With `kept` (candidates from an earlier call, renumbered to the rows of `keys`; a candidate no
     longer in `keys` is -1) and `stale` (a boolean per row: changed since, or nothing kept), a row
-    keeps its candidates unless it is stale or one of them is stale or gone; only the others are
-    searched again (against every row). A pair with an end searched again is scored anew; a pair
-    between two rows that both kept their candidates keeps its kept score (an earlier matrix's, so it
-    drifts with the idf until its pair is scored anew). With no `kept` the pairs are `nearest`'s."""
+    keeps its candidates, less those gone, unless it is stale or the candidates gone leave it fewer
+    than k (and fewer than it kept); only those rows search again (against every row). A candidate
+    that is itself stale stays a candidate. A pair with a stale end or an end searched again is
+    scored anew; a pair between two rows that both kept their candidates keeps its kept score (an
+    earlier matrix's, so it drifts with the idf until its pair is scored anew). With no `kept` the
+    pairs are `nearest`'s."""
     import numpy as np
 
     from mgcp.operations import sparse
@@ -173,14 +175,14 @@ def nearest_in(m, keys: list[Doc], min_similarity: float, k: int, kept: Candidat
     search = None
     if kept is not None:
         owner = np.repeat(np.arange(m.n, dtype=np.int64), np.diff(kept.start))
-        spoilt = kept.other < 0
-        spoilt[~spoilt] = stale[kept.other[~spoilt]]  # a candidate gone or itself stale
-        again = np.array(stale, dtype=bool)
-        again[owner[spoilt]] = True
+        there = kept.other >= 0  # a candidate gone is dropped
+        # a row searches again when it is stale, or when a candidate gone leaves it fewer than k
+        again = np.array(stale, dtype=bool) | (np.bincount(owner[there], minlength=m.n)
+                                               < np.minimum(np.diff(kept.start), k))
         search = np.flatnonzero(again)
     row, other = sparse.proposals(m, m.df <= DISTINCTIVE_DF, width, search, tick)
     if kept is not None:
-        taken = ~again[owner]
+        taken = ~again[owner] & there
         # each row's entries, best first: the searched rows' and the kept ones' are two runs, each in
         # row order, which a stable sort merges
         held = len(row)
