@@ -685,7 +685,7 @@ class Bench:
         seconds = statistics.median(r["after_cli"]["ms"] for r in runs) / 1000
         self.add("REM repeat cycle, 1% changed, as `mgcp rem run` (a new process)" + counted, size,
                  round(seconds, 2), "s", "< 5 s (at large)", seconds < 5, large, None,
-                 "the same repeat on a copy, imports and start-up included")
+                 "the same repeat on a copy, imports and start-up included", 5)
 
     def fig_latency(self, size, work, pristine, what) -> None:
         self.log(f"latency {size}: {','.join(what)}")
