@@ -169,10 +169,9 @@ def test_a_cycle_hands_its_freed_memory_back_after_each_operation(db, run, monke
     assert calls == [0, 1]
 
 
-def test_an_operations_output_is_let_go_once_the_next_operation_has_analysed(db, run, monkeypatch):
-    """What an operation's output holds (a community run's kept state) is let go once written, which
-    is over when the next operation's analysis returns: it is not kept alive through the operations
-    after it (their peaks would stack on it)."""
+def test_an_operations_output_is_let_go_before_the_next_operation_runs(db, run, monkeypatch):
+    """What an operation's output holds (a community run's kept state) is not kept alive through
+    the operations after it: their peaks would stack on it."""
     import weakref
 
     from mgcp.engine import cycle
@@ -192,7 +191,6 @@ def test_an_operations_output_is_let_go_once_the_next_operation_has_analysed(db,
         return [], {}, ("first_output", write)
 
     async def second(store, project, settings, inputs):
-        await inputs.in_thread(lambda: None)
         seen.append(seen[0]() is None)
         return [], {}, None
 
@@ -201,41 +199,3 @@ def test_an_operations_output_is_let_go_once_the_next_operation_has_analysed(db,
     report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
     assert [r.error for r in report.operations] == [None, None]
     assert seen[1] is True
-
-
-@pytest.mark.parametrize("fails", [False, True])
-def test_an_operations_write_runs_beside_the_next_analysis_and_ends_before_it_goes_on(db, run, monkeypatch, fails):
-    """The first operation's write (its output, findings and cursor, one transaction) runs while the
-    second analyses in its thread, and is over (committed, or rolled back whole and reported) before
-    the second goes on; the second runs and is written either way."""
-    import threading
-
-    from mgcp.engine import cycle
-
-    began, order = threading.Event(), []
-
-    async def first(store, project, settings, inputs):
-        async def write(run_id):
-            began.set()
-            await store.rem.write_summary("p", 1, 2, "first", {})
-            if fails:
-                raise RuntimeError("disk full")
-
-        return [], {}, ("first_output", write)
-
-    async def second(store, project, settings, inputs):
-        order.append(await inputs.in_thread(began.wait, 10))
-        order.append(await store.count("context_summaries"))
-        return [], {}, None
-
-    monkeypatch.setitem(cycle.RUNNERS, "staleness_scan", first)
-    monkeypatch.setitem(cycle.RUNNERS, "duplicate_detection", second)
-    report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
-    assert order == [True, 0 if fails else 1]
-    assert [r.error for r in report.operations] == (["RuntimeError: disk full", None] if fails else [None, None])
-    assert run(db, lambda s: s.count("context_summaries")) == (0 if fails else 1)
-
-
-    async def moved(s):  # the first one's schedule cursor
-        return "staleness_scan" in await s.rem.state((await s.context.known_project(A)).project_id)
-    assert run(db, moved) is not fails

@@ -56,8 +56,7 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
     """`rem run`: the cycle, then with `auto` the policy's answers to the project's queue.
 
     Each operation's analysis runs with no transaction open; a normal run then writes what it found
-    (in one transaction) while the next operation analyses, and before that one reads or writes
-    anything more, so a failure or an interrupt later keeps the work done. A dry run analyses every
+    at once, so a failure or an interrupt later keeps the work done. A dry run analyses every
     operation first, then writes everything in one transaction that it rolls back: it shows
     exactly what would happen, changes nothing, and never holds the lock while it analyses."""
     if dry_run and not auto:
@@ -103,7 +102,6 @@ class _Analysis:
     output: tuple | None  # (action name, async function that writes it) or None
     duration_ms: float
     error: str | None = None
-    write: "_Write | None" = None  # its write, once `_record` has it (see `_Inputs.in_thread`)
 
 
 def _plan(config: RemConfig, project: ProjectRef, state: dict, operations: list[str] | None) -> list[OperationSchedule]:
@@ -136,9 +134,8 @@ async def _similarity_model(config: RemConfig, plan: list[OperationSchedule]):
 
 async def _analyse(store: Store, config: RemConfig, project: ProjectRef, plan: list[OperationSchedule],
                    progress: Progress | None, model=None, keep: bool = True) -> AsyncIterator[_Analysis]:
-    """Each planned operation's analysis, one by one. It writes nothing and opens no transaction, so
-    the write lock stays free however long it takes (the caller's write of the operation before,
-    one transaction, runs beside its analysis: `_Inputs.in_thread`); the CPU-bound work of each
+    """Each planned operation's analysis, one by one. Nothing is written and no transaction is
+    open, so the write lock stays free however long this takes; the CPU-bound work of each
     operation runs in a worker thread, so the event loop (an MCP server) keeps answering.
     After the last one, with `keep`, what the next cycles can start from (the corpora's words, the
     searches, the indexes) is kept: a cache (`_Inputs.keep_corpora`, `keep_searches`, `keep_indexes`)."""
@@ -168,18 +165,16 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectRef, plan: l
             analysis = _Analysis(plan_item, findings, summary, output, 0.0)
         except Exception as exc:  # reported in the run; the other operations still run
             analysis = _Analysis(plan_item, [], {}, None, 0.0, f"{type(exc).__name__}: {exc}")
-        await inputs.written()  # the last operation's write, done beside this one's analysis
         analysis.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
         progress(f"[{index}/{len(plan)}] {op}: {len(analysis.findings)} finding(s) in {analysis.duration_ms:.0f} ms"
                  + (f" - FAILED: {analysis.error}" if analysis.error else ""))
         inputs.cache.progress = None
         inputs.end([p.operation for p in plan[index:]])
         yield analysis
-        # its write (`_record`'s), to run beside the next operation's analysis; what its output
-        # holds (a community run's kept state, say) is let go, and the memory handed back, once written
-        inputs.waiting = analysis.write
+        # written (or held by the caller) by now: let go of what its output holds (a community run's
+        # kept state, say), and hand the memory back, before the next operation runs
         analysis = findings = summary = output = None
-    await inputs.written()
+        _give_back()
     if keep:
         await inputs.keep_corpora()
         await inputs.keep_searches()
@@ -258,31 +253,20 @@ async def _record(store: Store, project: ProjectRef, plan: list[OperationSchedul
                             project_path=project.project_path, session_number=session,
                             started_at=utcnow(), auto=auto)
     errors = []
-
-    async def write(analysis: _Analysis, result: OperationResult) -> None:
-        try:
-            stored = await _write_operation(store, project, analysis, session, run_id)
-            result.findings = len(stored)
-            report.findings.extend(stored)
-        except Exception as exc:
-            result.error = f"{type(exc).__name__}: {exc}"
-            errors.append(f"{result.operation}: {result.error}")
-
-    last = None
-    try:
-        async for analysis in analyses:
-            if last is not None:  # each write over before the next one (a dry run's come one after another)
-                await last.done()
-            result = _result(analysis)
-            if analysis.error is None:
-                last = analysis.write = _Write(write(analysis, result))
-            else:
-                errors.append(f"{result.operation}: {result.error}")
-            report.operations.append(result)
-            del analysis  # held by its write only, until written
-    finally:  # an interrupt or a failure later keeps what was analysed before it
-        if last is not None:
-            await last.done()
+    async for analysis in analyses:
+        op = analysis.plan.operation
+        result = _result(analysis)
+        if analysis.error is None:
+            try:
+                stored = await _write_operation(store, project, analysis, session, run_id)
+                result.findings = len(stored)
+                report.findings.extend(stored)
+            except Exception as exc:
+                result.error = f"{type(exc).__name__}: {exc}"
+        if result.error:
+            errors.append(f"{op}: {result.error}")
+        report.operations.append(result)
+        del analysis  # written: not held while the next operation runs
     report.duration_ms = round((time.perf_counter() - t0) * 1000, 1)
     async with store.transaction():
         await store.rem.finish_run(run_id, report.duration_ms, len(report.findings), errors,
@@ -387,31 +371,6 @@ def _give_back() -> None:
         pass
 
 
-class _Write:
-    """One operation's write (a coroutine of `_record`'s), run once: started beside the next
-    operation's analysis (`_Inputs.in_thread`), else when it is waited for."""
-
-    def __init__(self, write):
-        self._write, self._task = write, None
-
-    def start(self) -> asyncio.Future:
-        if self._task is None:
-            write, self._write = self._write, None
-            self._task = asyncio.ensure_future(_written(write))
-        return self._task
-
-    async def done(self) -> None:
-        """Wait until it is written; an interrupt while waiting lets it finish (committed whole or
-        rolled back whole by its transaction), never stops it half-way."""
-        await asyncio.shield(self.start())
-
-
-async def _written(write) -> None:
-    await write
-    del write  # the analysis it wrote let go before the memory is handed back
-    _give_back()
-
-
 class _Inputs:
     """What the operations read, loaded once per cycle: the active lessons, and the project's
     history from the earliest session any operation asked for. No operation changes either (findings
@@ -433,27 +392,6 @@ class _Inputs:
         self._words = None  # `lesson_words`, over `active`
         self._searches: dict[str, bytes] = {}  # what the searches keep (`hold_search`)
         self._indexes: dict = {}  # the indexes built anew (each with its `state()`), to keep
-        self.waiting: _Write | None = None  # the last operation's write, not yet started
-
-    async def in_thread(self, analyse: Callable, *args):
-        """`analyse(*args)` in a worker thread (as `asyncio.to_thread`), the last operation's write,
-        when one waits, done meanwhile on the event loop: its SQL runs while this analyses, and is
-        over when this returns, so the operation's own reads and writes never meet it (and read
-        nothing it writes: each operation's inputs are its own rows or the lessons)."""
-        waiting, self.waiting = self.waiting, None
-        if waiting is None:
-            return await asyncio.to_thread(analyse, *args)
-        waiting.start()
-        try:
-            return await asyncio.to_thread(analyse, *args)
-        finally:
-            await waiting.done()
-
-    async def written(self) -> None:
-        """Wait for the last operation's write (started now if no analysis started it)."""
-        waiting, self.waiting = self.waiting, None
-        if waiting is not None:
-            await waiting.done()
 
     def begin(self, op: str) -> None:
         """Set the cache (and the similarity backend over it) for operation `op`, about to run."""
@@ -515,26 +453,15 @@ class _Inputs:
         """Which active lessons hold which word (`LessonWords`, read by knowledge extraction and
         pattern reinforcement), built once per cycle over `lessons()` from what earlier cycles kept
         of it (`keep_indexes` keeps it for the next)."""
-        return await self.in_thread(await self.word_index())
-
-    async def word_index(self) -> Callable[[], object]:
-        """A function giving `lesson_words()` without reading the store (what it reads is read now),
-        to call in the worker thread with the analysis that reads it."""
         from mgcp.operations.lesson_words import LessonWords
 
         active = await self.lessons()
-        if self._words is not None and self._words.lessons is active:
-            return lambda words=self._words: words
-        kept = await self.store.kept_indexes.load(WORD_INDEX)
-
-        def build():
-            if self._words is None or self._words.lessons is not active:
-                self._words = LessonWords(active, kept)
-                if self._words.read or self._words.gone or kept is None:
-                    self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
-            return self._words
-
-        return build
+        if self._words is None or self._words.lessons is not active:
+            kept = await self.store.kept_indexes.load(WORD_INDEX)
+            self._words = await asyncio.to_thread(LessonWords, active, kept)
+            if self._words.read or self._words.gone or kept is None:
+                self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
+        return self._words
 
     async def keep_indexes(self) -> None:
         """Keep the indexes built anew in this cycle (a cache, see `mgcp.persistence.kept_indexes`)."""
@@ -556,7 +483,7 @@ class _Inputs:
 # Each returns (findings, summary, output): output is None or (action name, an async function of
 # the run id that writes the operation's automatic output); the engine runs it in the operation's
 # transaction and records it as an action of the run, so that `rem undo --run` takes it back.
-# The pure operation runs in a worker thread (`_Inputs.in_thread`, beside the last operation's write).
+# The pure operation runs in a worker thread (`asyncio.to_thread`).
 
 async def _staleness(store, project, settings, inputs):
     from mgcp.operations import staleness_scan
@@ -566,9 +493,9 @@ async def _staleness(store, project, settings, inputs):
     queries = await store.lessons.recent_queries(since)
     first_query = await store.lessons.first_query_since(since)
     uses = await store.lessons.uses(skip=staleness_scan.unjudged(settings, queries))
-    findings, until = await inputs.in_thread(staleness_scan.scan, uses, queries, now,
-                                             settings, await store.rem.settled(staleness_scan.OPERATION),
-                                             first_query)
+    findings, until = await asyncio.to_thread(staleness_scan.scan, uses, queries, now,
+                                              settings, await store.rem.settled(staleness_scan.OPERATION),
+                                              first_query)
     return findings, {"queries_in_window": len(queries),
                       "steady": [now.isoformat(), until.isoformat() if until else None]}, None
 
@@ -582,9 +509,9 @@ async def _duplicates(store, project, settings, inputs):
     search = None
     if inputs.similarity is None:
         search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
-    findings = await inputs.in_thread(duplicate_detection.run, active, settings, inputs.similarity,
-                                      inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
-                                      search)
+    findings = await asyncio.to_thread(duplicate_detection.run, active, settings, inputs.similarity,
+                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
+                                       search)
     if search is not None:
         inputs.hold_search(duplicate_detection.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
@@ -595,7 +522,7 @@ async def _communities(store, project, settings, inputs):
 
     previous = await store.rem.last_community_run() or {}
     kept = await asyncio.to_thread(_kept_communities, await store.community_kept.load())
-    result = await inputs.in_thread(
+    result = await asyncio.to_thread(
         community_detection.run, await inputs.lessons(), previous.get("communities"), settings,
         previous.get("graph_hash"), previous.get("modularity") or 0.0, inputs.cache, inputs.similarity,
         await store.rem.settled(community_detection.OPERATION), kept)
@@ -637,12 +564,8 @@ async def _extraction(store, project, settings, inputs):
     history = await inputs.history(int(state.get("last_run_session") or 0) - 1)
     if not history:
         return [], {"snapshots": 0}, None
-    lessons, words = await inputs.lessons(), await inputs.word_index()
-
-    def extract():  # the word index built in the same thread, so that the last write runs beside both
-        return knowledge_extraction.run(history, lessons, settings, inputs.cache, words())
-
-    findings = await inputs.in_thread(extract)
+    findings = await asyncio.to_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
+                                       inputs.cache, await inputs.lesson_words())
     for finding in findings:  # the same theme in two projects is two findings
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None
@@ -653,7 +576,7 @@ async def _summary(store, project, settings, inputs):
 
     last = await store.rem.last_summary(project.project_id)
     history = await inputs.history(last["to_session"] if last else -1)
-    result = await inputs.in_thread(context_summary.run, history, settings, inputs.cache)
+    result = await asyncio.to_thread(context_summary.run, history, settings, inputs.cache)
     if result is None:
         return [], {"snapshots": 0}, None
 
@@ -674,9 +597,9 @@ async def _patterns(store, project, settings, inputs):
     existing = await store.patterns.rows()
     paths = await store.patterns.project_paths()
     kept = await store.kept_indexes.load(pattern_reinforcement.OPERATION)
-    result = await inputs.in_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
-                                    utcnow(), paths, await inputs.lesson_words(), kept,
-                                    await store.patterns.mark())
+    result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
+                                     utcnow(), paths, await inputs.lesson_words(), kept,
+                                     await store.patterns.mark())
     for finding in result.findings:  # a draft is a context finding: reviewed in a project whose sessions
         # it cites (this one if it is among them, else the first cited), never in another
         owners = [where["project_id"] for where in finding.data.get("sessions", ())]
@@ -762,8 +685,8 @@ async def _contradictions(store, project, settings, inputs):
 
     active = await inputs.lessons()
     search = KeptClaims(await store.kept_pairs.load(contradiction_scan.OPERATION))
-    findings = await inputs.in_thread(contradiction_scan.run, active, settings, inputs.cache,
-                                      await store.rem.settled(contradiction_scan.OPERATION), search)
+    findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache,
+                                       await store.rem.settled(contradiction_scan.OPERATION), search)
     inputs.hold_search(contradiction_scan.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 
