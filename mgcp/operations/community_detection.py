@@ -64,8 +64,8 @@ what reading the texts gives (the same idf, the same phrases), so they add no dr
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it), nor the
 candidate a search now would propose in place of one gone or changed (its edges are still the
-best `NEIGHBOURS` of the candidates it holds, each scored as it reads now where an end changed); a kept
-candidate score was taken with the idf of the run that scored it (as a kept title was drawn with
+best `NEIGHBOURS` of the candidates it holds, each scored as it reads now where an end changed); a
+kept candidate score was taken with the idf of the run that scored it (as a kept title was drawn with
 the keywords' idf of its run: see below), so where two of a lesson's pairs scored within that
 drift of each other, or a pair within it of `similarity_edge_threshold`, the edges chosen may
 differ from a full run's; communities are not merged or rebuilt at the aggregated level until the
@@ -75,7 +75,9 @@ change of c lessons moves a keyword's idf = ln((1 + n) / (1 + df)) + 1 by at mos
 c / (1 + df) + c / (1 + n), so a kept title differs from one drawn now only where two candidates
 were within that of each other (it grows with the lessons changed since, until a full run draws
 every title and scores every pair anew). A kept pair score moves with its words' idf in the same
-way (each word's weight is its tf times its idf, normalised over the lesson's words).
+way (each word's weight is its tf times its idf, normalised over the lesson's words). Apart from
+the idf, a title differs from a full run's where the edges drifted: they choose a community's most
+central members, the sample its title is drawn from.
 `tests/test_community_incremental.py` bounds the drift (modularity, membership, and kept titles
 against titles drawn anew); benchmarks/README.md gives the figures.
 """
