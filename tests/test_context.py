@@ -36,11 +36,11 @@ def test_todos_replace_and_decisions_append(db, run):
 
 def test_add_project_stores_what_ensure_project_stores_once(db, run, tmp_path):
     """`add_project` (the cycle's) stores a new project as `ensure_project` does, and leaves a known
-    one as it is; `QueueReads.project` reads what `known_project` reads before and after."""
+    one as it is; `QueueReads.project` reads, before and after, the project they store."""
     other = str(tmp_path / "other.db")
 
     async def work(s, add):
-        before = await s.queue.project(P), await s.context.known_project(P)
+        before = await s.queue.project(P)
         await (s.context.add_project(P) if add else s.context.ensure_project(P))
         await s.context.save(P, "s1", notes="start")
         await (s.context.add_project(P) if add else s.context.ensure_project(P))
@@ -49,8 +49,8 @@ def test_add_project_stores_what_ensure_project_stores_once(db, run, tmp_path):
 
     rows = []
     for path, add in ((db, True), (other, False)):
-        (ref, known), (ref_after, project) = run(path, lambda s, add=add: work(s, add))
-        assert (ref.project_id, ref.project_path, ref.session_count) == (known.project_id, known.project_path, 0)
+        ref, (ref_after, project) = run(path, lambda s, add=add: work(s, add))
+        assert (ref.project_id, ref.project_path, ref.session_count) == (project.project_id, project.project_path, 0)
         assert (ref_after.project_id, ref_after.session_count) == (project.project_id, project.session_count) == (ref.project_id, 1)
         rows.append(sqlite3.connect(path).execute(
             "SELECT project_id, project_name, project_path, session_count FROM project_contexts").fetchall())

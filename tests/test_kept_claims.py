@@ -203,7 +203,7 @@ def _kept(path) -> dict:
 async def _analysed(store) -> tuple:
     """The scan's findings (before those already pending are left out) and summary, then the
     cycle's stored findings."""
-    project = await store.context.known_project(P)
+    project = await store.queue.project(P)
     plan = cycle._plan(CONFIG, project, await store.rem.state(project.project_id), OPS)
     [analysis] = [a async for a in cycle._analyse(store, CONFIG, project, plan, None)]
     found = (analysis.error, {k: v for k, v in analysis.summary.items() if k != "input_digest"}, _json(analysis.findings))

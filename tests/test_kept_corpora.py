@@ -59,7 +59,7 @@ async def _cycle(store):
 async def _analysed_and_cycle(store):
     """Every finding each operation makes (before those already pending are left out), with its
     scores, and its summary; then the cycle itself."""
-    project = await store.context.known_project(P)
+    project = await store.queue.project(P)
     plan = cycle._plan(CONFIG, project, await store.rem.state(project.project_id), OPS)
     analysed = {}
     async for analysis in cycle._analyse(store, CONFIG, project, plan, None):

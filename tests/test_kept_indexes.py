@@ -189,7 +189,7 @@ def test_a_repeat_cycle_from_the_kept_indexes_finds_what_one_without_them_finds(
     # undoing the changed cycle's run puts the patterns back as before it: the kept decisions no
     # longer hold for them
     async def undo(store):
-        last = (await store.rem.last_run((await store.context.known_project(MAIN)).project_id))["id"]
+        last = (await store.rem.last_run((await store.queue.project(MAIN)).project_id))["id"]
         from mgcp.engine import actions
 
         await actions.undo_run(store, last - 1)

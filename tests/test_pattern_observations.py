@@ -60,7 +60,7 @@ def _count(path, table) -> int:
 async def _cycle(store) -> dict:
     """The run's analysis (every finding it makes, its summary) and the patterns stored after it,
     without the moments they were written."""
-    project = await store.context.known_project(MAIN)
+    project = await store.queue.project(MAIN)
     plan = cycle._plan(CONFIG, project, await store.rem.state(project.project_id), OPS)
     analysed = []
     async for analysis in cycle._analyse(store, CONFIG, project, plan, None):

@@ -19,7 +19,7 @@ def test_the_project_is_the_one_the_context_knows(db, run, known):
         if known:
             for n in range(3):
                 await s.context.register_session(P, f"s{n}")
-        return await s.queue.project(P), await s.context.known_project(P)
+        return await s.queue.project(P), await s.context.ensure_project(P)  # read first, then stored
     ref, project = run(db, work)
     assert ref == (project.project_id, project.project_path, project.session_count)
     assert ref.session_count == (3 if known else 0)

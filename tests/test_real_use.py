@@ -163,7 +163,7 @@ def two_projects(db, run):
 def test_a_projects_queue_never_shows_another_projects_findings(db, run):
     two_projects(db, run)
     for project in (PROJECT, OTHER):
-        mine = run(db, lambda s: s.context.known_project(project)).project_id
+        mine = run(db, lambda s: s.queue.project(project)).project_id
         queue = run(db, lambda s: engine.pending_findings(s, project))
         assert queue and all(f.project_id == mine or f.operation in
                              SHARED_OPERATIONS for f in queue)

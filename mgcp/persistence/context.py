@@ -104,10 +104,6 @@ class Contexts:
             raise NotFoundError(f"no context saved for project {sql.normalize_path(path)}")
         return project
 
-    async def known_project(self, path: str) -> ProjectContext:
-        """The project, or (writing nothing) the project it would be, at session 0."""
-        return await self.find_project(path) or ProjectContext(**sql.new_project(sql.normalize_path(path), utcnow()))
-
     async def project_by_id(self, project_id: str) -> ProjectContext:
         row = await self.db.fetchone("SELECT * FROM project_contexts WHERE project_id = ?", [project_id])
         if row is None:

@@ -28,8 +28,8 @@ class QueueReads:
         self.db = db
 
     async def project(self, path: str) -> ProjectRef:
-        """The project at `path`, or (writing nothing) the project it would be, at session 0: what
-        `Contexts.known_project` finds, without the rest of its context."""
+        """The project at `path`, or (writing nothing) the project it would be, at session 0: its
+        id, path and session count, without the rest of its context."""
         row = await self.db.fetchone(sessions.FIND_PROJECT, sessions.find_params(path))
         if row is None:
             row = sessions.new_project(sessions.normalize_path(path), utcnow())
