@@ -143,9 +143,6 @@ def test_the_lessons_that_search_again_find_what_a_full_search_finds():
     part_row, part_other = sparse.proposals(m, eligible, 10, some)
     wanted = np.isin(row, some)
     assert row[wanted].tolist() == part_row.tolist() and other[wanted].tolist() == part_other.tolist()
-    a, b = sparse.neighbours(m, eligible, 10)
-    codes = np.unique(np.minimum(row, other) * m.n + np.maximum(row, other))
-    assert (codes // m.n).tolist() == a.tolist() and (codes % m.n).tolist() == b.tolist()
 
 
 def test_a_title_is_kept_only_for_the_very_members_and_texts_it_was_drawn_from():

@@ -139,10 +139,10 @@ def test_neighbours_are_the_rows_sharing_most_distinctive_words_ties_to_the_rare
     for block in (1, 30, 4_000_000):
         sparse.BLOCK_ENTRIES, before = block, sparse.BLOCK_ENTRIES
         try:
-            a, b = sparse.neighbours(m, eligible, 6)
+            row, other = sparse.proposals(m, eligible, 6)
         finally:
             sparse.BLOCK_ENTRIES = before
-        assert set(zip(a.tolist(), b.tolist())) == expected
+        assert set(zip(np.minimum(row, other).tolist(), np.maximum(row, other).tolist())) == expected
 
 
 def test_among_k_best_keeps_what_top_k_keeps():

@@ -335,7 +335,8 @@ class _Base:
             base.joined = texts
             indexes = np.r_[base.a, base.b, base.small, base.large]
             consistent = (base.n >= 0 and len(base.stems) == header["stems"] == len(base.df)
-                          and len(texts) == 16 * header["texts"] and len(base.texts) == header["texts"] == len(base.codes)
+                          and len(texts) == 16 * header["texts"]
+                          and len(base.texts) == header["texts"] == len(base.codes)
                           and len(base.a) == len(base.b) == header["pairs"] and bool(np.all(base.a < base.b))
                           and len(base.small) == len(base.large) == header["contained"]
                           and (not len(indexes) or (indexes.min() >= 0 and indexes.max() < len(base.texts))))

@@ -29,8 +29,7 @@ looked up in them, the products summed in word order).
 
 `proposals(matrix, eligible, width)`: for each row, the `width` rows sharing the most of its
 eligible words, ties to the row sharing the rarer word, then to the lower row: every (row, other,
-word) meeting is packed into one integer and one sort groups and orders them. `neighbours` is the
-same as distinct pairs.
+word) meeting is packed into one integer and one sort groups and orders them.
 
 `contained(matrix, ...)`: pairs where one row's words are all in the other's.
 
@@ -395,7 +394,9 @@ def _row_sums(values: np.ndarray, start: np.ndarray, lengths: np.ndarray, from_e
     places = np.repeat(start[:-1][order], counts)
     places += np.repeat(counts - 1, counts) - offsets if from_end else offsets
     laid = values[places]  # each row's values in the order they are added, rows by length
-    bounds = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1], True]) if len(counts) else np.zeros(1, dtype=np.int64)
+    # where each run of rows of one length starts, and where the last one ends
+    bounds = (np.flatnonzero(np.r_[True, counts[1:] != counts[:-1], True]) if len(counts)
+              else np.zeros(1, dtype=np.int64))
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         size = int(counts[lo])
         if size > 1:
@@ -537,26 +538,13 @@ def _blocks(rows: np.ndarray, cum: np.ndarray, n: int,
         lo = hi
 
 
-def neighbours(m: Matrix, eligible: np.ndarray, width: int,
-               tick: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """For each row, the `width` other rows sharing the most of its eligible words (`eligible`: a
-    boolean per word rank), ties going to the row sharing the rarer word, then to the lower row:
-    (a, b) arrays of those pairs, a < b, each pair once, in no particular order."""
-    row, other = proposals(m, eligible, width, tick=tick)
-    return distinct_pairs(row, other, m.n)
-
-
-def distinct_pairs(row: np.ndarray, other: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (row, other) of rows among `n` as (a, b) arrays, a < b, each pair once, ascending."""
-    codes = distinct(np.minimum(row, other) * n + np.maximum(row, other))
-    return codes // max(n, 1), codes % max(n, 1)
-
-
 def proposals(m: Matrix, eligible: np.ndarray, width: int, rows: np.ndarray | None = None,
               tick: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """What `neighbours` finds, row by row: (row, other) arrays of each row's `width` partners
-    (fewer when fewer rows share its eligible words), rows ascending, each row's partners best
-    first. `rows`: only these rows' partners (searched among all rows); all rows when None."""
+    """For each row, the `width` other rows sharing the most of its eligible words (`eligible`: a
+    boolean per word rank), ties going to the row sharing the rarer word, then to the lower row:
+    (row, other) arrays of each row's partners (fewer when fewer rows share its eligible words),
+    rows ascending, each row's partners best first. `rows`: only these rows' partners (searched
+    among all rows); all rows when None."""
     entries = np.flatnonzero(eligible[m.rank])  # in row order, ranks ascending within a row
     by_word = entries[stable_order(m.rank[entries])]  # word after word, each word's rows ascending
     holder = m.row[by_word]  # the rows holding each word, word after word
