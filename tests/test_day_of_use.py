@@ -258,6 +258,10 @@ def day(db, tmp_path, agent, s0, saves):
     assert_visible(db, PID, applied + [a["id"] for a in auto["left_pending"]])
     query_affected(db, applied[0])
     assert undo(db, applied[0])[0] == 0
+    # the next --auto leaves the undone finding to a person instead of applying it again
+    again = json.loads(cli(db, "rem", "run", "--auto", "--project", P, "--op", "staleness_scan", "--json"))
+    assert applied[0] not in [a["id"] for a in again["applied"]]
+    assert applied[0] in [a["id"] for a in again["left_pending"]]
     # CI never answers a contradiction: the agent's user keeps the newer lesson
     contradiction = next(a["id"] for a in auto["left_pending"] if a["kind"] == "contradiction")
     assert all(a["kind"] != "contradiction" for a in auto["applied"])

@@ -309,3 +309,21 @@ def test_the_queue_count_and_next_finding_agree_with_the_queue_read_whole(plante
     assert len(stale(whole)) >= 4 and stale(whole) == stale(marked)
     every = run(whole, lambda s: s.rem.findings(None, None))
     assert run(whole, lambda s: s.rem.marks(None, None)) == [FindingMark.of(f) for f in every]
+
+
+def test_auto_leaves_to_a_person_what_an_undo_took_back(fresh):
+    """An undone answer of --auto is a person's decision: the next --auto (and its dry run) leaves
+    those findings pending with why, instead of applying them again; a person can still answer."""
+    first = auto_run(fresh)
+    merged = [a for a in first["applied"] if a["kind"] == "duplicate_merge"]
+    assert merged
+    code, out, err = mgcp("rem", "undo", "--run", first["report"]["run_id"], "--db", fresh)
+    assert code == 0, err
+    for extra in (("--dry-run",), ()):
+        again = auto_run(fresh, *extra)
+        assert again["applied"] == []
+        left = {a["id"]: a for a in again["left_pending"]}
+        for applied in first["applied"]:
+            assert "undone" in left[applied["id"]]["result"]
+    code, out, err = mgcp("rem", "resolve", merged[0]["id"], "--option", "1", "--db", fresh, "--project", PROJECT)
+    assert code == 0, err

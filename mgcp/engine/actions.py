@@ -406,9 +406,12 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
                      run_id: int | None = None) -> tuple[list[AutoResult], list[AutoResult], list[AutoResult]]:
     """Apply what the policy allows, as actions of the run `run_id` (so that `rem undo --run` of
     that run takes them back); returns (applied, left pending, settled elsewhere). A finding
+    whose earlier answer was undone is left pending: --auto never gives again an answer a person
+    took back. A finding
     that another process answered or found stale meanwhile (another --auto, a person reviewing) is
     skipped and listed as such: a concurrent --auto is no failure."""
     applied, left, settled = [], [], []
+    undone = await store.rem.undone([f.fingerprint for f in findings])
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action in MERGING):
@@ -417,6 +420,9 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
                            option=finding.options[finding.recommended - 1].label)
         if why is None:
             left.append(entry)
+            continue
+        if finding.fingerprint in undone:  # taking an answer back is a person's say: theirs to give again
+            left.append(entry.model_copy(update={"result": "an earlier answer was undone: a person decides"}))
             continue
         try:
             outcome = await resolve(store, config, finding.id, finding.recommended, auto=True, run_id=run_id)
@@ -431,15 +437,17 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
 # -- undo -----------------------------------------------------------------------------------------
 
 async def undo_finding(store: Store, finding_id: str, force: bool = False) -> str:
-    """Restore what the finding's actions changed and make it pending again. A later change of
-    content makes it refuse (ConflictError listing what would be overwritten) unless `force`."""
+    """Restore what the finding's actions changed and make it pending again (--auto leaves it to a
+    person from then on). A later change of content makes it refuse (ConflictError listing what
+    would be overwritten) unless `force`."""
     finding = await store.rem.get_finding(finding_id)
     actions = await store.rem.actions_for(finding_id=finding.id)
     if not actions:
         raise InvalidInputError(f"finding {finding.id} has no applied action to undo ({finding.status.value})")
     async with store.transaction():
         await _undo(store, actions, force)
-    return f"undid {', '.join(a['action'] for a in actions)} of finding {finding.id}; it is pending again"
+    return (f"undid {', '.join(a['action'] for a in actions)} of finding {finding.id}; it is pending again, "
+            "for a person to answer (--auto leaves it)")
 
 
 async def undo_run(store: Store, run_id: int, force: bool = False) -> str:

@@ -230,6 +230,13 @@ class RemLedger:
         rows = await self.db.fetchall(sql + " ORDER BY id", params)
         return [{**dict(r), "changes": json.loads(r["changes"])} for r in rows]
 
+    async def undone(self, fingerprints: list[str]) -> set[str]:
+        """Those of `fingerprints` whose finding had an action that was undone since."""
+        rows = await self.db.fetchall_in(
+            """SELECT DISTINCT f.fingerprint FROM rem_findings f JOIN rem_actions a ON a.finding_id = f.id
+               WHERE a.undone_at IS NOT NULL AND f.fingerprint IN ({marks})""", fingerprints)
+        return {row[0] for row in rows}
+
     async def mark_action_undone(self, action_id: int) -> None:
         await self.db.conn.execute("UPDATE rem_actions SET undone_at = ? WHERE id = ?", [utcnow(), action_id])
 
