@@ -199,3 +199,38 @@ def test_an_operations_output_is_let_go_before_the_next_operation_runs(db, run, 
     report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
     assert [r.error for r in report.operations] == [None, None]
     assert seen[1] is True
+
+
+def test_a_summary_replaced_by_a_newer_one_goes_stale_without_its_list(db, run):
+    """A new count of the rest retires the pending summary: stale, with its title, kind and count,
+    but not the list of findings it stood for (the new one lists what is left now)."""
+    from mgcp.config import parse_config
+    from mgcp.models import FindingStatus
+
+    config = parse_config({"rem": {"community_detection": {"max_findings": 6}}}, "test")
+    topics = {"django": "django orm queryset migration model admin view",
+              "docker": "docker image layer container compose volume build"}
+
+    async def add(store, tag, i):
+        vocab = topics[tag].split()
+        picked = " ".join(vocab[(i + k) % len(vocab)] for k in range(4))
+        await store.lessons.add(f"{tag}-{i:02d}", f"when working on {tag} {picked}",
+                                f"Check the {picked} carefully before the {'abcdefghijklmnop'[i] * 3} step.",
+                                tags=[tag])
+
+    async def scenario(store):
+        for tag in topics:
+            for i in range(15):
+                await add(store, tag, i)
+        await engine.run(store, config, "/p", ["community_detection"])
+        first = next(f for f in await engine.pending_findings(store, "/p") if f.kind == "summary")
+        await add(store, "docker", 15)
+        await engine.run(store, config, "/p", ["community_detection"])
+        second = next(f for f in await engine.pending_findings(store, "/p") if f.kind == "summary")
+        return first, await store.rem.get_finding(first.id), second
+
+    first, retired, second = run(db, scenario)
+    assert first.data["items"] and first.data["fingerprints"] and second.id != first.id
+    assert retired.status == FindingStatus.stale and retired.title == first.title
+    assert retired.data == {**first.data, "items": [], "fingerprints": [], "bulk_action": None}
+    assert len(second.data["fingerprints"]) == second.data["count"] and second.data["items"]

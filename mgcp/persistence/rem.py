@@ -153,9 +153,13 @@ class RemLedger:
 
     async def retire_summaries(self, project_id: str, operation: str, of_kind: str) -> None:
         """Mark stale the pending summaries of `of_kind` findings a project's review would show: a
-        new summary of the same kind replaces them."""
+        new summary of the same kind replaces them. A stale finding is never applied, and the new
+        summary lists what is left now, so a retired one keeps its title, kind and count but not
+        its list of findings (megabytes at 100k lessons, which every cycle would otherwise add)."""
         await self.db.conn.execute(
-            f"""UPDATE rem_findings SET status = 'stale', resolved_at = ?
+            f"""UPDATE rem_findings SET status = 'stale', resolved_at = ?,
+                       data = json_set(data, '$.items', json('[]'), '$.fingerprints', json('[]'),
+                                       '$.bulk_action', NULL)
                 WHERE status = 'pending' AND kind = 'summary' AND operation = ?
                 AND json_extract(data, '$.of_kind') = ? AND {sessions.VISIBLE_TO_PROJECT}""",
             [utcnow(), operation, of_kind, project_id])
