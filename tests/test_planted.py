@@ -68,3 +68,25 @@ def test_community_summaries_are_written_and_stable(planted, run, report):
     assert rows and all(count >= 1 for _, count in rows)
     run(planted, lambda s: engine.run_cycle(s, CONFIG, PROJECT, ["community_detection"]))
     assert sqlite3.connect(planted).execute("SELECT community_id, member_count FROM community_summaries").fetchall() == rows
+
+
+def test_community_summaries_hold_the_communities_as_they_are(planted, run, report):
+    """A community of the last run that no longer exists leaves the table (a row mgcp did not
+    write stays); undoing the run brings its rows back."""
+    import sqlite3
+
+    from mgcp.models import LessonStatus
+
+    conn = sqlite3.connect(planted)
+    conn.execute("INSERT INTO community_summaries VALUES ('legacy-1', 't', 's', '[]', 0, '2024-01-01', '2024-01-01')")
+    conn.commit()
+    before = sorted(conn.execute("SELECT * FROM community_summaries").fetchall())
+    members = max(run(planted, lambda s: s.rem.last_community_run())["communities"], key=lambda c: len(c["member_ids"]))
+    run(planted, lambda s: s.lessons.set_lifecycle(members["member_ids"][0], LessonStatus.archived, "gone"))
+    again = run(planted, lambda s: engine.run_cycle(s, CONFIG, PROJECT, ["community_detection"]))
+    now = run(planted, lambda s: s.rem.last_community_run())["communities"]
+    ids = {c["community_id"] for c in now}
+    assert members["community_id"] not in ids
+    assert {r[0] for r in conn.execute("SELECT community_id FROM community_summaries")} == ids | {"legacy-1"}
+    run(planted, lambda s: engine.undo_run(s, again.run_id))
+    assert sorted(conn.execute("SELECT * FROM community_summaries").fetchall()) == before

@@ -533,7 +533,9 @@ async def _communities(store, project, settings, inputs):
 
     async def write(run_id):
         await store.rem.record_community_run(run_id, result.graph_hash, result.modularity, result.communities)
-        await store.rem.write_community_summaries(result.communities)
+        now = {c["community_id"] for c in result.communities}
+        gone = [c["community_id"] for c in previous.get("communities") or [] if c["community_id"] not in now]
+        await store.rem.write_community_summaries(result.communities, gone)
         if lessons is not None:
             k = result.kept
             await store.community_kept.save(f"{k.settings}@{__version__}", k.runs_since_full, lessons, k.titles,

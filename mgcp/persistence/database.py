@@ -257,6 +257,16 @@ class Database:
                 if before != r:
                     self._changes.append({"table": table, "key": {key: r[key]}, "before": before, "after": dict(r)})
 
+    async def delete_many(self, table: str, keys: Iterable) -> None:
+        """Delete the rows of a table keyed by one column whose key is among `keys`, in a few
+        statements; inside `recording()` each row's before image is captured as `delete` would."""
+        (key,) = KEYS[table]
+        found = await self.fetchall_in(f"SELECT * FROM {table} WHERE {key} IN ({{marks}})", keys)
+        gone = [dict(r) for r in found]
+        await self.conn.executemany(f"DELETE FROM {table} WHERE {key} = ?", [[r[key]] for r in gone])
+        if self._changes is not None:
+            self._changes += [{"table": table, "key": {key: r[key]}, "before": r, "after": None} for r in gone]
+
     # -- undo -----------------------------------------------------------------------------------
 
     async def restore(self, changes: list[dict], force: bool = False) -> list[dict]:

@@ -8,6 +8,7 @@ schedule, the marks and the counts `rem status` reads import no pydantic.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mgcp.errors import InvalidInputError, NotFoundError
@@ -256,9 +257,11 @@ class RemLedger:
             "run_id": run_id, "graph_hash": graph_hash, "modularity": modularity,
             "communities": dumps(communities), "created_at": utcnow()})
 
-    async def write_community_summaries(self, communities: list[dict]) -> None:
+    async def write_community_summaries(self, communities: list[dict], gone: Iterable[str] = ()) -> None:
         """Insert or refresh each community's summary (the legacy table), in a few statements: a row
-        that already says the same is left as it is, a changed one keeps when it was created."""
+        that already says the same is left as it is, a changed one keeps when it was created. The
+        rows of `gone` (communities of the last run that no longer exist) are deleted, so that the
+        table holds the communities as they are; the runs keep every earlier partition."""
         now = utcnow()
         existing = {row["community_id"]: dict(row) for row in await self.db.fetchall_in(
             "SELECT * FROM community_summaries WHERE community_id IN ({marks})",
@@ -272,6 +275,7 @@ class RemLedger:
             if before is None or any(before[k] != v for k, v in values.items()):
                 rows.append({**values, "created_at": before["created_at"] if before else now, "updated_at": now})
         await self.db.upsert_many("community_summaries", rows)
+        await self.db.delete_many("community_summaries", gone)
 
     async def last_summary(self, project_id: str) -> dict | None:
         row = await self.db.fetchone(
