@@ -169,6 +169,33 @@ def test_a_cycle_hands_its_freed_memory_back_after_each_operation(db, run, monke
     assert calls == [0, 1]
 
 
+def test_a_cycle_freezes_what_each_operation_leaves_alive_and_thaws_it_at_the_end(db, run, monkeypatch):
+    """The collector walks nothing an earlier operation left alive, and after the cycle (a failed
+    one too) nothing stays frozen: garbage cycles are collected as before."""
+    import gc
+
+    from mgcp.engine import cycle
+
+    frozen = []
+    real = cycle.RUNNERS["duplicate_detection"]
+
+    async def broken(*args):
+        raise RuntimeError("boom")
+
+    async def second(*args):
+        frozen.append(gc.get_freeze_count())
+        return await real(*args)
+
+    gc.unfreeze()
+    monkeypatch.setitem(cycle.RUNNERS, "duplicate_detection", broken)
+    report = run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
+    assert report.operations[1].error and gc.get_freeze_count() == 0
+    monkeypatch.setitem(cycle.RUNNERS, "duplicate_detection", second)
+    run(db, lambda s: s.lessons.add("fresh", "when a lesson is new", "Run the scan again."))  # not skipped
+    run(db, lambda s: engine.run_cycle(s, CONFIG, A, ["staleness_scan", "duplicate_detection"]))
+    assert frozen[0] > 0 and gc.get_freeze_count() == 0
+
+
 def test_an_operations_output_is_let_go_before_the_next_operation_runs(db, run, monkeypatch):
     """What an operation's output holds (a community run's kept state) is not kept alive through
     the operations after it: their peaks would stack on it."""

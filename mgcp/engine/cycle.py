@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import AsyncIterator, Callable
 
 from mgcp import __version__, schedule
-from mgcp.collector import collector_paused
+from mgcp.collector import collector_paused, thawed_after
 from mgcp.config import OPERATIONS, RemConfig
 from mgcp.engine import review
 from mgcp.engine.actions import apply_auto
@@ -79,11 +79,12 @@ async def run(store: Store, config: RemConfig, project_path: str, operations: li
         return RemRun(report=report, auto=True, dry_run=dry_run, applied=applied, left_pending=left,
                       settled_elsewhere=settled)
 
-    if not dry_run:
-        return await write(analyses)
-    done = [analysis async for analysis in analyses]
-    async with store.preview():
-        return await write(_replay(done))
+    with thawed_after():  # what each operation leaves alive is frozen meanwhile: see mgcp.collector
+        if not dry_run:
+            return await write(analyses)
+        done = [analysis async for analysis in analyses]
+        async with store.preview():
+            return await write(_replay(done))
 
 
 async def run_cycle(store: Store, config: RemConfig, project_path: str,
@@ -158,7 +159,7 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectRef, plan: l
             else:
                 if op in TEXT_READERS:
                     inputs.cache.reader = await inputs.reader()
-                with collector_paused():  # no result changes; see mgcp.collector
+                with collector_paused(freeze=True):  # no result changes; see mgcp.collector
                     findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
                 if digest:
                     summary["input_digest"] = digest
