@@ -107,6 +107,58 @@ def test_a_forced_undo_of_a_drafted_lesson_takes_back_the_links_made_to_it_since
     assert mgcp("db", "check", "--db", planted)[0] == 0
 
 
+def test_undo_of_a_drafted_lesson_given_an_outcome_since_refuses_and_force_keeps_the_outcome(planted, run):
+    """Rows written since that refer to a lesson the answer created (an outcome) stop its undo,
+    clearly, like a later change of content; forced, the lesson is marked deleted and they stay."""
+    f = first(run, planted, "theme")
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "draft_lesson")))
+    drafted = f.data["draft"]["id"]
+    assert mgcp("lesson", "outcome", drafted, "--helped", "--db", planted)[0] == 0
+    before = dump(planted)
+    code, out, err = mgcp("rem", "undo", f.id, "--db", planted)
+    assert code == 1 and "Traceback" not in err and drafted in err and "outcome" in err, err
+    assert len(err.strip().splitlines()) == 1 and dump(planted) == before
+    code, out, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    code, out, _ = mgcp("lesson", "show", drafted, "--db", planted, "--json")
+    assert json.loads(out)["status"] == "deleted"
+    conn = sqlite3.connect(planted)
+    assert conn.execute("SELECT count(*) FROM lesson_outcomes WHERE lesson_id = ?", [drafted]).fetchone()[0] == 1
+    assert mgcp("db", "check", "--db", planted)[0] == 0
+
+
+def test_a_forced_undo_of_a_merge_keeps_the_history_of_a_lesson_changed_since(planted, run):
+    """The merge's version of the canonical lesson stays in its history whole (its kind and
+    confidence too) when a forced undo brings back the earlier content as a newer version."""
+    f = merged(run, planted)
+    canonical = f.data["canonical"]
+    run(planted, lambda s: s.lessons.refine(canonical, "later", action="A later action."))
+    code, out, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    code, out, err = mgcp("lesson", "history", canonical, "--db", planted, "--json")
+    versions = json.loads(out)
+    versions = versions.get("versions", versions) if isinstance(versions, dict) else versions
+    assert [v["version"] for v in versions] == list(range(1, len(versions) + 1))
+    assert all(v["kind"] is not None and v["confidence"] is not None for v in versions), versions
+    assert mgcp("db", "check", "--db", planted)[0] == 0
+
+
+def test_a_forced_undo_keeps_links_both_ways(planted, run):
+    """A lesson brought back to its earlier content over a link made since loses that link on
+    both sides, never on one only."""
+    f = merged(run, planted)
+    canonical = f.data["canonical"]
+    other = next(lesson_id for lesson_id in (r[0] for r in sqlite3.connect(planted).execute(
+        "SELECT id FROM lessons ORDER BY id")) if lesson_id not in (canonical, f.data["other"]))
+    assert mgcp("lesson", "link", canonical, other, "--db", planted)[0] == 0
+    code, out, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    links = {lesson_id: {r["target"] for r in json.loads(lesson(planted, lesson_id)["relationships"] or "[]")}
+             for lesson_id in (canonical, other)}
+    assert (other in links[canonical]) == (canonical in links[other]), links
+    assert mgcp("db", "check", "--db", planted)[0] == 0
+
+
 # -- 2. replay after a resumed session ------------------------------------------------------------
 
 def save(db, session_id, notes):

@@ -15,6 +15,7 @@ import json
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
+from mgcp.errors import ConflictError
 from mgcp.persistence.database import Database, same_content
 from mgcp.records import LessonStatus
 
@@ -39,12 +40,18 @@ class _Part:
 
 
 def _lesson_of(change: dict) -> str | None:
-    """The lesson a recorded change belongs to (its row, or one of its versions)."""
+    """The lesson a recorded change belongs to (its row, or one of its versions and their traits)."""
     if change["table"] == "lessons":
         return change["key"]["id"]
-    if change["table"] == "lesson_versions":
+    if change["table"] in ("lesson_versions", "lesson_traits"):
         return (change["after"] or change["before"])["lesson_id"]
     return None
+
+
+# Rows that refer to a lesson and are written by no recorded action (what the lesson's use taught,
+# a legacy tool's counts, a lesson's own refinement): an undo cannot delete a lesson they refer to.
+REFERRING = {"lesson_outcomes": "lesson_id", "lesson_outcome_stats": "lesson_id", "lesson_usage": "lesson_id",
+             "lessons": "parent_id"}
 
 
 class Store:
@@ -92,18 +99,49 @@ class Store:
     async def restore(self, changes: list[dict], force: bool = False, reason: str = "forced undo") -> None:
         """Undo recorded changes (see Database.restore), keeping the search index in step.
 
+        A lesson the changes created that rows written since refer to (an outcome recorded for
+        it, say) cannot be deleted without them: that conflicts too.
+
         Forced over later changes, it never rewinds a lesson's history: a lesson whose content
         changed since is brought back to its earlier content as a new version (`reason` says why),
         or soft-deleted if the changes created it (and the links other lessons made to it since are
-        removed); every other row is restored as recorded."""
+        removed, as are links it made since: a link always holds both ways); every other row is
+        restored as recorded."""
         async with self.db.transaction():
+            referred = await self._referred_to_since(changes)
             changed = await self._lessons_changed_since(changes) if force else {}
+            changed.update(dict.fromkeys(referred))  # forced: marked deleted, what refers to it kept
             rows = [c for c in changes if _lesson_of(c) not in changed]
-            touched = await self.db.restore(rows, force)
+            conflicts = list(referred.values())
+            try:
+                touched = await self.db.restore(rows, force)
+            except ConflictError as exc:
+                raise ConflictError(str(exc) + "".join(f"; {c}" for c in conflicts), exc.details + conflicts) from None
+            if conflicts and not force:
+                raise ConflictError("undo would overwrite a later change: " + "; ".join(conflicts), conflicts)
             for lesson_id in dict.fromkeys(t["key"]["id"] for t in touched if t["table"] == "lessons"):
                 await self.lessons.reindex(lesson_id)
             for lesson_id, earlier in changed.items():
                 await self._bring_back(lesson_id, earlier, reason)
+
+    async def _referred_to_since(self, changes: list[dict]) -> dict[str, str]:
+        """Lessons the changes created that rows the changes did not write refer to now: id -> what
+        refers to it, in words."""
+        created = {}
+        for change in changes:
+            if change["table"] == "lessons":
+                created.setdefault(change["key"]["id"], change["before"] is None)
+        found = {}
+        for lesson_id in sorted(lesson_id for lesson_id, new in created.items() if new):
+            counts = []
+            for table, column in REFERRING.items():
+                n = (await self.db.fetchone(f"SELECT count(*) FROM {table} WHERE {column} = ?", [lesson_id]))[0]
+                if n:
+                    counts.append(f"{n} {table} row{'s' if n > 1 else ''}")
+            if counts:
+                found[lesson_id] = f"lesson {lesson_id} is referred to since ({', '.join(counts)}): forced, it is " \
+                                   "marked deleted and they stay"
+        return found
 
     async def _lessons_changed_since(self, changes: list[dict]) -> dict[str, dict | None]:
         """Lessons whose content differs from what the changes left: id -> the row before them."""
@@ -116,6 +154,8 @@ class Store:
                 if not same_content("lessons", await self.db.row("lessons", {"id": lesson_id}), after)}
 
     async def _bring_back(self, lesson_id: str, earlier: dict | None, reason: str) -> None:
+        """A lesson changed since, as it was before the changes: its text as a new version, its
+        links through `link` / `unlink`, which change both ends."""
         if not await self.lessons.exists(lesson_id):
             return
         if earlier is None:  # as before the changes, no lesson links to it
@@ -126,10 +166,20 @@ class Store:
             return
         current = await self.lessons.get(lesson_id)
         text = {"trigger": earlier["trigger"], "action": earlier["action"], "rationale": earlier["rationale"],
-                "tags": json.loads(earlier["tags"] or "[]")}
-        if (current.trigger, current.action, current.rationale, current.tags) != tuple(text.values()):
-            await self.lessons.refine(lesson_id, f"{reason}: content of v{earlier['version']} restored", **text,
-                                      relationships=json.loads(earlier["relationships"] or "[]"))
+                "tags": sorted(set(json.loads(earlier["tags"] or "[]"))),
+                "examples": json.loads(earlier["examples"] or "[]")}
+        if (current.trigger, current.action, current.rationale, sorted(set(current.tags)),
+                current.examples) != tuple(text.values()):
+            await self.lessons.refine(lesson_id, f"{reason}: content of v{earlier['version']} restored", **text)
+        links = {r["target"]: r for r in json.loads(earlier["relationships"] or "[]")}
+        for rel in current.relationships:
+            if rel.target not in links:
+                await self.lessons.unlink(lesson_id, rel.target)
+        held = {rel.target for rel in current.relationships}
+        for target, rel in links.items():
+            if target not in held and target != lesson_id and await self.lessons.exists(target):
+                await self.lessons.link(lesson_id, target, rel.get("type", "related"), rel.get("weight", 0.5),
+                                        rel.get("context"))
 
     async def query(self, text: str, limit: int = 10, project_path: str | None = None):
         """Lessons for a situation (see Lessons.query), the query attributed to the project at
