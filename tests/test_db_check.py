@@ -159,6 +159,19 @@ def test_a_gap_in_a_lessons_versions(copy):
                               "a lost version cannot be rebuilt: restore a backup to recover it"]
 
 
+def test_a_version_that_lost_its_kind_and_confidence_gets_those_of_the_version_before(copy):
+    sql(copy, "UPDATE lesson_traits SET kind = 'constraint', confidence = 0.9 WHERE lesson_id = ? AND version = 2",
+        LESSON)
+    sql(copy, "DELETE FROM lesson_traits WHERE lesson_id = ? AND version = 3", LESSON)
+    assert problems(copy) == [f"lesson {LESSON}: version 3 has no kind and confidence, though an earlier version "
+                              "has them (repairable)"]
+    code, out, err = check(copy, "--repair", "--yes")
+    assert code == 0, (out, err)
+    assert sql(copy, "SELECT kind, confidence FROM lesson_traits WHERE lesson_id = ? AND version = 3",
+               LESSON) == [("constraint", 0.9)]
+    assert check(copy)[0] == 0
+
+
 def test_a_lessons_row_that_differs_from_its_last_version(copy):
     sql(copy, "UPDATE lessons SET action = 'Never retry' WHERE id = ?", LESSON)
     line, search = problems(copy)

@@ -13,7 +13,7 @@ What is checked:
 - migrations: the applied names are known, none is pending (only a warning: the next command
   that opens the database applies them) and the tables of each applied migration exist;
 - lessons: `lesson_versions` holds versions 1..N, each once, N being the `lessons` row's version,
-  and version N has the row's text;
+  and version N has the row's text; a version after one with a kind and confidence has its own;
 - context: each project's catalogue, replayed from its deltas, matches every recorded hash; history
   session numbers never go backwards nor past the project's session count; `project_sessions`
   numbers are unique, increase in the order the sessions were seen, and stay within the count;
@@ -24,7 +24,8 @@ What is checked:
 Repairs: a lesson whose current version is missing from its history gets that version appended
 from the `lessons` row; a lesson with no versions at all gets migration 0004's backfill; a finding
 marked stale while its action is live is marked applied (or rejected) again; a lesson the search
-index holds wrongly (missing, stale text, or not active) is indexed again from its row.
+index holds wrongly (missing, stale text, or not active) is indexed again from its row; a version
+that lost its kind and confidence gets those of the version before.
 """
 
 from __future__ import annotations
@@ -194,6 +195,20 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
                                           f"compare them with `mgcp lesson history {lesson['id']}`")
 
 
+def version_traits(conn: sqlite3.Connection) -> Iterator[Problem]:
+    """Every version written since kinds and confidences are kept has its own: a version without,
+    after one with, lost them (versions written before read as the defaults)."""
+    for lesson_id, version in conn.execute(
+            """SELECT v.lesson_id, v.version FROM lesson_versions v
+               WHERE NOT EXISTS (SELECT 1 FROM lesson_traits t WHERE t.lesson_id = v.lesson_id AND t.version = v.version)
+                 AND EXISTS (SELECT 1 FROM lesson_traits t WHERE t.lesson_id = v.lesson_id AND t.version < v.version)
+               ORDER BY v.lesson_id, v.version""").fetchall():
+        yield Problem("traits", f"lesson {lesson_id}", f"version {version} has no kind and confidence, though an "
+                                                       "earlier version has them",
+                      repair="carry over the kind and confidence of the version before it",
+                      fix=partial(_carry_traits, lesson_id, version))
+
+
 def context_history(conn: sqlite3.Connection) -> Iterator[Problem]:
     projects = _projects(conn)
     rows = _rows(conn, """SELECT id, project_id, session_number, catalogue_hash, catalogue_delta
@@ -349,8 +364,9 @@ CHECKS = [  # (name, check, the tables it reads: a check whose tables are missin
     ("sessions", project_sessions, ("project_contexts", "project_sessions")),
     ("rem", rem_actions, ("rem_findings", "rem_actions")),
     ("search", search_index, ("lessons", "lesson_search", "lesson_search_docs")),
+    ("traits", version_traits, ("lesson_versions", "lesson_traits")),
 ]
-REPAIRABLE = ("lessons", "rem", "search")
+REPAIRABLE = ("lessons", "rem", "search", "traits")
 
 
 # -- the repairs -----------------------------------------------------------------------------------
@@ -361,6 +377,13 @@ def _append_current(lesson_id: str, conn: sqlite3.Connection) -> None:
                     WHERE id = ? AND NOT EXISTS (SELECT 1 FROM lesson_versions v
                                                  WHERE v.lesson_id = lessons.id AND v.version = lessons.version)""",
                  [lesson_id])
+
+
+def _carry_traits(lesson_id: str, version: int, conn: sqlite3.Connection) -> None:
+    conn.execute("""INSERT OR IGNORE INTO lesson_traits (lesson_id, version, kind, confidence, created_at)
+                    SELECT lesson_id, ?, kind, confidence, created_at FROM lesson_traits
+                    WHERE lesson_id = ? AND version < ? ORDER BY version DESC LIMIT 1""",
+                 [version, lesson_id, version])
 
 
 def _backfill(conn: sqlite3.Connection) -> None:
