@@ -203,6 +203,18 @@ def keywords(text: str | None) -> list[str]:
     return list(seen)
 
 
+def keyword_words(text: str | None) -> list[str]:
+    """The words `keywords(text)` are the stems of, as written (lowercased): the first word of
+    each keyword, in the same order. What a person reads as tags."""
+    seen: dict[str, str] = {}
+    for word in tokenize(text):
+        if len(word) > 1 and word not in _ALL_STOP and not word.isdigit():
+            stemmed = stem(word)
+            if len(stemmed) > 2:
+                seen.setdefault(stemmed, word)
+    return list(seen.values())
+
+
 def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
     return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
 

@@ -90,6 +90,13 @@ def test_uncaptured_decision():
     assert finding.data["draft"]["action"] == "Use WAL journal mode for the sqlite store"
 
 
+def test_a_drafted_decisions_tags_are_words_not_stems():
+    snaps = [snap(1, 1, decisions=["Beta uses pnpm workspaces for integrations"])]
+    [finding] = knowledge_extraction.run(snaps, [], SETTINGS)
+    tags = finding.data["draft"]["tags"]
+    assert "workspaces" in tags and "integrations" in tags and "workspac" not in tags, tags
+
+
 def test_captured_decision_is_not_reported():
     captured = lesson("sqlite-wal", "When opening the sqlite store", "Turn on WAL journal mode.")
     snaps = [snap(1, 1, decisions=["Use WAL journal mode for the sqlite store"])]

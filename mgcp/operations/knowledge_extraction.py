@@ -334,7 +334,7 @@ def _decision_finding(key: str, decision: str, sessions: list[int], words: list[
         "action": decision,
         "rationale": f"Decided in session {sessions[0]}" + (
             f" (recorded in sessions {_sessions(sessions)})" if len(sessions) > 1 else "") + ".",
-        "tags": words[:4],
+        "tags": text.keyword_words(decision)[:4],
     }
     description = "\n".join([
         f'In session {sessions[0]} you decided: "{text.shorten(decision, 200)}"',
