@@ -325,5 +325,7 @@ def test_auto_leaves_to_a_person_what_an_undo_took_back(fresh):
         left = {a["id"]: a for a in again["left_pending"]}
         for applied in first["applied"]:
             assert "undone" in left[applied["id"]]["result"]
+    code, out, err = mgcp("rem", "run", "--auto", "--op", "staleness_scan", "--project", PROJECT, "--db", fresh)
+    assert code == 0 and f"left: {merged[0]['id']}" in out and "undone" in out, out + err
     code, out, err = mgcp("rem", "resolve", merged[0]["id"], "--option", "1", "--db", fresh, "--project", PROJECT)
     assert code == 0, err

@@ -176,6 +176,7 @@ def rem_run(result: RemRun) -> str:
         if result.settled_elsewhere:
             lines.append(f"  skipped {len(result.settled_elsewhere)} finding(s) another process answered "
                          "or found stale meanwhile: " + ", ".join(a.id for a in result.settled_elsewhere))
+        lines += [f"  left: {a.id}  {a.title}  ({a.result})" for a in result.left_pending if a.result]
         if result.left_pending:
             lines.append("  review the rest with `mgcp rem review`")
     elif result.report.findings:
