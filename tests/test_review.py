@@ -329,3 +329,19 @@ def test_auto_leaves_to_a_person_what_an_undo_took_back(fresh):
     assert code == 0 and f"left: {merged[0]['id']}" in out and "undone" in out, out + err
     code, out, err = mgcp("rem", "resolve", merged[0]["id"], "--option", "1", "--db", fresh, "--project", PROJECT)
     assert code == 0, err
+
+
+def test_undo_of_a_run_names_only_the_changes_made_since(fresh):
+    """Several actions of a run change one lesson (links, then a merge): a link made after the run
+    is the one conflict named, not what the run's own later actions changed."""
+    result = auto_run(fresh)
+    merge = next(a for a in result["applied"] if a["kind"] == "duplicate_merge")
+    [(data,)] = sqlite3.connect(fresh).execute("SELECT data FROM rem_findings WHERE id = ?", [merge["id"]]).fetchall()
+    canonical = json.loads(data)["canonical"]
+    other = next(r[0] for r in sqlite3.connect(fresh).execute("SELECT id FROM lessons ORDER BY id DESC")
+                 if r[0] != canonical)
+    assert mgcp("lesson", "link", canonical, other, "--db", fresh)[0] == 0
+    code, out, err = mgcp("rem", "undo", "--run", result["report"]["run_id"], "--db", fresh)
+    named = err.split("later changes: ")[1].split(". Nothing")[0].split("; ")
+    assert code == 1 and f"lessons row {canonical} changed since (relationships)" in named, err
+    assert all(n.endswith("changed since (relationships)") for n in named) and len(set(named)) == len(named), err

@@ -465,17 +465,17 @@ async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
 
 
 async def _undo(store: Store, actions: list[dict], force: bool) -> None:
-    conflicts = []
-    for action in reversed(actions):
-        reason = f"forced undo of REM action {action['action']}"
-        try:
-            await store.restore(action["changes"], force, reason)
-        except ConflictError as exc:  # go on, so that every conflict is listed; all is rolled back
-            conflicts += exc.details
-            await store.restore(action["changes"], True, reason)
+    """Restore what the actions (oldest first) changed as one set of changes: a row that several of
+    them changed is compared once, with what the last of them left, so that only a change made
+    since is named as a conflict."""
+    names = ", ".join(dict.fromkeys(action["action"] for action in actions))
+    try:
+        await store.restore([c for action in actions for c in action["changes"]], force,
+                            f"forced undo of REM action {names}")
+    except ConflictError as exc:
+        raise ConflictError("undo would overwrite later changes: " + "; ".join(exc.details)
+                            + ". Nothing was undone; --force shows them and asks", details=exc.details) from None
+    for action in actions:
         await store.rem.mark_action_undone(action["id"])
         if action["finding_id"]:
             await store.rem.set_finding_status(action["finding_id"], FindingStatus.pending)
-    if conflicts:
-        raise ConflictError("undo would overwrite later changes: " + "; ".join(conflicts)
-                            + ". Nothing was undone; --force shows them and asks", details=conflicts)
