@@ -445,7 +445,10 @@ async def undo_finding(store: Store, finding_id: str, force: bool = False) -> st
     if not actions:
         raise InvalidInputError(f"finding {finding.id} has no applied action to undo ({finding.status.value})")
     async with store.transaction():
-        await _undo(store, actions, force)
+        stale = await _undo(store, actions, force)
+    if finding.id in stale:  # a forced undo over a later change of its subject
+        return (f"undid {', '.join(a['action'] for a in actions)} of finding {finding.id}; it no longer applies "
+                f"({stale[finding.id]}), so it is marked stale: a later run raises it again if it still holds")
     return (f"undid {', '.join(a['action'] for a in actions)} of finding {finding.id}; it is pending again, "
             "for a person to answer (--auto leaves it)")
 
@@ -458,16 +461,18 @@ async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
     if not actions:
         raise InvalidInputError(f"run {run_id} has no applied action to undo")
     async with store.transaction():
-        await _undo(store, actions, force)
+        stale = await _undo(store, actions, force)
     what = [f"{a['action']} ({'finding ' + a['finding_id'] if a['finding_id'] else 'the run itself'}"
             f"{', by --auto' if a['auto'] and a['finding_id'] else ''})" for a in actions]
-    return f"undid {len(actions)} action(s) of run {run_id}: " + "; ".join(what)
+    return (f"undid {len(actions)} action(s) of run {run_id}: " + "; ".join(what)
+            + "".join(f"; finding {fid} no longer applies ({why}), so it is marked stale" for fid, why in stale.items()))
 
 
-async def _undo(store: Store, actions: list[dict], force: bool) -> None:
+async def _undo(store: Store, actions: list[dict], force: bool) -> dict[str, str]:
     """Restore what the actions (oldest first) changed as one set of changes: a row that several of
     them changed is compared once, with what the last of them left, so that only a change made
-    since is named as a conflict."""
+    since is named as a conflict. Their findings are pending again, but those whose subject a
+    forced undo left changed, which are stale: returns those, with why."""
     names = ", ".join(dict.fromkeys(action["action"] for action in actions))
     try:
         await store.restore([c for action in actions for c in action["changes"]], force,
@@ -475,7 +480,12 @@ async def _undo(store: Store, actions: list[dict], force: bool) -> None:
     except ConflictError as exc:
         raise ConflictError("undo would overwrite later changes: " + "; ".join(exc.details)
                             + ". Nothing was undone; --force shows them and asks", details=exc.details) from None
+    stale = {}
     for action in actions:
         await store.rem.mark_action_undone(action["id"])
         if action["finding_id"]:
-            await store.rem.set_finding_status(action["finding_id"], FindingStatus.pending)
+            why = await review.is_stale(store, await store.rem.get_finding(action["finding_id"])) if force else None
+            if why:
+                stale[action["finding_id"]] = why
+            await store.rem.set_finding_status(action["finding_id"], FindingStatus.stale if why else FindingStatus.pending)
+    return stale
