@@ -213,7 +213,7 @@ def pending_migrations(conn: sqlite3.Connection, path: str | os.PathLike = "the 
     if user_tables and LEGACY_MARKER_TABLE not in tables and MIGRATIONS_TABLE not in tables:
         raise DatabaseError(
             "this SQLite file belongs to another application (it has no 'lessons' table); "
-            "refusing to modify it"
+            "mgcp neither reads nor changes it"
         )
     known = migration_names()
     unknown = sorted(applied - set(known))
