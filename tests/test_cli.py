@@ -47,6 +47,16 @@ def test_context_save_history_and_at(dbp, tmp_path):
     assert [s["session_number"] for s in json.loads(out)] == [1, 2]
 
 
+def test_context_history_in_text_shows_todos_done_and_decisions(dbp):
+    assert mgcp("context", "save", "--project", "/p/x", "--session-id", "s1", "--todo", "write docs",
+                "--decision", "Keep money in cents", "--db", dbp)[0] == 0
+    assert mgcp("context", "save", "--project", "/p/x", "--session-id", "s1", "--done", "write docs", "--db", dbp)[0] == 0
+    code, out, _ = mgcp("context", "history", "--project", "/p/x", "--db", dbp)
+    first, second = out.split("session 1 ")[1:]
+    assert "todos: write docs" in first and "decisions: Keep money in cents" in first
+    assert "done: write docs" in second and "todos:" not in second
+
+
 @pytest.mark.parametrize("args, stdin, message", [
     (["lesson", "show", "nope"], "", "no lesson with id 'nope'"),
     (["lesson", "add", "x", "--trigger", " ", "--action", "a"], "", "trigger must not be empty"),

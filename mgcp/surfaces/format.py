@@ -94,8 +94,13 @@ def snapshot(s: ContextSnapshot) -> str:
     if s.notes:
         lines.append("  notes: " + textwrap.shorten(s.notes, 200))
     pending = [t.content for t in s.todos if t.status != "completed"]
+    done = [t.content for t in s.todos if t.status == "completed"]
     if pending:
         lines.append("  todos: " + "; ".join(pending))
+    if done:
+        lines.append("  done: " + "; ".join(done))
+    if s.recent_decisions:
+        lines.append("  decisions: " + textwrap.shorten("; ".join(s.recent_decisions), 300))
     if s.active_files:
         lines.append("  files: " + ", ".join(s.active_files))
     if s.catalogue_delta:
