@@ -234,7 +234,7 @@ def test_resolving_another_projects_finding_is_refused(db, run):
     theirs = next(f for f in run(db, lambda s: engine.pending_findings(s, PROJECT))
                   if f.operation == "knowledge_extraction")
     code, _, err = mgcp("rem", "resolve", theirs.id, "--option", "1", "--project", OTHER, "--db", db)
-    assert code == 2 and "belongs to another project" in err
+    assert code == 2 and f"belongs to project {PROJECT}" in err and f"--project {PROJECT}" in err, err
 
 
 # -- 4. one answer applied once -------------------------------------------------------------------
