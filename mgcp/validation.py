@@ -68,8 +68,10 @@ def check_unicode(what: str, text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{what} is not valid text (an unpaired surrogate or invalid UTF-8 byte "
-                                f"at character {exc.start + 1})") from None
+        code = ord(text[exc.start])
+        found = (f"the byte 0x{code - 0xDC00:02x}, not UTF-8," if 0xDC80 <= code <= 0xDCFF  # as os.fsdecode keeps it
+                 else f"an unpaired surrogate U+{code:04X}")
+        raise InvalidInputError(f"{what} is not valid text: {found} at character {exc.start + 1}") from None
     return text
 
 

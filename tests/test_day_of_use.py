@@ -229,7 +229,7 @@ def day(db, tmp_path, agent, s0, saves):
     # the same finding answered twice, once from each surface: applied once
     assert "already applied" in agent.error("rem_answer", project_path=P, finding_id=merge,
                                             option=option(db, merge, "merge"))
-    assert "another project" in agent.error("rem_answer", project_path=P, finding_id=drafted, option=1)
+    assert f"belongs to project {Q}" in agent.error("rem_answer", project_path=P, finding_id=drafted, option=1)
     pending_p = agent.ok("rem_report", project_path=P)["pending"]
     shown_p += [p["id"] for p in pending_p] + [next(p["id"] for p in pending_p if p["kind"] == "unlinked_cluster")]
     cluster, _ = answer("unlinked_cluster", "link_all")

@@ -108,10 +108,14 @@ def _check_arguments(args: list[str]) -> None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")[:80]
+            try:  # the bytes given, an invalid one shown as \xNN
+                given = os.fsencode(arg)
+            except UnicodeEncodeError:  # a surrogate typed as such, not an invalid byte
+                given = arg.encode("utf-8", "backslashreplace")
+            shown = given.decode("utf-8", "backslashreplace")[:80]
             option = args[number - 2] if number > 1 and args[number - 2].startswith("--") else None
             what = f"the value of {option}" if option else f"argument {number}"
-            _fail(f"{what} ({shown!r}) is not valid UTF-8 text", 2)
+            _fail(f"{what} ('{shown}') is not valid UTF-8 text", 2)
 
 
 def main() -> None:
