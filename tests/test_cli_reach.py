@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from clihelp import mgcp
-from conftest import ROOT
+from conftest import ROOT, dump
 from mgcp import __version__
 
 
@@ -156,13 +156,38 @@ def test_context_diff_between_two_sessions(tmp_path):
 def test_done_marks_one_todo_and_keeps_the_others(tmp_path):
     path, project = tmp_path / "c.db", "/work/shop"
     mgcp("context", "save", "--project", project, "--todo", "one", "--todo", "two", "--todo", "three", "--db", path)
-    code, _, err = mgcp("context", "save", "--project", project, "--done", "two", "--done", "four", "--db", path)
+    code, _, err = mgcp("context", "save", "--project", project, "--done", "two", "--db", path)
     assert (code, err) == (0, "")
     code, out, _ = mgcp("context", "show", "--project", project, "--db", path, "--json")
     assert [(t["content"], t["status"]) for t in json.loads(out)["todos"]] == [
-        ("one", "pending"), ("two", "completed"), ("three", "pending"), ("four", "completed")]
+        ("one", "pending"), ("two", "completed"), ("three", "pending")]
     code, _, err = mgcp("context", "save", "--project", project, "--done", " ", "--db", path)
     assert code == 2 and "todo" in err
+
+
+@pytest.mark.parametrize("done, hint", [("nonexistent todo", "open todos: 'load test', 'write tests'"),
+                                        ("Load tset", "did you mean 'load test'?")])
+def test_done_with_a_todo_the_project_lacks_is_refused_and_nothing_written(tmp_path, done, hint):
+    path, project = tmp_path / "c.db", "/p/x"
+    mgcp("context", "save", "--project", project, "--session-id", "S1", "--todo", "load test",
+         "--todo", "write tests", "--db", path)
+    before = dump(path)
+    code, out, err = mgcp("context", "save", "--project", project, "--session-id", "S9", "--notes", "n",
+                          "--done", done, "--db", path)
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and repr(done) in err and hint in err
+    assert dump(path) == before
+
+
+def test_done_may_name_a_todo_the_same_save_gives_or_the_list_had(tmp_path):
+    path, project = tmp_path / "c.db", "/p/x"
+    mgcp("context", "save", "--project", project, "--todo", "old", "--db", path)
+    code, _, err = mgcp("context", "save", "--project", project, "--todo", "new", "--todo", "quick fix",
+                        "--done", "quick fix", "--done", "old", "--db", path)
+    assert (code, err) == (0, "")
+    code, out, _ = mgcp("context", "show", "--project", project, "--db", path, "--json")
+    assert [(t["content"], t["status"]) for t in json.loads(out)["todos"]] == [
+        ("new", "pending"), ("quick fix", "completed"), ("old", "completed")]
 
 
 @pytest.mark.parametrize("args", [["lesson", "show", "nope"], ["lesson", "diff", "nope", "1"],

@@ -75,6 +75,15 @@ def test_secret_in_note_is_refused_and_nothing_written(db, run):
     assert sqlite3.connect(db).execute("SELECT count(*) FROM project_contexts").fetchone()[0] == 0
 
 
+@pytest.mark.parametrize("todos", [None, [Todo(content="a")]])
+def test_done_naming_no_todo_of_a_new_project_writes_nothing(db, run, todos):
+    with pytest.raises(InvalidInputError, match="no todo 'b' to mark done"):
+        run(db, lambda s: s.context.save(P, "s1", notes="n", todos=todos, done=["b"]))
+    conn = sqlite3.connect(db)
+    assert [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("project_contexts", "project_sessions", "context_history")] == [0, 0, 0]
+
+
 def test_context_at_detects_tampered_history(db, run):
     run(db, lambda s: s.context.save(P, "s1", catalogue={"a": 1}))
     conn = sqlite3.connect(db)

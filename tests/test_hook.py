@@ -95,6 +95,16 @@ def test_compact_with_a_known_id_does_not_advance(db):
     assert session_count(db) == 1
 
 
+@pytest.mark.parametrize("source", ["resume", "compact"])
+def test_an_id_never_seen_is_a_new_session_whatever_its_source(db, source):
+    """Only the id tells sessions apart: an unknown id opens the next session even when Claude Code
+    says it resumes one, and replaying its JSON does not count it again."""
+    at_session(db, 3)
+    for _ in range(2):
+        assert run_hook(payload("H2", source=source), db).returncode == 0
+    assert session_count(db) == 4
+
+
 def test_clear_with_a_new_id_advances_by_one(db):
     run_hook(payload("s-1"), db)
     run_hook(payload("s-2", source="clear"), db)

@@ -21,6 +21,7 @@ from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.validation import check_catalogue, check_list, check_text
 
 RECENT_DECISIONS = 10
+SHOWN_TODOS = 5  # open todos an unknown `done` name's error lists
 
 
 def canonical(value: Any) -> str:
@@ -155,8 +156,10 @@ class Contexts:
         a known id continues the current one). A decision already among the recent decisions is
         not appended again, so repeating a save changes nothing. `todos` replace the list; `done`
         marks todos completed: each of the list (the `todos` given, else the current list) whose
-        content it names, and one it names that the list lacks is added as completed. `at` backdates
-        the save (imports and the demo); by default it is now."""
+        content it names, and one of the current list that the `todos` given leave out is added as
+        completed. A `done` name that is neither the content of a current todo nor of one given is
+        refused (InvalidInputError) and nothing is written: a typo must not become a finished todo.
+        `at` backdates the save (imports and the demo); by default it is now."""
         notes = check_text("notes", notes, required=False)
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
@@ -171,6 +174,8 @@ class Contexts:
             if session_id:
                 await self.register_session(path, session_id, "save", at)
             project = await self.ensure_project(path)
+            if done:
+                _check_done(project, todos, done)
             number = project.session_count
             if number == 0:  # a brand-new project's first save opens its first session
                 number = 1
@@ -290,8 +295,37 @@ class Contexts:
         return last, catalogue
 
 
+def _check_done(project: ProjectContext, todos: list[Todo] | None, done: list[str]) -> None:
+    """Refuse `done` names that are neither among the project's todos nor among the `todos` the save
+    gives (matched by exact content, as todos always are), naming a close match (case aside) or
+    else the open todos."""
+    import difflib
+
+    known = project.todos + (todos or [])
+    missing = [c for c in dict.fromkeys(done) if c not in {t.content for t in known}]
+    if not missing:
+        return
+    folded = {t.content.casefold(): t.content for t in reversed(known)}  # the first of a case wins
+    close = dict.fromkeys(folded[m] for c in missing for m in difflib.get_close_matches(c.casefold(), folded, n=1))
+    if close:
+        hint = f"did you mean {', '.join(map(_short, close))}?"
+    else:
+        open_todos = list(dict.fromkeys(t.content for t in known if t.status != "completed"))
+        more = len(open_todos) - SHOWN_TODOS
+        hint = (f"open todos: {', '.join(map(_short, open_todos[:SHOWN_TODOS]))}"
+                + (f" and {more} more" if more > 0 else "")) if open_todos else "it has no open todos"
+    noun = "todo" if len(missing) == 1 else "todos"
+    raise InvalidInputError(f"no {noun} {', '.join(map(repr, missing))} to mark done in "
+                            f"{project.project_path}; {hint}")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
 def _completed(todos: list[Todo], done: list[str]) -> list[Todo]:
-    """The todos with those `done` names marked completed, and the names the list lacks added so."""
+    """The todos with those `done` names marked completed, and the names the list lacks (todos of
+    the project the save's list leaves out) added so."""
     named = set(done)
     marked = [t.model_copy(update={"status": "completed"}) if t.content in named else t for t in todos]
     held = {t.content for t in todos}
