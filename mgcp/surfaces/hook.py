@@ -3,8 +3,7 @@
 Reads Claude Code's SessionStart JSON on stdin (`session_id`, `cwd`, `source` = startup | resume |
 clear | compact), registers the session for the project at `cwd` (a session id never seen for the
 project advances its session number, whatever its source; a known one, resumed or compacted, does
-not), and, when REM operations
-are due or findings await review, prints one JSON object whose
+not), and, when REM operations are due or findings await review, prints one JSON object whose
 `hookSpecificOutput.additionalContext` is a short reminder. On startup and clear (not resume or
 compact, whose conversation still holds it) it adds the project's recall section (mgcp.recall, no
 task: project state, constraints, preferences, most used lessons) under `recall.hook_budget`
