@@ -23,10 +23,12 @@ def observed(session, decision, project="p1"):
             "observed_at": f"2026-04-{session:02d}T00:00:00"}
 
 
-def run(lessons=(), history=(), observations=(), existing=None, settings=SETTINGS, now=NOW):
+def run(lessons=(), history=(), observations=(), existing=None, settings=SETTINGS, now=NOW, project="p1",
+        wordings=None):
     observed = pattern_reinforcement.Observations.of(list(history), list(observations), settings["categories"])
     observed = observed.observed()
-    return pattern_reinforcement.run(list(lessons), observed, existing or {}, settings, now)
+    return pattern_reinforcement.run(list(lessons), observed, existing or {}, settings, now, project_id=project,
+                                     wordings=wordings)
 
 
 def test_normalize_trims_lowercases_collapses_and_keeps_200_characters():
@@ -146,6 +148,27 @@ def test_a_recurring_decision_no_lesson_holds_is_a_draft_finding_naming_count_an
     assert finding.data["draft"]["action"] == "Use pnpm workspaces"
 
 
+def test_a_draft_is_made_of_the_run_projects_own_sessions_and_wording_alone():
+    data = [observed(s, "Use pnpm workspaces") for s in (2, 5, 7)] + [
+        observed(s, "use PNPM workspaces", project="p2") for s in (1, 2, 3, 4)]
+    for project, sessions in (("p1", [2, 5, 7]), ("p2", [1, 2, 3, 4])):
+        result = run(observations=data, project=project, wordings={"decision::use pnpm workspaces": f"{project} said"})
+        [finding] = result.findings
+        assert result.patterns[0].reinforcement_count == 7  # the knowledge base's pattern counts both
+        assert finding.data["count"] == len(sessions) and finding.data["text"] == f"{project} said"
+        assert finding.data["sessions"] == [{"project_id": project, "project": project, "sessions": sessions}]
+    assert run(observations=data, project="p3").findings == run(observations=data, project=None).findings == []
+
+
+def test_a_projects_own_wording_is_the_latest_in_the_sessions_read():
+    key, other = "decision::use pnpm workspaces", "decision::pin node"
+    snapshots = [snap(1, 3, ["Use pnpm workspaces"]), snap(2, 7, ["use PNPM workspaces ", "Pin node"])]
+    decided = [observed(3, "USE PNPM WORKSPACES")]
+    assert pattern_reinforcement.own_wordings([key, "decision::ship"], snapshots, decided) == {
+        key: "use PNPM workspaces"}
+    assert pattern_reinforcement.own_wordings([key, other], snapshots[:1], decided) == {key: "Use pnpm workspaces"}
+
+
 def test_a_lesson_holding_the_decision_is_reinforced_instead():
     holder = lesson("pnpm", "Always use pnpm workspaces in this monorepo.", "2026-01-01")
     result = run([holder], observations=[observed(s, "use pnpm workspaces") for s in (1, 2, 3)])
@@ -161,7 +184,8 @@ def test_history_fed_in_pages_gives_what_it_gives_whole():
         observed = pattern_reinforcement.Observations(SETTINGS["categories"])
         observed.add_history(history[:cut])
         observed.add_history(history[cut:])
-        paged = pattern_reinforcement.run([], observed.observed(), {}, {**SETTINGS, "min_count": 2}, NOW)
+        paged = pattern_reinforcement.run([], observed.observed(), {}, {**SETTINGS, "min_count": 2}, NOW,
+                                          project_id="p1")
         assert paged.patterns == whole.patterns, cut
     assert {p.category for p in whole.patterns} == {"decision", "note"}
 
@@ -276,7 +300,7 @@ def test_decisions_carried_over_as_none_give_what_the_lists_give():
         observed.add_history(carried[:cut])
         observed.add_history(carried[cut:])
         assert observed.snapshots == len(history)
-        paged = pattern_reinforcement.run([], observed.observed(), {}, settings, NOW)
+        paged = pattern_reinforcement.run([], observed.observed(), {}, settings, NOW, project_id="p1")
         assert paged.patterns == whole.patterns and paged.findings == whole.findings, cut
     assert {p.category for p in whole.patterns} == {"decision", "note"}
 
@@ -373,7 +397,7 @@ history = [(f"p{i % 3}", i // 3 + 1, f"2026-02-{1 + i % 28:02d}T00:00:00",
             f"Keep the {words[i % 4]} {words[(i + 2) % 5]} in sync. Review the {words[i % 6]} queue weekly.",
             [f"use the {words[i % 5]} {words[i % 2]} carefully"]) for i in range(60)]
 observed = pattern_reinforcement.Observations.of(history, [], settings["categories"]).observed()
-result = pattern_reinforcement.run(lessons, observed, {}, settings, "2026-03-01T00:00:00")
+result = pattern_reinforcement.run(lessons, observed, {}, settings, "2026-03-01T00:00:00", project_id="p1")
 print(json.dumps([[p.cluster_key, p.lesson_id, p.derived_from] for p in result.patterns]
                  + [[f.kind, f.fingerprint, f.title, f.data] for f in result.findings]))
 """

@@ -384,18 +384,75 @@ def test_history_read_in_pages_and_after_a_mark_observes_what_the_whole_history_
         assert observed.seen() == expected.seen()  # every key's sources (and their first moments)
 
 
-def test_a_draft_from_one_projects_decisions_is_reviewed_there_not_in_the_project_that_ran(db, dbp, run):
+ALPHA, BETA = "/proj/alpha", "/proj/beta"
+# a decision longer than a cluster key: the two projects' wordings share the key and differ after it
+SHARED = "Keep money in integer cents " + "and round only where it is shown, " * 6
+
+
+def seed_projects(run, db, said: dict[str, tuple[str, int]]):
+    """Each project's sessions stating one decision, the projects one after another in time."""
+    async def seed(store):
+        for project, (decision, sessions) in said.items():
+            for i in range(1, sessions + 1):
+                await store.context.save(project, session_id=f"{project}-{i}", decisions=[decision])
+    run(db, seed)
+
+
+def test_a_run_shows_and_counts_only_its_own_projects_drafts(db, dbp, run):
+    seed_projects(run, db, {ALPHA: ("Alpha stores money as integer cents", 6),
+                            BETA: ("Beta uses pnpm workspaces", 6)})
+    code, out, err = mgcp("rem", "run", "--project", ALPHA, "--op", "pattern_reinforcement", "--db", dbp)
+    assert code == 0 and "1 new finding(s)" in out and "pattern_reinforcement: 1 finding(s)" in err
+    report = cli_json("rem", "report", "--project", ALPHA, "--db", dbp)
+    [draft] = report["last_run"]["findings"]
+    assert draft["project_id"] == report["project_id"] and "integer cents" in draft["title"]
+    assert "beta" not in json.dumps(report).lower()
+    assert "beta" not in mgcp("rem", "report", "--project", ALPHA, "--db", dbp)[1].lower()
+    code, out, err = mgcp("rem", "run", "--project", BETA, "--op", "pattern_reinforcement", "--db", dbp)
+    assert code == 0 and "1 new finding(s)" in out and "pattern_reinforcement: 1 finding(s)" in err
+    [pending] = cli_json("rem", "report", "--project", BETA, "--db", dbp)["pending"]
+    assert "pnpm workspaces" in pending["title"]
+
+
+def test_a_decision_both_projects_made_is_drafted_in_each_from_its_own_sessions_and_wording(db, dbp, run):
+    seed_projects(run, db, {ALPHA: (SHARED + "as the alpha ledger does.", 4),
+                            BETA: (SHARED.upper() + "AS THE BETA INVOICES DO.", 3)})
+    drafts = {}
+    for project, other in ((ALPHA, "beta"), (BETA, "alpha")):
+        [draft] = cli_json("rem", "run", "--project", project, "--op", "pattern_reinforcement",
+                           "--db", dbp)["report"]["findings"]
+        assert other not in json.dumps(draft).lower()
+        drafts[project] = draft
+    assert drafts[ALPHA]["data"]["count"] == 4 and drafts[BETA]["data"]["count"] == 3
+    assert drafts[ALPHA]["data"]["draft"]["action"].endswith("as the alpha ledger does.")
+    assert [s["sessions"] for s in drafts[ALPHA]["data"]["sessions"]] == [[1, 2, 3, 4]]
+    for project in (ALPHA, BETA):  # each reviewed where it was raised
+        assert [f["id"] for f in cli_json("rem", "report", "--project", project, "--db", dbp)["pending"]] == [
+            drafts[project]["id"]]
+    [pattern] = cli_json("patterns", "list", "--db", dbp)  # the knowledge base's pattern counts both
+    assert pattern["reinforcement_count"] == 7
+
+
+def test_a_decision_recurring_only_across_projects_is_drafted_in_neither(db, dbp, run):
+    seed_projects(run, db, {ALPHA: (DECISION, 2), BETA: (DECISION, 2)})
+    for project in (ALPHA, BETA):
+        assert cli_json("rem", "run", "--project", project, "--op", "pattern_reinforcement",
+                        "--db", dbp)["report"]["findings"] == []
+    [pattern] = cli_json("patterns", "list", "--db", dbp)
+    assert pattern["reinforcement_count"] == 4
+
+
+def test_a_draft_from_one_projects_decisions_is_raised_by_its_own_run_not_another_projects(db, dbp, run):
     seed_sessions(run, db, n=3)
     other = "/p/elsewhere"
 
     async def elsewhere(store):
         await store.context.save(other, session_id="e1", notes="Nothing about workspaces here.")
     run(db, elsewhere)
-    ran = cli_json("rem", "run", "--project", other, "--op", "pattern_reinforcement", "--db", dbp)
-    [draft] = [f for f in ran["report"]["findings"] if f["kind"] == "reinforced_draft"]
-    assert draft["project_id"] != ran["report"]["project_id"]
-    assert cli_json("rem", "status", "--project", other, "--db", dbp)["pending_findings"] == 0
+    assert cli_json("rem", "run", "--project", other, "--op", "pattern_reinforcement",
+                    "--db", dbp)["report"]["findings"] == []
     assert [f["id"] for f in cli_json("rem", "report", "--project", other, "--db", dbp)["pending"]] == []
+    [draft] = reinforce(dbp)["report"]["findings"]
     assert [f["id"] for f in cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]] == [draft["id"]]
     code, out, _ = mgcp("rem", "resolve", draft["id"], "--option", "1", "--project", PROJECT, "--db", dbp)
     assert code == 0 and "added lesson" in out

@@ -310,7 +310,7 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
             if finding.kind == "summary":  # the latest count of the rest replaces the last one
                 await store.rem.retire_summaries(project_id, finding.operation, finding.data["of_kind"])
             finding = finding.model_copy(update={
-                "id": _finding_id(finding.fingerprint, run_id), "project_id": finding.project_id or project_id,
+                "id": _finding_id(finding.fingerprint, run_id), "project_id": project_id,
                 "run_id": run_id, "created_at": now})
             await store.rem.insert_finding(finding)
             stored.append(finding)
@@ -596,18 +596,15 @@ async def _patterns(store, project, settings, inputs):
 
     # the active lessons the cycle shares, and the superseded copies (they count as members)
     lessons = await inputs.lessons() + await store.lessons.rows(status="superseded")
-    observed = await _observe_patterns(store, pattern_reinforcement.min_count(settings.get("min_count", 3)))
+    needed = pattern_reinforcement.min_count(settings.get("min_count", 3))
+    observed = await _observe_patterns(store, needed)
+    wordings = await _own_wordings(store, project.project_id, observed.observed, needed)
     existing = await store.patterns.rows()
     paths = await store.patterns.project_paths()
     kept = await store.kept_indexes.load(pattern_reinforcement.OPERATION)
     result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
                                      utcnow(), paths, await inputs.lesson_words(), kept,
-                                     await store.patterns.mark())
-    for finding in result.findings:  # a draft is a context finding: reviewed in a project whose sessions
-        # it cites (this one if it is among them, else the first cited), never in another
-        owners = [where["project_id"] for where in finding.data.get("sessions", ())]
-        if owners and project.project_id not in owners:
-            finding.project_id = owners[0]
+                                     await store.patterns.mark(), project.project_id, wordings)
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
                "snapshots": observed.snapshots, "decision_observations": observed.decisions,
                "history_read": "whole" if observed.whole else "since the last run"}
@@ -680,6 +677,19 @@ async def _observe_patterns(store: Store, needed: int) -> _PatternHistory:
             await kept.keep(seen, marked, marks, whole)
 
     return _PatternHistory(view, observations.snapshots, len(decisions), whole, new, keep)
+
+
+async def _own_wordings(store: Store, project_id: str, observed, needed: int) -> dict[str, str]:
+    """The project's own wording of each key it stated in at least `needed` sessions that other
+    projects stated too (the latest wording of all may be theirs), read from its latest session
+    stating the key: what its draft of the key quotes."""
+    from mgcp.operations.pattern_reinforcement import own_wordings
+
+    latest = observed.shared(project_id, needed)
+    if not latest:
+        return {}
+    snapshots, decisions = await store.pattern_observations.stated(project_id, latest.values())
+    return await asyncio.to_thread(own_wordings, latest, snapshots, decisions)
 
 
 async def _contradictions(store, project, settings, inputs):

@@ -20,11 +20,10 @@ active lesson (lessons), or the most recent source (decisions, notes); it is sta
 `reinforcement_count` (the cluster's size), `last_reinforced_at`, `derived_from` (every member's
 source, oldest first) and `derived_via = "pattern-reinforcement"`. A decision's or note's sources
 are ordered by when each session first stated the key, then by source; its wording is the latest
-(at the same moment, the greatest text); a draft lists projects in the order of their first
-source: so the same history read at once or in parts gives the same pattern. The pattern
-reinforces a lesson: the canonical lesson, or for a decision or note the lesson holding it (its
-normalized action equal, else at least HELD of its keywords in the lesson's trigger, action and
-tags: how knowledge extraction judges a decision captured).
+(at the same moment, the greatest text): so the same history read at once or in parts gives the
+same pattern. The pattern reinforces a lesson: the canonical lesson, or for a decision or note the
+lesson holding it (its normalized action equal, else at least HELD of its keywords in the lesson's
+trigger, action and tags: how knowledge extraction judges a decision captured).
 
 Idempotent: the count changes only when the cluster grew (a re-run over the same sources writes
 nothing, and a cluster that shrank keeps its count); the provenance (sources, canonical, text,
@@ -43,6 +42,12 @@ Findings (at most `max_findings` of each kind, see `mgcp.operations.cap`):
   recommends keeping them all and is left to a person. Options: supersede_duplicates, keep, skip.
 - `reinforced_draft`: a decision or note pattern that no lesson holds, naming its count and
   sessions. Recommended "draft_lesson"; also project_specific, skip.
+
+Patterns are the knowledge base's: one counts every project's sessions, so a lesson holding what
+several projects decided is reinforced by all of them. A draft is a context finding of the project
+whose run it is, made of that project's sessions alone: their count (at least `min_count`), their
+numbers and the project's own latest wording, never another project's; its fingerprint names the
+project, so each project answers its own.
 """
 
 from __future__ import annotations
@@ -94,13 +99,16 @@ class Result:
 
 def run(lessons: list[Lesson], observed: "Observations", existing: dict, settings: dict,
         now: str, project_paths: dict[str, str] | None = None, words: LessonWords | None = None,
-        kept: bytes | None = None, mark: str | None = None) -> Result:
+        kept: bytes | None = None, mark: str | None = None, project_id: str | None = None,
+        wordings: dict[str, str] | None = None) -> Result:
     """`observed`: the decisions and notes of the context history (see `Observations` and
     `Observed`); `existing`: the stored patterns by cluster key (`ReinforcedPattern`s, or rows with
     the same fields and `derived_from` as stored); `words`: the index of which active lessons hold
     which word, when the cycle has it (over the active lessons in `lessons`' order); `kept`: the
     state an earlier run kept (see `mgcp.operations.pattern_kept`), `mark` the patterns table's
-    change mark now."""
+    change mark now; `project_id`: the project whose run it is, whose drafts it makes (None: no
+    drafts); `wordings`: that project's own wording of the keys other projects stated too (see
+    `Observed.shared` and `own_wordings`)."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
     rules_ = pattern_kept.rules(needed, categories)
@@ -166,12 +174,18 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
             drafts.append(pattern)  # its members are made again only if the review shows it
     limit = int(settings.get("max_findings", 50))
     shown: dict[str, int] = defaultdict(int)
-    for pattern in sorted(drafts, key=lambda p: (-p.reinforcement_count, p.cluster_key)):
+    # a draft is the project's: of its own sessions, when they alone are enough
+    own = {p.cluster_key: observed.own(p.cluster_key, project_id) for p in drafts} if project_id else {}
+    wordings = wordings or {}
+    for pattern in sorted((p for p in drafts if len(own.get(p.cluster_key, ())) >= needed),
+                          key=lambda p: (-len(own[p.cluster_key]), p.cluster_key)):
         # Beyond what the review shows of a category, a finding only feeds the summary: no draft.
+        key = pattern.cluster_key
         shown[pattern.category] += 1
         full = shown[pattern.category] <= limit
-        members = observed.members(pattern.cluster_key) if full else []
-        result.findings.append(_draft_finding(pattern, members, paths, full=full))
+        members = [m for m in observed.members(key) if m.project_id == project_id] if full else []
+        result.findings.append(_draft_finding(pattern, project_id, len(own[key]), wordings.get(key, pattern.text),
+                                              members, paths, full=full))
     result.findings.sort(key=lambda f: -f.data["count"])  # stable: the strongest first
     result.findings = cap(result.findings, limit, lambda f: f.data.get("category", ""))
     result.kept = after
@@ -471,8 +485,54 @@ class Observed:
     def members(self, key: str) -> list["_Member"]:
         return self._seen(key).members()
 
+    def own(self, key: str, project_id: str) -> list[str]:
+        """The key's sources in this project, in order (a kept key's sources are split only when
+        the project is among them)."""
+        prefix = _source(project_id, "")
+        found = self.seen.get(key)
+        if found is not None:
+            sources = found.sources
+        else:
+            sources = self.later[key][3]
+            if prefix not in sources:
+                return []
+            sources = sources.split("\n")
+        return [s for s in sources if s.startswith(prefix) and ":" not in s[len(prefix):]]
 
-def _source(project_id: str, session: int) -> str:
+    def shared(self, project_id: str, needed: int) -> dict[str, int]:
+        """The keys this project stated in at least `needed` sessions that other projects stated
+        too (their latest wording may be another project's), each with the project's latest
+        session stating it."""
+        out = {}
+        for key in self.keys(needed, ("decision", "note")):
+            own = self.own(key, project_id)
+            size = len(self.seen[key].sources) if key in self.seen else self.later[key][2]
+            if needed <= len(own) < size:
+                out[key] = max(int(source.rsplit(":", 1)[1]) for source in own)
+        return out
+
+
+def own_wordings(keys, snapshots: list[tuple], decisions: list[dict]) -> dict[str, str]:
+    """The latest wording of each of `keys` in one project's saves: `snapshots` (as
+    `Observations.add_history` takes them, every row's decisions read) and `decisions` as saved
+    (as `add_decisions` takes them). Every text a row holds counts: each is the project's own."""
+    wanted, latest = set(keys), {}
+
+    def said(key: str | None, at: str, surface: str) -> None:
+        if key in wanted and (key not in latest or (at, surface) > latest[key]):
+            latest[key] = (at, surface)
+
+    for row in decisions:
+        said(key_of("decision", row["decision"]), row["observed_at"], row["decision"])
+    for _, _, at, notes, decided in snapshots:
+        for decision in decided or ():
+            said(key_of("decision", decision), at, decision)
+        for sentence in text.sentences(notes):
+            said(cluster_key("note", sentence), at, sentence)
+    return {key: surface.strip() for key, (_, surface) in latest.items()}
+
+
+def _source(project_id: str, session: int | str) -> str:
     return f"session:{project_id}:{session}"
 
 
@@ -658,13 +718,14 @@ def _ending(action: str, width: int = 80) -> str:
     return said[-width:].lstrip()
 
 
-def _draft_finding(pattern: ReinforcedPattern, members: list[_Member], paths: dict[str, str],
-                   full: bool = True) -> RemFinding:
-    """`full` False: only what a summary of the findings beyond the cap reads (kind, title, count)."""
-    category, said, count = pattern.category, pattern.text, pattern.reinforcement_count
+def _draft_finding(pattern: ReinforcedPattern, project_id: str, count: int, said: str, members: list[_Member],
+                   paths: dict[str, str], full: bool = True) -> RemFinding:
+    """The project's draft of a pattern: `count` its sessions, `said` its wording, `members` its
+    own. `full` False: only what a summary of the findings beyond the cap reads (kind, title, count)."""
+    category = pattern.category
     noun = "decision" if category == "decision" else "note"
     title = f'{noun.capitalize()} recurring in {count} sessions, no lesson holds it: "{text.shorten(said, 60)}"'
-    fingerprint_ = fingerprint(OPERATION, "reinforced_draft", pattern.cluster_key)
+    fingerprint_ = fingerprint(OPERATION, "reinforced_draft", f"{project_id}|{pattern.cluster_key}")
     if not full:
         return RemFinding(operation=OPERATION, kind="reinforced_draft", title=title, description="", options=[],
                           data={"pattern": pattern.id, "category": category, "count": count},

@@ -15,10 +15,14 @@ in the transaction of the run that read the history (a dry run rolls it back wit
 only if no other run kept something in between. When the history below a mark is not what was read
 (rows removed or added below it) or the rules changed, it is read again whole; deleting every row
 only costs that time.
+
+It also reads one project's own saves in given sessions (`stated`): where a draft finds that
+project's wording of a key other projects stated too.
 """
 
 from __future__ import annotations
 
+import json
 from typing import AsyncIterator
 
 from mgcp.persistence.columns import json_list
@@ -109,6 +113,21 @@ class PatternObservations:
             yield page
         if count:
             read[project_id] = (last_id, count, notes, raw)
+
+    async def stated(self, project_id: str, sessions) -> tuple[list[tuple], list[dict]]:
+        """The project's own saves in these sessions: its snapshots, by id, as `history_after`
+        gives them (every row's recent decisions read), and its decisions as saved."""
+        numbers = json.dumps(sorted(set(sessions)))
+        rows = await self.db.fetchall_tuples(
+            """SELECT project_id, session_number, timestamp, coalesce(notes, ''), recent_decisions
+               FROM context_history
+               WHERE project_id = ? AND session_number IN (SELECT value FROM json_each(?)) ORDER BY id""",
+            [project_id, numbers])
+        decided = await self.db.fetchall(
+            """SELECT project_id, session_number, decision, observed_at FROM decision_observations
+               WHERE project_id = ? AND session_number IN (SELECT value FROM json_each(?)) ORDER BY rowid""",
+            [project_id, numbers])
+        return [(*row[:4], _decisions(row[4])) for row in rows], [dict(r) for r in decided]
 
     @staticmethod
     def decisions_of(mark: tuple) -> list[str]:
