@@ -160,6 +160,13 @@ def test_a_draft_is_made_of_the_run_projects_own_sessions_and_wording_alone():
     assert run(observations=data, project="p3").findings == run(observations=data, project=None).findings == []
 
 
+def test_a_drafts_tags_are_words_not_stems():
+    data = [observed(s, "Use pnpm workspaces for integrations") for s in (1, 2, 3)]
+    [finding] = run(observations=data, project="p1").findings
+    tags = finding.data["draft"]["tags"]
+    assert "workspaces" in tags and "workspac" not in tags, tags
+
+
 def test_a_projects_own_wording_is_the_latest_in_the_sessions_read():
     key, other = "decision::use pnpm workspaces", "decision::pin node"
     snapshots = [snap(1, 3, ["Use pnpm workspaces"]), snap(2, 7, ["use PNPM workspaces ", "Pin node"])]

@@ -740,7 +740,7 @@ def _draft_finding(pattern: ReinforcedPattern, project_id: str, count: int, said
         "trigger": ("When deciding about " if category == "decision" else "When working on ") + " ".join(words),
         "action": said,
         "rationale": f"Reinforced: this {noun} recurred in {count} sessions ({where}).",
-        "tags": text.keywords(said)[:4],
+        "tags": text.keyword_words(said)[:4],
     }
     description = "\n".join([
         f'This {noun} recurred in {count} sessions and no lesson holds it (pattern {pattern.id}):',
