@@ -203,6 +203,32 @@ def keywords(text: str | None) -> list[str]:
     return list(seen)
 
 
+# Words that order what stands on their two sides: "A before B", "A, then B", "A over B".
+ORDER_WORDS = frozenset({"before", "after", "then", "over", "than", "instead", "rather", "prior", "until"})
+
+
+def swapped(a: str | None, b: str | None) -> bool:
+    """Whether two texts put words on opposite sides of the same order word (ORDER_WORDS, the first
+    each says, within its sentence; a word on both sides of it counts on neither): "Run the
+    migrations before restarting the servers" / "Restart the servers before running the
+    migrations", "Prefer tabs over spaces" / "Prefer spaces over tabs" are alike in words and
+    opposite in meaning. "Before committing, run the tests" / "Run the tests before committing" are
+    not: nothing stands before the first one's order word."""
+    def sides(text: str | None):
+        for sentence in sentences(text):
+            words = tokenize(sentence)
+            at = next((i for i, w in enumerate(words) if w in ORDER_WORDS), None)
+            if at is not None:
+                left, right = set(stems(words[:at])), set(stems(words[at + 1:]))
+                return words[at], left - right, right - left
+        return None
+
+    first, second = sides(a), sides(b)
+    if first is None or second is None or first[0] != second[0]:
+        return False
+    return bool(first[1] & second[2]) and bool(first[2] & second[1])
+
+
 def keyword_words(text: str | None) -> list[str]:
     """The words `keywords(text)` are the stems of, as written (lowercased): the first word of
     each keyword, in the same order. What a person reads as tags."""

@@ -273,3 +273,19 @@ def test_findings_and_their_order_do_not_depend_on_the_hash_seed():
     kinds = {kind for kind, *_ in outputs[0]}
     assert {"duplicate_merge", "duplicate_review", "summary"} <= kinds
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_same_words_ordered_the_other_way_round_are_not_recommended_for_a_merge():
+    """"A before B" / "B before A" score alike in words: the finding says they may say opposite
+    things and recommends keeping both; a pair in the same order is still recommended for a merge."""
+    pairs = [lesson("mig-first", "deploying a release", "Run the database migrations before restarting the app servers"),
+             lesson("app-first", "deploying a release", "Restart the app servers before running the database migrations"),
+             lesson("pin-a", "adding a dependency", "Pin the version with uv before you commit the lockfile"),
+             lesson("pin-b", "adding a dependency", "Pin the version with uv before committing the lockfile")]
+    found = {f.data["canonical"] + "/" + f.data["other"]: f
+             for f in duplicate_detection.run(pairs, SETTINGS) if f.kind == "duplicate_merge"}
+    opposite = next(f for key, f in found.items() if "first" in key)
+    same = next(f for key, f in found.items() if "pin" in key)
+    assert opposite.data["reordered"] and opposite.options[opposite.recommended - 1].action == "keep_both"
+    assert "opposite" in opposite.title and "opposite" in opposite.description
+    assert not same.data["reordered"] and same.options[same.recommended - 1].action == "merge"

@@ -345,3 +345,18 @@ def test_undo_of_a_run_names_only_the_changes_made_since(fresh):
     named = err.split("later changes: ")[1].split(". Nothing")[0].split("; ")
     assert code == 1 and f"lessons row {canonical} changed since (relationships)" in named, err
     assert all(n.endswith("changed since (relationships)") for n in named) and len(set(named)) == len(named), err
+
+
+def test_auto_never_merges_the_same_words_ordered_the_other_way_round(tmp_path):
+    db = str(tmp_path / "order.db")
+    for lesson_id, action in (("mig-first", "Run the database migrations before restarting the app servers"),
+                              ("app-first", "Restart the app servers before running the database migrations"),
+                              ("spaces", "Prefer spaces over tabs for indentation"),
+                              ("tabs", "Prefer tabs over spaces for indentation")):
+        code, out, err = mgcp("lesson", "add", lesson_id, "--trigger", "deploying or formatting code", "--action", action,
+                              "--db", db)
+        assert code == 0, err
+    assert "other way round" in out + err  # said when the second of a pair is added
+    code, out, err = mgcp("rem", "run", "--auto", "--op", "duplicate_detection", "--project", "/p", "--db", db, "--json")
+    result = json.loads(out)
+    assert result["applied"] == [] and len(result["left_pending"]) >= 2, out

@@ -73,3 +73,18 @@ def test_fold_is_the_two_substitutions_whatever_it_skips(raw):
     plain = "".join(c for c in unicodedata.normalize("NFKD", raw) if not unicodedata.combining(c))
     expected = text._IDENTIFIER.sub(" ", text._NOT.sub(text._not, plain)).lower()
     assert text.fold(raw) == expected
+
+
+@pytest.mark.parametrize("a, b, opposite", [
+    ("Run the database migrations before restarting the app servers",
+     "Restart the app servers before running the database migrations", True),
+    ("Clear the cache, then rerun the failing test", "Rerun the failing test, then clear the cache", True),
+    ("Prefer spaces over tabs for indentation", "Prefer tabs over spaces for indentation", True),
+    ("Run the tests before committing", "Before committing, run the tests", False),  # the same order
+    ("Run the tests before committing", "Run the tests prior to committing", False),  # another order word
+    ("Use TypeScript. Prefer interfaces over types. Use maps instead.",
+     "Prefer interfaces over types. Use TypeScript; use maps instead.", False),  # a word on both sides
+    ("Pin dependencies with uv", "Use uv to pin dependencies", False),  # no order word
+])
+def test_swapped_finds_the_same_words_ordered_the_other_way_round(a, b, opposite):
+    assert text.swapped(a, b) is opposite and text.swapped(b, a) is opposite

@@ -375,7 +375,8 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     Auto never deletes, never drafts lessons from extraction, never answers a contradiction, and
     merges only at or above auto_merge_threshold, or true copies: lessons whose whole triggers and
     actions are equal once normalized (pattern reinforcement); never two lessons whose actions say
-    opposite things, however alike their words; links are safe (additive, undoable)."""
+    opposite things, or put words on opposite sides of the same order word ("A before B" / "B before A"), however alike their words; links are
+    safe (additive, undoable)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
@@ -384,7 +385,7 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     if option.action == "supersede_duplicates" and finding.data.get("normalized_equal"):
         return "the copies' triggers and actions are equal once normalized"
     if option.action == "merge":
-        if _opposed(finding, config, project_path):
+        if finding.data.get("reordered") or _opposed(finding, config, project_path):
             return None  # "prefer A over B" / "prefer B over A": alike in words, opposite in meaning
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))

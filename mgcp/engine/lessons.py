@@ -21,6 +21,7 @@ from mgcp.config import RemConfig
 from mgcp.errors import InvalidInputError
 from mgcp.models import Lesson
 from mgcp.persistence.store import Store
+from mgcp.text import swapped
 from mgcp.validation import MAX_SHORT, check_text
 
 NEAR_CANDIDATES = 20
@@ -35,6 +36,10 @@ class AddResult:
         if self.existing:
             return (f"lesson {self.lesson.id} already says this (same trigger and action); "
                     "nothing was added")
+        opposite = [s["id"] for s in self.similar if s.get("opposite")]
+        if opposite:  # "A before B" beside "B before A": alike in words, not a lesson to refine
+            return (f"added {self.lesson.id}; it orders the same words the other way round from "
+                    f"{', '.join(opposite)}: check which of them holds")
         if self.similar:
             names = ", ".join(f"{s['id']} ({s['similarity']:.2f})" for s in self.similar)
             return (f"added {self.lesson.id}; it is similar to {names}: consider refining that lesson "
@@ -88,10 +93,13 @@ async def near_matches(store: Store, config: RemConfig, lesson: Lesson) -> list[
     review_at = float(settings["review_threshold"])
     scores = await asyncio.to_thread(duplicate_detection.score_pairs, [lesson, *candidates], settings,
                                      duplicate_detection.LexicalBackend())
+    actions = {c.id: c.action for c in candidates}
     found = []
     for (a, b), score in scores.items():
         if lesson.id in (a, b) and score.value >= review_at:
-            found.append({"id": b if a == lesson.id else a, "similarity": round(score.value, 3)})
+            other = b if a == lesson.id else a
+            found.append({"id": other, "similarity": round(score.value, 3),
+                          "opposite": swapped(lesson.action, actions[other])})
     return sorted(found, key=lambda s: (-s["similarity"], s["id"]))[:3]
 
 

@@ -36,7 +36,10 @@ term became rare enough to be looked up) again (both proved in `mgcp.operations.
 
 Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
 summary, see `mgcp.operations.cap`):
-- `duplicate_merge` (score >= merge_threshold): recommended "merge".
+- `duplicate_merge` (score >= merge_threshold): recommended "merge", unless their actions put words
+  on opposite sides of the same order word (`text.swapped`: "A before B" / "B before A", "prefer A
+  over B" / "prefer B over A" score alike in words but say opposite things): then "keep_both", and
+  the title and description say why (`data["reordered"]`).
 - `duplicate_review` (review_threshold <= score < merge_threshold): recommended "keep_both".
 Each carries data {"similarity", "action_similarity", "trigger_similarity", "copy", "canonical",
 "other", "lessons": {id: {trigger, action, usage_count, version}}}; canonical is the one to keep:
@@ -52,7 +55,7 @@ from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
 from mgcp.operations.shared import CycleCache, stage
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
-from mgcp.text import shorten
+from mgcp.text import shorten, swapped
 
 if TYPE_CHECKING:
     from mgcp.operations.kept_search import KeptSearch
@@ -210,6 +213,7 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
     keep, other = canonical_order(a, b)
     similarity = score.value
     kind = "duplicate_merge" if similarity >= merge_at else "duplicate_review"
+    reordered = not score.copy and swapped(keep.action, other.action)
     subject = subject_of(keep, other)
     why = ("the same action, word for word once normalised" if score.copy else
            f"actions {score.action:.2f} alike, triggers {score.trigger:.2f} alike")
@@ -225,6 +229,9 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
         "",
         f'A merge keeps "{keep.id}" ({_reason(keep, other)}) and supersedes "{other.id}".',
     ]
+    if reordered:
+        lines += ["", "Their actions put words on opposite sides of the same order word, and may say opposite "
+                      'things ("A before B" / "B before A"): read both before merging.']
     options = [
         FindingOption(label="Merge into one lesson",
                       description=f'Keep "{keep.id}" and mark "{other.id}" superseded by it',
@@ -239,14 +246,15 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
         FindingOption(label="Skip for now", description="Leave this finding pending", action="skip"),
     ]
     said = shorten(keep.action, 70)
-    title = (f'Two lessons say the same ({similarity:.2f}): "{said}"' if kind == "duplicate_merge" else
+    title = (f'Two lessons alike in words may say opposite things ({similarity:.2f}): "{said}"' if reordered else
+             f'Two lessons say the same ({similarity:.2f}): "{said}"' if kind == "duplicate_merge" else
              f'Two lessons say nearly the same ({similarity:.2f}): "{said}"')
     return RemFinding(
         operation=OPERATION, kind=kind, title=title, description="\n".join(lines), options=options,
-        recommended=1 if kind == "duplicate_merge" else 2,
+        recommended=1 if kind == "duplicate_merge" and not reordered else 2,
         data={
             "similarity": round(similarity, 4), "action_similarity": round(score.action, 4),
-            "trigger_similarity": round(score.trigger, 4), "copy": score.copy,
+            "trigger_similarity": round(score.trigger, 4), "copy": score.copy, "reordered": reordered,
             "canonical": keep.id, "other": other.id,
             "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
                                     "usage_count": lesson.usage_count, "version": lesson.version}
