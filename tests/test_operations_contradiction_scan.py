@@ -245,3 +245,18 @@ def test_the_quick_screen_checks_find_what_their_patterns_find():
             if "." in m.group() or "_" in m.group() or contradiction_scan._INNER_CAPITAL.search(m.group())
             or "-" in m.group() else m.group(),
             contradiction_scan._NEGATED_NAME.sub(lambda m: re.sub(r"[^0-9a-z]", "", m.group().lower()), t)), t
+
+
+@pytest.mark.parametrize("outcomes, kept", [
+    ({}, "newer"),                                   # nothing reported: the newer rule
+    ({"py-new": (0, 4)}, "older"),                   # the newer failed four times: experience wins
+    ({"py-new": (0, 4), "py-old": (1, 3)}, "newer"),  # both fail: age decides again
+    ({"py-old": (0, 2)}, "newer"),
+])
+def test_a_contradiction_recommends_keeping_the_rule_that_did_not_fail(outcomes, kept):
+    pair = [lesson("py-old", "choosing a python test runner", "Prefer pytest over unittest.", 1),
+            lesson("py-new", "choosing a python test runner", "Prefer unittest over pytest.", 2)]
+    [finding] = contradiction_scan.run(pair, SETTINGS, outcomes=outcomes)
+    action = finding.options[finding.recommended - 1].action
+    assert action == ("archive_older" if kept == "newer" else "archive_newer")
+    assert ("Agents reported" in finding.description) == bool(outcomes)

@@ -699,7 +699,8 @@ async def _contradictions(store, project, settings, inputs):
     active = await inputs.lessons()
     search = KeptClaims(await store.kept_pairs.load(contradiction_scan.OPERATION))
     findings = await asyncio.to_thread(contradiction_scan.run, active, settings, inputs.cache,
-                                       await store.rem.settled(contradiction_scan.OPERATION), search)
+                                       await store.rem.settled(contradiction_scan.OPERATION), search,
+                                       await store.outcomes.records())
     inputs.hold_search(contradiction_scan.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None
 

@@ -70,7 +70,9 @@ X instead of Y") carry the same polarities and are not raised.
 Findings `contradiction` (at most `max_findings`, strongest first: claim overlap, then trigger
 similarity), subject the two lessons. Options: keep the newer (archive the older; recommended),
 keep the older (archive the newer), refine one (input: which lesson and its new action), keep both
-(remembered), skip. `--auto` never applies them: which rule is right is a person's call.
+(remembered), skip. When agents reported how the two worked (`outcomes`), the description says so,
+and the one that failed more often than it helped is the one to archive if the other did not:
+experience outweighs age. `--auto` never applies them: which rule is right is a person's call.
 """
 
 from __future__ import annotations
@@ -325,14 +327,16 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None,
-        settled: frozenset[str] = frozenset(), kept=None) -> list[RemFinding]:
+        settled: frozenset[str] = frozenset(), kept=None,
+        outcomes: dict[str, tuple[int, int]] | None = None) -> list[RemFinding]:
     """The findings, capped (`settled`: see `mgcp.operations.cap`). With `kept`, the claim search
-    starts from what it kept in an earlier cycle and leaves what to keep for the next one."""
+    starts from what it kept in an earlier cycle and leaves what to keep for the next one.
+    `outcomes`: (helped, failed) reported of each lesson that has any."""
     trigger_at = float(settings["trigger_threshold"])
     claim_at = float(settings["claim_threshold"])
     by_id = {lesson.id: lesson for lesson in sorted(lessons, key=attrgetter("id"))}
     found = contradicting_pairs(list(by_id.values()), trigger_at, claim_at, cache, kept)
-    findings = [_finding(by_id[a], by_id[b], overlap, trigger, ca, cb)
+    findings = [_finding(by_id[a], by_id[b], overlap, trigger, ca, cb, outcomes or {})
                 for (a, b), (overlap, trigger, ca, cb) in found]
     return cap(findings, int(settings.get("max_findings", 50)), lambda f: f.data["group"], settled)
 
@@ -510,7 +514,13 @@ def _created(lesson: Lesson) -> float:
     return when.timestamp() if when else 0.0
 
 
-def _finding(a: Lesson, b: Lesson, overlap: float, trigger: float, ca: Claim, cb: Claim) -> RemFinding:
+def _failing(record: tuple[int, int]) -> bool:
+    helped, failed = record
+    return failed > helped
+
+
+def _finding(a: Lesson, b: Lesson, overlap: float, trigger: float, ca: Claim, cb: Claim,
+             outcomes: dict[str, tuple[int, int]]) -> RemFinding:
     older, newer = sorted((a, b), key=lambda lesson: (_created(lesson), lesson.id))
     claim_of = {a.id: ca, b.id: cb}
     subject = subject_of(older, newer)
@@ -528,6 +538,11 @@ def _finding(a: Lesson, b: Lesson, overlap: float, trigger: float, ca: Claim, cb
         f"   ({said(claim_of[newer.id])})",
         "", "Which one holds?",
     ]
+    records = {lesson.id: outcomes.get(lesson.id, (0, 0)) for lesson in (older, newer)}
+    if any(map(any, records.values())):
+        lines[-1:-1] = [f"Agents reported: {'; '.join(f'{lid} helped {h}, failed {f}' for lid, (h, f) in records.items())}.",
+                        ""]
+    keep_older = _failing(records[newer.id]) and not _failing(records[older.id])
     options = [
         FindingOption(label="Keep the newer one (archive the older)", action="archive_older",
                       description=f'Archive "{older.id}"; "{newer.id}" stays'),
@@ -544,7 +559,7 @@ def _finding(a: Lesson, b: Lesson, overlap: float, trigger: float, ca: Claim, cb
     return RemFinding(
         operation=OPERATION, kind="contradiction",
         title=f'Contradicting lessons "{older.id}" and "{newer.id}": {text.shorten(older.action, 50)}',
-        description="\n".join(lines), options=options, recommended=1,
+        description="\n".join(lines), options=options, recommended=2 if keep_older else 1,
         data={"older": older.id, "newer": newer.id, "claim_overlap": overlap, "trigger_similarity": trigger,
               "claims": {lesson_id: {"positive": c.positive, "about": sorted(c.about), "clause": c.words}
                          for lesson_id, c in claim_of.items()},

@@ -45,6 +45,11 @@ class Outcomes:
         stats["success_rate"] = ranking.success_rate(stats["helped"], stats["failed"])
         return stats
 
+    async def records(self) -> dict[str, tuple[int, int]]:
+        """(helped, failed) of each lesson with a reported outcome."""
+        rows = await self.db.fetchall_tuples("SELECT lesson_id, helped, failed FROM lesson_outcome_stats")
+        return {lesson_id: (helped, failed) for lesson_id, helped, failed in rows}
+
     async def stats(self) -> dict:
         """The knowledge base in figures: active lessons by kind and by tier, lessons never used,
         queries that found something and nothing, outcomes and the success rate."""
