@@ -375,8 +375,8 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     Auto never deletes, never drafts lessons from extraction, never answers a contradiction, and
     merges only at or above auto_merge_threshold, or true copies: lessons whose whole triggers and
     actions are equal once normalized (pattern reinforcement); never two lessons whose actions say
-    opposite things, or put words on opposite sides of the same order word ("A before B" / "B before A"), however alike their words; links are
-    safe (additive, undoable)."""
+    opposite things, or order the same words the other way round ("A before B" / "B before A"),
+    however alike their words; links are safe (additive, undoable)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
@@ -408,9 +408,8 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     """Apply what the policy allows, as actions of the run `run_id` (so that `rem undo --run` of
     that run takes them back); returns (applied, left pending, settled elsewhere). A finding
     whose earlier answer was undone is left pending: --auto never gives again an answer a person
-    took back. A finding
-    that another process answered or found stale meanwhile (another --auto, a person reviewing) is
-    skipped and listed as such: a concurrent --auto is no failure."""
+    took back. A finding that another process answered or found stale meanwhile (another --auto, a
+    person reviewing) is skipped and listed as such: a concurrent --auto is no failure."""
     applied, left, settled = [], [], []
     undone = await store.rem.undone([f.fingerprint for f in findings])
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
@@ -465,8 +464,8 @@ async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
         stale = await _undo(store, actions, force)
     what = [f"{a['action']} ({'finding ' + a['finding_id'] if a['finding_id'] else 'the run itself'}"
             f"{', by --auto' if a['auto'] and a['finding_id'] else ''})" for a in actions]
-    return (f"undid {len(actions)} action(s) of run {run_id}: " + "; ".join(what)
-            + "".join(f"; finding {fid} no longer applies ({why}), so it is marked stale" for fid, why in stale.items()))
+    what += [f"finding {fid} no longer applies ({why}), so it is marked stale" for fid, why in stale.items()]
+    return f"undid {len(actions)} action(s) of run {run_id}: " + "; ".join(what)
 
 
 async def _undo(store: Store, actions: list[dict], force: bool) -> dict[str, str]:
@@ -485,8 +484,9 @@ async def _undo(store: Store, actions: list[dict], force: bool) -> dict[str, str
     for action in actions:
         await store.rem.mark_action_undone(action["id"])
         if action["finding_id"]:
-            why = await review.is_stale(store, await store.rem.get_finding(action["finding_id"])) if force else None
+            finding_id = action["finding_id"]
+            why = await review.is_stale(store, await store.rem.get_finding(finding_id)) if force else None
             if why:
-                stale[action["finding_id"]] = why
-            await store.rem.set_finding_status(action["finding_id"], FindingStatus.stale if why else FindingStatus.pending)
+                stale[finding_id] = why
+            await store.rem.set_finding_status(finding_id, FindingStatus.stale if why else FindingStatus.pending)
     return stale

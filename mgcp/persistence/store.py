@@ -139,8 +139,8 @@ class Store:
                 if n:
                     counts.append(f"{n} {table} row{'s' if n > 1 else ''}")
             if counts:
-                found[lesson_id] = f"lesson {lesson_id} is referred to since ({', '.join(counts)}): forced, it is " \
-                                   "marked deleted and they stay"
+                found[lesson_id] = (f"lesson {lesson_id} is referred to since ({', '.join(counts)}): forced, "
+                                    "it is marked deleted and they stay")
         return found
 
     async def _lessons_changed_since(self, changes: list[dict]) -> dict[str, dict | None]:
