@@ -29,7 +29,8 @@ async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFi
     project = await store.queue.project(project_path)
     if not visible_to(finding, project.project_id):
         owner = (await store.context.project_by_id(finding.project_id)).project_path
-        raise NotFoundError(f"finding {finding_id} belongs to project {owner}; review it from there (--project {owner})")
+        raise NotFoundError(f"finding {finding_id} belongs to project {owner}; "
+                            f"review it from there (--project {owner})")
     return finding
 
 

@@ -540,8 +540,8 @@ def _finding(a: Lesson, b: Lesson, overlap: float, trigger: float, ca: Claim, cb
     ]
     records = {lesson.id: outcomes.get(lesson.id, (0, 0)) for lesson in (older, newer)}
     if any(map(any, records.values())):
-        lines[-1:-1] = [f"Agents reported: {'; '.join(f'{lid} helped {h}, failed {f}' for lid, (h, f) in records.items())}.",
-                        ""]
+        reported = "; ".join(f"{lesson_id} helped {h}, failed {f}" for lesson_id, (h, f) in records.items())
+        lines[-1:-1] = [f"Agents reported: {reported}.", ""]
     keep_older = _failing(records[newer.id]) and not _failing(records[older.id])
     options = [
         FindingOption(label="Keep the newer one (archive the older)", action="archive_older",

@@ -200,8 +200,10 @@ def version_traits(conn: sqlite3.Connection) -> Iterator[Problem]:
     after one with, lost them (versions written before read as the defaults)."""
     for lesson_id, version in conn.execute(
             """SELECT v.lesson_id, v.version FROM lesson_versions v
-               WHERE NOT EXISTS (SELECT 1 FROM lesson_traits t WHERE t.lesson_id = v.lesson_id AND t.version = v.version)
-                 AND EXISTS (SELECT 1 FROM lesson_traits t WHERE t.lesson_id = v.lesson_id AND t.version < v.version)
+               WHERE NOT EXISTS (SELECT 1 FROM lesson_traits t
+                                 WHERE t.lesson_id = v.lesson_id AND t.version = v.version)
+                 AND EXISTS (SELECT 1 FROM lesson_traits t
+                             WHERE t.lesson_id = v.lesson_id AND t.version < v.version)
                ORDER BY v.lesson_id, v.version""").fetchall():
         yield Problem("traits", f"lesson {lesson_id}", f"version {version} has no kind and confidence, though an "
                                                        "earlier version has them",
