@@ -200,6 +200,25 @@ def test_a_draft_edit_is_accepted_as_an_object_or_a_json_string(client, db, as_t
     assert (lesson["action"], lesson["tags"]) == (edits["action"], edits["tags"])
 
 
+UNKNOWN = "the draft edits name an unknown field 'actoin' (a draft has id, trigger, action, rationale and tags)"
+TAGS = 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got "testing")'
+
+
+@pytest.mark.parametrize("edits, message", [
+    ({"actoin": "Use pytest fixtures for setup"}, UNKNOWN),
+    ({"tags": "testing"}, TAGS),
+    ({"actoin": "Use pytest fixtures for setup", "tags": "testing"}, f"{UNKNOWN}; {TAGS}"),
+])
+def test_a_draft_edit_with_an_unknown_field_or_tags_as_text_is_refused(client, db, run, edits, message):
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1",
+              decisions=["Run every schema migration inside a transaction with a lock timeout"])
+    finding = client.ok("rem_run", project_path=PROJECT, operations=["knowledge_extraction"])["finding"]
+    assert client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"], option=1,
+                        input=edits) == message
+    assert client.ok("list_lessons")["lessons"] == []
+    assert run(db, lambda s: s.rem.get_finding(finding["finding_id"])).status.value == "pending"
+
+
 def test_refine_lesson_requires_a_reason(client):
     schema = next(t for t in client.list_tools() if t.name == "refine_lesson").input_schema
     assert {"lesson_id", "reason"} <= set(schema["required"])

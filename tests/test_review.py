@@ -161,6 +161,21 @@ def test_resolve_cli_rejects_a_bad_option_number(planted, run):
     assert code == 2 and "has options 1 to" in err
 
 
+@pytest.mark.parametrize("edits, message", [
+    ('{"actoin": "Keep timestamps in UTC"}',
+     "the draft edits name an unknown field 'actoin' (a draft has id, trigger, action, rationale and tags)"),
+    ('{"tags": "time"}', 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got "time")'),
+    ('{"tags": ["time", 3]}', 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got ["time", 3])'),
+])
+def test_resolve_cli_refuses_draft_edits_it_cannot_apply_and_writes_nothing(planted, run, edits, message):
+    f = by_kind(pending(run, planted), "uncaptured_decision")[0]
+    before = dump(planted)
+    code, out, err = mgcp("rem", "resolve", f.id, "--option", option_of(f, "draft_lesson"), "--input", edits,
+                          "--project", PROJECT, "--db", planted)
+    assert (code, out, err) == (2, "", f"Error: {message}\n")
+    assert dump(planted) == before
+
+
 # -- undo -----------------------------------------------------------------------------------------
 
 UNDO_CASES = [  # (kind, action, input)
