@@ -9,6 +9,7 @@ the database file is replaced with a fresh one, and the running server simply op
 import asyncio
 import concurrent.futures
 import json
+import sqlite3
 import sys
 import threading
 import time
@@ -322,6 +323,23 @@ def test_unexpected_failure_is_a_tool_error_and_the_server_lives_on(client, db):
     text = client.error("get_context_at_session", project_path=PROJECT, session=2**70)
     assert text
     assert client.ok("get_project_context", project_path=PROJECT)["session_count"] == 2
+
+
+@pytest.mark.parametrize("path", ["", "relative/path", "~/shop"])
+def test_a_project_path_that_is_not_absolute_is_refused_and_nothing_is_saved(client, db, path):
+    """On a shared server, a relative path would name a project under the server's own directory."""
+    assert client.error("save_project_context", project_path=path, notes="checkout done") == (
+        f"project_path must be the project's absolute path (got {json.dumps(path)})")
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM project_contexts").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("get_project_context", {}), ("rem_status", {}), ("rem_answer", {"finding_id": "0" * 16, "option": 1}),
+    ("query_lessons", {"text": "sqlite"}), ("recall", {"task": "add retries"}),
+    ("lesson_outcome", {"lesson_id": "wal-mode", "helped": True}),
+])
+def test_every_tool_refuses_a_relative_project_path(client, db, tool, arguments):
+    assert client.error(tool, project_path="shop", **arguments).startswith("project_path must be the project's absolute path")
 
 
 # -- REM -------------------------------------------------------------------------------------------
