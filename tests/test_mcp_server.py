@@ -342,6 +342,12 @@ def test_every_tool_refuses_a_relative_project_path(client, db, tool, arguments)
     assert client.error(tool, project_path="shop", **arguments).startswith("project_path must be the project's absolute path")
 
 
+def test_a_finding_id_shorter_than_eight_characters_says_so(client, kb):
+    finding = first_finding(client)
+    assert client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"][:4], option=1) == (
+        f"finding id {finding['finding_id'][:4]!r} is too short: give at least 8 of its 16 characters")
+
+
 # -- REM -------------------------------------------------------------------------------------------
 
 def test_rem_status_lists_every_operation(client, db):

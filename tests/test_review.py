@@ -161,6 +161,13 @@ def test_resolve_cli_rejects_a_bad_option_number(planted, run):
     assert code == 2 and "has options 1 to" in err
 
 
+def test_resolve_cli_says_a_finding_id_under_eight_characters_is_too_short(planted, run):
+    f = pending(run, planted)[0]
+    code, out, err = mgcp("rem", "resolve", f.id[:4], "--option", "1", "--db", planted)
+    assert (code, out) == (2, "")
+    assert err == f"Error: finding id {f.id[:4]!r} is too short: give at least 8 of its 16 characters\n"
+
+
 @pytest.mark.parametrize("edits, message", [
     ('{"actoin": "Keep timestamps in UTC"}',
      "the draft edits name an unknown field 'actoin' (a draft has id, trigger, action, rationale and tags)"),
