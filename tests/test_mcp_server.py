@@ -342,6 +342,30 @@ def test_every_tool_refuses_a_relative_project_path(client, db, tool, arguments)
     assert client.error(tool, project_path="shop", **arguments).startswith("project_path must be the project's absolute path")
 
 
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "confidence": 1.5},
+     "confidence must be between 0 and 1 (got 1.5)"),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "kind": "rule"},
+     "kind must be one of constraint, preference, architecture, pattern, error_solution, project_fact, "
+     'style, decision (got "rule")'),
+    ("save_project_context", {"project_path": PROJECT, "todos": [{"content": "a", "status": "wip"}]},
+     'todos[0].status must be one of pending, in_progress, completed (got "wip")'),
+    ("recall", {"task": "add retries", "budget": 399}, "budget must be between 400 and 1000000 (got 399)"),
+    ("rem_answer", {"project_path": PROJECT, "finding_id": "0" * 16, "option": "one"},
+     'option must be a whole number (got "one")'),
+    ("rem_answer", {"project_path": PROJECT, "finding_id": "0" * 16, "option": 1, "input": 5},
+     "input must be text or an object (got 5)"),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t"}, "action is required"),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "tags": "testing"},
+     'tags must be a list of strings (got "testing")'),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "kind": "rule", "confidence": 2},
+     "kind must be one of constraint, preference, architecture, pattern, error_solution, project_fact, style, "
+     'decision (got "rule")\nconfidence must be between 0 and 1 (got 2)'),
+])
+def test_a_bad_argument_is_named_with_its_value_and_what_is_allowed(client, db, tool, arguments, message):
+    assert client.error(tool, **arguments) == message
+
+
 def test_a_finding_id_shorter_than_eight_characters_says_so(client, kb):
     finding = first_finding(client)
     assert client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"][:4], option=1) == (
