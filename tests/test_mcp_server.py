@@ -9,6 +9,7 @@ the database file is replaced with a fresh one, and the running server simply op
 import asyncio
 import concurrent.futures
 import json
+import sqlite3
 import sys
 import threading
 import time
@@ -200,6 +201,25 @@ def test_a_draft_edit_is_accepted_as_an_object_or_a_json_string(client, db, as_t
     assert (lesson["action"], lesson["tags"]) == (edits["action"], edits["tags"])
 
 
+UNKNOWN = "the draft edits name an unknown field 'actoin' (a draft has id, trigger, action, rationale and tags)"
+TAGS = 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got "testing")'
+
+
+@pytest.mark.parametrize("edits, message", [
+    ({"actoin": "Use pytest fixtures for setup"}, UNKNOWN),
+    ({"tags": "testing"}, TAGS),
+    ({"actoin": "Use pytest fixtures for setup", "tags": "testing"}, f"{UNKNOWN}; {TAGS}"),
+])
+def test_a_draft_edit_with_an_unknown_field_or_tags_as_text_is_refused(client, db, run, edits, message):
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1",
+              decisions=["Run every schema migration inside a transaction with a lock timeout"])
+    finding = client.ok("rem_run", project_path=PROJECT, operations=["knowledge_extraction"])["finding"]
+    assert client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"], option=1,
+                        input=edits) == message
+    assert client.ok("list_lessons")["lessons"] == []
+    assert run(db, lambda s: s.rem.get_finding(finding["finding_id"])).status.value == "pending"
+
+
 def test_refine_lesson_requires_a_reason(client):
     schema = next(t for t in client.list_tools() if t.name == "refine_lesson").input_schema
     assert {"lesson_id", "reason"} <= set(schema["required"])
@@ -303,6 +323,53 @@ def test_unexpected_failure_is_a_tool_error_and_the_server_lives_on(client, db):
     text = client.error("get_context_at_session", project_path=PROJECT, session=2**70)
     assert text
     assert client.ok("get_project_context", project_path=PROJECT)["session_count"] == 2
+
+
+@pytest.mark.parametrize("path", ["", "relative/path", "~/shop"])
+def test_a_project_path_that_is_not_absolute_is_refused_and_nothing_is_saved(client, db, path):
+    """On a shared server, a relative path would name a project under the server's own directory."""
+    assert client.error("save_project_context", project_path=path, notes="checkout done") == (
+        f"project_path must be the project's absolute path (got {json.dumps(path)})")
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM project_contexts").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("get_project_context", {}), ("rem_status", {}), ("rem_answer", {"finding_id": "0" * 16, "option": 1}),
+    ("query_lessons", {"text": "sqlite"}), ("recall", {"task": "add retries"}),
+    ("lesson_outcome", {"lesson_id": "wal-mode", "helped": True}),
+])
+def test_every_tool_refuses_a_relative_project_path(client, db, tool, arguments):
+    assert client.error(tool, project_path="shop", **arguments).startswith("project_path must be the project's absolute path")
+
+
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "confidence": 1.5},
+     "confidence must be between 0 and 1 (got 1.5)"),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "kind": "rule"},
+     "kind must be one of constraint, preference, architecture, pattern, error_solution, project_fact, "
+     'style, decision (got "rule")'),
+    ("save_project_context", {"project_path": PROJECT, "todos": [{"content": "a", "status": "wip"}]},
+     'todos[0].status must be one of pending, in_progress, completed (got "wip")'),
+    ("recall", {"task": "add retries", "budget": 399}, "budget must be between 400 and 1000000 (got 399)"),
+    ("rem_answer", {"project_path": PROJECT, "finding_id": "0" * 16, "option": "one"},
+     'option must be a whole number (got "one")'),
+    ("rem_answer", {"project_path": PROJECT, "finding_id": "0" * 16, "option": 1, "input": 5},
+     "input must be text or an object (got 5)"),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t"}, "action is required"),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "tags": "testing"},
+     'tags must be a list of strings (got "testing")'),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "t", "action": "a", "kind": "rule", "confidence": 2},
+     "kind must be one of constraint, preference, architecture, pattern, error_solution, project_fact, style, "
+     'decision (got "rule")\nconfidence must be between 0 and 1 (got 2)'),
+])
+def test_a_bad_argument_is_named_with_its_value_and_what_is_allowed(client, db, tool, arguments, message):
+    assert client.error(tool, **arguments) == message
+
+
+def test_a_finding_id_shorter_than_eight_characters_says_so(client, kb):
+    finding = first_finding(client)
+    assert client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"][:4], option=1) == (
+        f"finding id {finding['finding_id'][:4]!r} is too short: give at least 8 of its 16 characters")
 
 
 # -- REM -------------------------------------------------------------------------------------------

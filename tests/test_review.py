@@ -161,6 +161,28 @@ def test_resolve_cli_rejects_a_bad_option_number(planted, run):
     assert code == 2 and "has options 1 to" in err
 
 
+def test_resolve_cli_says_a_finding_id_under_eight_characters_is_too_short(planted, run):
+    f = pending(run, planted)[0]
+    code, out, err = mgcp("rem", "resolve", f.id[:4], "--option", "1", "--db", planted)
+    assert (code, out) == (2, "")
+    assert err == f"Error: finding id {f.id[:4]!r} is too short: give at least 8 of its 16 characters\n"
+
+
+@pytest.mark.parametrize("edits, message", [
+    ('{"actoin": "Keep timestamps in UTC"}',
+     "the draft edits name an unknown field 'actoin' (a draft has id, trigger, action, rationale and tags)"),
+    ('{"tags": "time"}', 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got "time")'),
+    ('{"tags": ["time", 3]}', 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got ["time", 3])'),
+])
+def test_resolve_cli_refuses_draft_edits_it_cannot_apply_and_writes_nothing(planted, run, edits, message):
+    f = by_kind(pending(run, planted), "uncaptured_decision")[0]
+    before = dump(planted)
+    code, out, err = mgcp("rem", "resolve", f.id, "--option", option_of(f, "draft_lesson"), "--input", edits,
+                          "--project", PROJECT, "--db", planted)
+    assert (code, out, err) == (2, "", f"Error: {message}\n")
+    assert dump(planted) == before
+
+
 # -- undo -----------------------------------------------------------------------------------------
 
 UNDO_CASES = [  # (kind, action, input)

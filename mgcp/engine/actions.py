@@ -218,9 +218,13 @@ async def _link_suggested(store, config, finding, text, selection):
     return f"linked {lesson} to {len(made)} suggested lesson(s)", {"links": made}
 
 
+DRAFT_FIELDS = ("id", "trigger", "action", "rationale", "tags")
+
+
 def draft_with_edits(draft: dict, text: str | None) -> dict:
     """Apply the user's edits to a drafted lesson: a JSON object overrides fields; plain text
-    replaces the action."""
+    replaces the action. An edit that would be lost or mangled (a misspelt field, tags given as
+    one string) is refused rather than half-applied."""
     draft = dict(draft)
     if text and text.strip():
         text = text.strip()
@@ -231,7 +235,19 @@ def draft_with_edits(draft: dict, text: str | None) -> dict:
                 raise InvalidInputError(f"the draft edits are not valid JSON ({exc.msg})") from None
             if not isinstance(edits, dict):
                 raise InvalidInputError("the draft edits must be a JSON object")
-            draft.update({k: v for k, v in edits.items() if k in ("id", "trigger", "action", "rationale", "tags")})
+            problems = []
+            unknown = [k for k in edits if k not in DRAFT_FIELDS]
+            if unknown:
+                problems.append(f"the draft edits name an unknown field{'s' if len(unknown) > 1 else ''} "
+                                f"{', '.join(map(repr, unknown))} (a draft has {', '.join(DRAFT_FIELDS[:-1])} "
+                                f"and {DRAFT_FIELDS[-1]})")
+            tags = edits.get("tags")
+            if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+                problems.append('a draft\'s tags must be a list of strings, e.g. ["testing"] '
+                                f"(got {json.dumps(tags, ensure_ascii=False)[:80]})")
+            if problems:
+                raise InvalidInputError("; ".join(problems))
+            draft.update(edits)
         else:
             draft["action"] = text
     return draft

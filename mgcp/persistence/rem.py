@@ -54,6 +54,7 @@ def _where(project_id: str | None, status: str | None, run_id: int | None, after
 
 
 MIN_PREFIX = 8  # the shortest finding-id prefix accepted in place of the whole id
+FINDING_ID_LENGTH = 16  # hex digits of a finding id (64 bits)
 
 
 class RemLedger:
@@ -168,7 +169,10 @@ class RemLedger:
     async def get_finding(self, finding_id: str) -> RemFinding:
         """The finding with this id, or with this id's unique prefix (at least MIN_PREFIX long)."""
         row = await self.db.fetchone("SELECT * FROM rem_findings WHERE id = ?", [finding_id])
-        if row is None and len(finding_id) >= MIN_PREFIX:
+        if row is None and len(finding_id) < MIN_PREFIX:
+            raise InvalidInputError(f"finding id {finding_id!r} is too short: give at least {MIN_PREFIX} "
+                                    f"of its {FINDING_ID_LENGTH} characters")
+        if row is None:
             rows = await self.db.fetchall(
                 "SELECT * FROM rem_findings WHERE id >= ? AND id < ? LIMIT 2", [finding_id, finding_id + "\uffff"])
             if len(rows) > 1:

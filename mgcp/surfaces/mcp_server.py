@@ -10,7 +10,8 @@ FastMCP). The tools' bodies are in `mcp_tools`; this module registers them and o
   analysis runs in a worker thread, so the server keeps answering during a long cycle.
 - An `MgcpError` becomes a tool error (isError) whose text is the message the CLI prints after
   "Error: "; any other exception becomes a tool error too (and a traceback on stderr); the server
-  keeps running.
+  keeps running. Arguments the tool's schema refuses (the SDK validates them before the tool runs)
+  get a tool error of one line per argument: its name, the value given and what is allowed.
 - Every request gets an answer. A line the SDK cannot parse (not JSON, not UTF-8, text with an
   unpaired surrogate, nested too deeply) gets a JSON-RPC error, with the request's id when it can be
   read, instead of leaving the client waiting; the server goes on.
@@ -36,11 +37,13 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import anyio
 import mcp_types
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from pydantic import ValidationError
 
 from mgcp import __version__
 from mgcp.errors import InvalidInputError, MgcpError
@@ -94,9 +97,120 @@ def guarded(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     return wrapper
 
 
+class Server(MCPServer):
+    """The SDK's server, but a call whose arguments the tool's schema refuses gets the problems in
+    plain words (`argument_errors`) instead of pydantic's report: several lines per problem, the
+    model's internal name and a link to pydantic's documentation."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+            raise ToolError(argument_errors(exc.__cause__, schema)) from exc.__cause__
+
+
+def argument_errors(error: ValidationError, schema: dict[str, Any]) -> str:
+    """One line per refused argument (or item of one), read against the tool's JSON schema: e.g.
+    "confidence must be between 0 and 1 (got 1.5)", 'todos[0].status must be one of pending,
+    in_progress, completed (got "wip")'. Values are shown as JSON, as the client sent them."""
+    defs = schema.get("$defs", {})
+    problems: dict[str, list[tuple[dict, list[dict]]]] = {}
+    for err in error.errors(include_url=False):
+        path, node = _follow(err["loc"], schema, defs)
+        # A value no member of a union accepts fails once per member, all at one path.
+        problems.setdefault(path or "the arguments", []).append((err, _alternatives(node, defs)))
+    return "\n".join(_problem(path, found, defs) for path, found in problems.items())
+
+
+TYPE_WORDS = {"string": ("text", "strings"), "integer": ("a whole number", "whole numbers"),
+              "number": ("a number", "numbers"), "boolean": ("true or false", "true or false values"),
+              "array": ("a list", "lists"), "object": ("an object", "objects")}
+BOUND_WORDS = (("minimum", "at least"), ("exclusiveMinimum", "greater than"),
+               ("maximum", "at most"), ("exclusiveMaximum", "less than"))
+
+
+def _problem(path: str, found: list[tuple[dict, list[dict]]], defs: dict) -> str:
+    err, alternatives = found[0]
+    kind = err["type"]
+    if kind == "missing":
+        return f"{path} is required"
+    got = f" (got {_shown(err.get('input'))})"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        limits = next((a for a in alternatives if any(k in a for k, _ in BOUND_WORDS)), {})
+        if "minimum" in limits and "maximum" in limits:
+            return f"{path} must be between {limits['minimum']} and {limits['maximum']}{got}"
+        bounds = [f"{words} {limits[key]}" for key, words in BOUND_WORDS if key in limits]
+        if bounds:
+            return f"{path} must be {' and '.join(bounds)}{got}"
+    if kind in ("literal_error", "enum"):
+        values = next((a["enum"] for a in alternatives if "enum" in a), None)
+        allowed = ", ".join(map(str, values)) if values else err.get("ctx", {}).get("expected")
+        if allowed:
+            return f"{path} must be one of {allowed}{got}"
+    if all(e["type"].endswith(("_type", "_parsing")) or e["type"] == "int_from_float" for e, _ in found):
+        allowed = _describe(alternatives, defs)
+        if allowed:
+            return f"{path} must be {allowed}{got}"
+    return f"{path}: {err['msg'][:1].lower()}{err['msg'][1:]}{got}"
+
+
+def _follow(loc: tuple, schema: dict, defs: dict) -> tuple[str, dict]:
+    """The argument path an error's location names ("todos[0].status") and its schema. A part
+    that is neither an item's index nor a property names the member of a union that was tried."""
+    node, path = schema, ""
+    for part in loc:
+        alternatives = _alternatives(node, defs)
+        if isinstance(part, int):
+            arrays = [a for a in alternatives if a.get("type") == "array"]
+            if arrays:
+                node, path = arrays[0].get("items", {}), f"{path}[{part}]"
+            continue
+        owners = [a for a in alternatives if part in a.get("properties", {})]
+        if owners:
+            node, path = owners[0]["properties"][part], f"{path}.{part}" if path else str(part)
+    return path, node
+
+
+def _alternatives(node: dict, defs: dict) -> list[dict]:
+    """The schemas a value may match at `node`: references followed, unions flattened."""
+    if "$ref" in node:
+        node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+    members = node.get("anyOf") or node.get("oneOf")
+    if members:
+        return [a for member in members for a in _alternatives(member, defs)]
+    return [node]
+
+
+def _describe(alternatives: list[dict], defs: dict) -> str:
+    """What the schemas accept, in words: "text or an object", "a list of strings"."""
+    words = []
+    for a in alternatives:
+        kind = a.get("type")
+        if kind not in TYPE_WORDS:
+            continue  # null: leaving an optional argument out is always allowed
+        word = TYPE_WORDS[kind][0]
+        if kind == "array":
+            items = {i.get("type") for i in _alternatives(a.get("items", {}), defs)}
+            if len(items) == 1 and next(iter(items)) in TYPE_WORDS:
+                word += f" of {TYPE_WORDS[items.pop()][1]}"
+        words.append(word)
+    return " or ".join(dict.fromkeys(words))
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON, cut to a readable length."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if not _valid_text(text):
+        text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def build_server(db: str | None = None, config: str | None = None) -> MCPServer:
     """The MCP server with every tool registered (not started)."""
-    server = MCPServer("mgcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = Server("mgcp", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(Service(db, config, _progress))
     for name in Tools.NAMES:
         method = getattr(tools, name)

@@ -6,6 +6,8 @@ findings are shaped for an AskUserQuestion-style prompt by `finding_prompt`.
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Annotated, Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
@@ -113,9 +115,19 @@ class Service:
 
 
 def _path(project_path: str) -> str:
+    """The project an agent's project_path names. It must be absolute: a relative or empty path
+    would resolve against the server's own working directory, which on a shared server is no
+    agent's project (the CLI's --project resolves against the user's own directory instead)."""
     from mgcp.config import normalize_path
 
+    if not os.path.isabs(project_path):
+        raise InvalidInputError(f"project_path must be the project's absolute path "
+                                f"(got {json.dumps(project_path, ensure_ascii=False)[:200]})")
     return normalize_path(project_path)
+
+
+def _optional_path(project_path: str | None) -> str | None:
+    return None if project_path is None else _path(project_path)
 
 
 class Tools:
@@ -185,7 +197,7 @@ class Tools:
         self,
         text: Annotated[str, Field(description="The situation or task, in words, e.g. 'writing a database migration'.")],
         limit: Annotated[int, Field(ge=1, le=100, description="How many lessons at most.")] = 5,
-        project_path: Annotated[str | None, Field(description="The project's path, to attribute the query (optional).")] = None,
+        project_path: Annotated[str | None, Field(description="The project's absolute path, to attribute the query (optional).")] = None,
         explain: Annotated[bool, Field(description="Add each result's score parts (relevance, confidence, use, success, importance, tier).")] = False,
     ) -> dict[str, Any]:
         """Find the active lessons most relevant to a situation, best first (text relevance combined
@@ -194,7 +206,7 @@ class Tools:
         REM's staleness scan. Returns {"results": [lesson + score (+ score_parts)]}."""
         cfg = self.service.rem_config()
         results = await self.service.run(
-            lambda s: s.ranked(text, limit, _path(project_path) if project_path else None, cfg.ranking,
+            lambda s: s.ranked(text, limit, _optional_path(project_path), cfg.ranking,
                                cfg.reinforcement), create=False)
         return {"results": [{"score": round(score, 4), **({"score_parts": parts} if explain else {}),
                              **to_jsonable(lesson)} for lesson, score, parts in results]}
@@ -373,8 +385,6 @@ class Tools:
         path = _path(project_path)
         cfg = self.service.rem_config()
         if isinstance(input, dict):
-            import json
-
             input = json.dumps(input, ensure_ascii=False)
 
         async def work(store):
@@ -416,7 +426,7 @@ class Tools:
         lesson_id: LessonId,
         helped: Annotated[bool, Field(description="true: applying the lesson helped; false: it did not.")],
         note: Annotated[str | None, Field(description="What happened (optional).")] = None,
-        project_path: Annotated[str | None, Field(description="The project's path (optional).")] = None,
+        project_path: Annotated[str | None, Field(description="The project's absolute path (optional).")] = None,
         session_id: SessionId = None,
     ) -> dict[str, Any]:
         """Report whether a lesson you applied helped. Call it after using a lesson from recall or
@@ -426,7 +436,7 @@ class Tools:
 
         cfg = self.service.rem_config()
         result = await self.service.run(lambda s: record_outcome(
-            s, cfg, lesson_id, helped, note, session_id, _path(project_path) if project_path else None), create=False)
+            s, cfg, lesson_id, helped, note, session_id, _optional_path(project_path)), create=False)
         finding = result.pop("finding")
         message = (f"recorded: {lesson_id} {result['outcome']} ({result['helped']} helped, {result['failed']} failed)"
                    + (f"; raised finding {finding.id} for review: {finding.title}" if finding else ""))
@@ -435,7 +445,7 @@ class Tools:
     async def recall(
         self,
         task: Annotated[str, Field(description="The task at hand, in words.")],
-        project_path: Annotated[str | None, Field(description="The project's path, for its state (optional).")] = None,
+        project_path: Annotated[str | None, Field(description="The project's absolute path, for its state (optional).")] = None,
         budget: Annotated[int | None, Field(ge=400, le=1_000_000, description="At most this many characters (default 8000).")] = None,
     ) -> dict[str, Any]:
         """One Markdown memory section for a task: the project's state, constraints that always
@@ -446,7 +456,7 @@ class Tools:
 
         cfg = self.service.rem_config()
         result = await self.service.run(
-            lambda s: build(s, cfg, _path(project_path) if project_path else None, task, budget), create=False)
+            lambda s: build(s, cfg, _optional_path(project_path), task, budget), create=False)
         return result.to_dict()
 
     async def lesson_stats(self) -> dict[str, Any]:
