@@ -231,3 +231,18 @@ def test_contradicting_config_is_refused_by_every_command(tmp_path):
         assert "review_threshold must be at most merge_threshold" in err
     assert not (tmp_path / "x.db").exists()
 
+
+@pytest.mark.parametrize("args, hint", [
+    (["--config", "my conf.yaml", "config", "show"], "mgcp config show --config 'my conf.yaml'"),
+    (["--config=f.yaml", "config", "show"], "mgcp config show --config=f.yaml"),
+    (["config", "--db", "x.db", "show", "--json"], "mgcp config show --json --db x.db"),
+])
+def test_a_command_option_before_the_command_gets_a_hint(args, hint):
+    code, out, err = mgcp(*args)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "No such option" in err and hint in err and "goes after the command" in err
+
+
+def test_an_unknown_option_gets_no_hint():
+    code, _, err = mgcp("--colour", "config", "show")
+    assert code == 2 and "No such option: --colour" in err and "goes after" not in err
