@@ -14,6 +14,11 @@ model (a relative path is read from the config file's folder), or a Hugging Face
 `reinforcement` sets the opt-in ranking boost of reinforced lessons (`boost`, `weight`, `max_boost`;
 see mgcp.reinforcement). An operation with `enabled: false` (pattern_reinforcement by default) is
 never due; it runs only when named.
+
+A value out of its range is refused, never clamped, so that what `mgcp config show` prints is what
+is in force. Settings that contradict each other (AGREEMENTS) are refused too, checked for the
+file's `rem:` and for each project with its override merged. Messages show keys and values as YAML
+writes them (`true`, `null`, `'5'`), not as Python does.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 # No `typing` import: the SessionStart hook imports this module and typing costs it ~5 ms.
 from mgcp.errors import ConfigError
 from mgcp.ranking import WEIGHTS
+from mgcp.reinforcement import MIN_COUNT_RANGE
 from mgcp.schedule import STRATEGIES
 
 OPERATIONS = (
@@ -89,6 +95,15 @@ STRATEGY_KEYS = {
 }
 SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
 
+# Settings of one operation that must agree, each valid alone: (operation, key, "at most" or
+# "at least", other key, why). Equal values agree (no review band; --auto merges every merge).
+AGREEMENTS = (
+    ("duplicate_detection", "review_threshold", "at most", "merge_threshold",
+     "pairs scoring from review_threshold up to merge_threshold are reviewed, those at or above it are merge candidates"),
+    ("duplicate_detection", "auto_merge_threshold", "at least", "merge_threshold",
+     "`rem run --auto` merges only merge candidates, which score merge_threshold or more"),
+)
+
 # Lesson quality: ranking weights (mgcp.ranking), the recall budgets and shares (mgcp.recall),
 # and outcome feedback.
 RANKING_DEFAULTS = dict(WEIGHTS)
@@ -97,6 +112,7 @@ RECALL_DEFAULTS = {"budget": 8000, "hook_budget": 2000,
                    "shares": {"state": 0.25, "constraints": 0.2, "preferences": 0.15, "lessons": 0.3, "errors": 0.1}}
 OUTCOME_DEFAULTS = {"failure_threshold": 3}
 QUALITY_SECTIONS = ("ranking", "recall", "outcomes")
+TOP_LEVEL_KEYS = ("rem", "similarity", "projects", *QUALITY_SECTIONS, "reinforcement")
 
 SIMILARITY_BACKENDS = ("lexical", "semantic")
 SIMILARITY_DEFAULTS = {"backend": "lexical", "model": None}
@@ -220,18 +236,30 @@ class RemConfig:
         for key, value in self.similarity.items():
             rows.append({"key": f"similarity.{key}", "value": value,
                          "source": f"{self.source}: similarity" if key in self.similarity_keys else "built-in default"})
+        shares = self.recall.get("shares", {})
         sections = {"ranking": self.ranking, "outcomes": self.outcomes,
                     "recall": {k: v for k, v in self.recall.items() if k != "shares"},
-                    "recall.shares": self.recall.get("shares", {}), "reinforcement": self.reinforcement}
+                    "recall.shares": shares, "reinforcement": self.reinforcement}
         for section, values in sections.items():
             for key, value in values.items():
                 given = key in self.section_keys.get(section, set())
                 rows.append({"key": f"{section}.{key}", "value": value,
                              "source": f"{self.source}: {section}" if given else "built-in default"})
+                if section == "recall.shares":
+                    rows[-1]["note"] = _share_note(value, sum(shares.values()))
         return rows
 
     def operation(self, name: str, project_path: str | None = None) -> dict:
         return self.for_project(project_path)[name]
+
+
+def _share_note(share: float, total: float) -> str:
+    """What a recall share means: mgcp.recall divides each present subsection's share by the sum of
+    theirs, so shares are weights and need not add up to 1."""
+    if total <= 0:
+        return "all shares are 0: the subsections fill the budget in order"
+    return (f"{share / total:.0%} of the budget when all subsections have content: "
+            f"shares are divided by their sum, {yaml_text(round(total, 6))}")
 
 
 def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
@@ -263,20 +291,25 @@ def load_config(explicit: str | os.PathLike | None = None) -> RemConfig:
 
 def parse_config(raw: object, source: str) -> RemConfig:
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping with keys 'rem', 'similarity' and 'projects'")
-    unknown = set(raw) - {"rem", "similarity", "projects", *QUALITY_SECTIONS, "reinforcement"}
+        raise ConfigError(f"{source}: the top level must be a mapping of any of the keys "
+                          + ", ".join(f"'{key}'" for key in TOP_LEVEL_KEYS))
+    unknown = [key for key in raw if key not in TOP_LEVEL_KEYS]
     if unknown:
-        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}'; allowed: rem, similarity, projects, "
-                          + ", ".join(QUALITY_SECTIONS) + ", reinforcement")
+        raise ConfigError(f"{source}: unknown key '{_key(unknown[0])}'; allowed: {', '.join(TOP_LEVEL_KEYS)}")
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
     set_keys: dict[str | None, set[tuple[str, str]]] = {None: _keys_set(raw.get("rem"))}
+    _check_agreements(operations, source, [("rem", set_keys[None])])
     projects: dict[str, dict] = {}
     if not isinstance(raw.get("projects") or {}, dict):
         raise ConfigError(f"{source}: 'projects' must map project paths to operation settings")
     for project, ops in (raw.get("projects") or {}).items():
+        if not (isinstance(project, str) and project.strip()):
+            raise ConfigError(f"{source}: 'projects' must map project paths to operation settings; "
+                              f"{yaml_text(project)} is not a path")
         merged = copy.deepcopy(operations)
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
+        _check_agreements(merged, source, [(f"projects.{project}", _keys_set(ops)), ("rem", set_keys[None])])
         projects[normalize_path(project)] = {op: merged[op] for op in (ops or {})}
         set_keys[normalize_path(project)] = _keys_set(ops)
     config = RemConfig(operations, projects, source, _similarity(raw.get("similarity"), source),
@@ -294,27 +327,43 @@ def _keys_set(section: object) -> set[tuple[str, str]]:
     return {(op, key) for op, settings in (section or {}).items() if isinstance(settings, dict) for key in settings}
 
 
+def _check_agreements(operations: dict[str, dict], source: str, layers: list[tuple[str, set]]) -> None:
+    """Raise ConfigError when merged settings break one of AGREEMENTS. `layers`: (prefix, the
+    (operation, key) pairs the file set there), the one that wins first: each key is named where it
+    was set, or under `rem` as the default."""
+    def named(op: str, key: str) -> str:
+        where = next((prefix for prefix, given in layers if (op, key) in given), None)
+        value = yaml_text(operations[op][key])
+        return f"'{where or 'rem'}.{op}.{key}' is {value}" + ("" if where else " (the default)")
+
+    for op, key, relation, other, why in AGREEMENTS:
+        value, bound = operations[op][key], operations[op][other]
+        if value > bound if relation == "at most" else value < bound:
+            raise ConfigError(f"{source}: {named(op, key)} but {named(op, other)}; "
+                              f"{key} must be {relation} {other} ({why})")
+
+
 def _quality(raw: dict, source: str) -> dict:
     """The `ranking`, `recall` and `outcomes` sections, checked, over their defaults."""
     ranking = _section("ranking", raw.get("ranking"), RANKING_DEFAULTS, source)
     for key, value in ranking.items():
         if not (_is_number(value) and value >= 0):
-            raise ConfigError(f"{source}: invalid value {value!r} for 'ranking.{key}'; allowed: a number from 0 to 1000000000")
+            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'ranking.{key}'; allowed: a number from 0 to 1000000000")
     recall = _section("recall", raw.get("recall"), RECALL_DEFAULTS, source)
     if not (_is_int(recall["budget"]) and recall["budget"] >= MIN_RECALL_BUDGET):
-        raise ConfigError(f"{source}: invalid value {recall['budget']!r} for 'recall.budget'; "
+        raise ConfigError(f"{source}: invalid value {_shown(recall['budget'])} for 'recall.budget'; "
                           f"allowed: a whole number from {MIN_RECALL_BUDGET} to 1000000000")
     if not (_is_int(recall["hook_budget"]) and (recall["hook_budget"] == 0 or recall["hook_budget"] >= MIN_RECALL_BUDGET)):
-        raise ConfigError(f"{source}: invalid value {recall['hook_budget']!r} for 'recall.hook_budget'; "
+        raise ConfigError(f"{source}: invalid value {_shown(recall['hook_budget'])} for 'recall.hook_budget'; "
                           f"allowed: 0 (off) or a whole number from {MIN_RECALL_BUDGET} to 1000000000")
     recall["shares"] = _section("recall.shares", raw.get("recall", {}).get("shares") if isinstance(raw.get("recall"), dict) else None,
                                 RECALL_DEFAULTS["shares"], source)
     for key, value in recall["shares"].items():
         if not (_is_number(value) and value >= 0):
-            raise ConfigError(f"{source}: invalid value {value!r} for 'recall.shares.{key}'; allowed: a number from 0 to 1000000000")
+            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'recall.shares.{key}'; allowed: a number from 0 to 1000000000")
     outcomes = _section("outcomes", raw.get("outcomes"), OUTCOME_DEFAULTS, source)
     if not (_is_int(outcomes["failure_threshold"]) and outcomes["failure_threshold"] >= 1):
-        raise ConfigError(f"{source}: invalid value {outcomes['failure_threshold']!r} for 'outcomes.failure_threshold'; "
+        raise ConfigError(f"{source}: invalid value {_shown(outcomes['failure_threshold'])} for 'outcomes.failure_threshold'; "
                           "allowed: a whole number from 1 to 1000000000")
     return {"ranking": ranking, "recall": recall, "outcomes": outcomes}
 
@@ -327,7 +376,7 @@ def _section(name: str, given: object, defaults: dict, source: str) -> dict:
         raise ConfigError(f"{source}: '{name}' must be a mapping with keys {', '.join(defaults)}")
     for key in given:
         if key not in defaults:
-            raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(defaults)}")
+            raise ConfigError(f"{source}: unknown key '{name}.{_key(key)}'; allowed: {', '.join(defaults)}")
     return {**copy.deepcopy(defaults), **given}
 
 
@@ -340,7 +389,7 @@ def _reinforcement(given: object, source: str) -> dict:
         else:
             wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
         if wrong:
-            raise ConfigError(f"{source}: invalid value {value!r} for 'reinforcement.{key}'; allowed: {wrong}")
+            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'reinforcement.{key}'; allowed: {wrong}")
     return settings
 
 
@@ -350,11 +399,11 @@ def _similarity(given: object, source: str) -> dict:
     if given is None:
         return settings
     if settings["backend"] not in SIMILARITY_BACKENDS:
-        raise ConfigError(f"{source}: invalid value {settings['backend']!r} for 'similarity.backend'; "
+        raise ConfigError(f"{source}: invalid value {_shown(settings['backend'])} for 'similarity.backend'; "
                           f"allowed: {', '.join(SIMILARITY_BACKENDS)}")
     model = settings["model"]
     if model is not None and not (isinstance(model, str) and model.strip()):
-        raise ConfigError(f"{source}: invalid value {model!r} for 'similarity.model'; allowed: {MODEL_VALUES}")
+        raise ConfigError(f"{source}: invalid value {_shown(model)} for 'similarity.model'; allowed: {MODEL_VALUES}")
     if settings["backend"] == "semantic" and model is None:
         raise ConfigError(f"{source}: 'similarity.model' is required when 'similarity.backend' is 'semantic'; "
                           f"allowed: {MODEL_VALUES}")
@@ -379,7 +428,7 @@ def _merge_operations(target: dict, given: object, source: str, prefix: str) -> 
         raise ConfigError(f"{source}: '{prefix}' must be a mapping of operation names")
     for op, settings in given.items():
         if op not in DEFAULTS:
-            raise ConfigError(f"{source}: unknown operation '{prefix}.{op}'; allowed: {', '.join(OPERATIONS)}")
+            raise ConfigError(f"{source}: unknown operation '{prefix}.{_key(op)}'; allowed: {', '.join(OPERATIONS)}")
         if not isinstance(settings, dict):
             raise ConfigError(f"{source}: '{prefix}.{op}' must be a mapping of settings")
         current = target[op]
@@ -388,7 +437,7 @@ def _merge_operations(target: dict, given: object, source: str, prefix: str) -> 
             for key in SCHEDULE_KEYS - {"strategy"}:
                 current.pop(key, None)
         for key, value in settings.items():
-            _check_value(source, f"{prefix}.{op}.{key}", key, value, DEFAULTS[op])
+            _check_value(source, f"{prefix}.{op}.{_key(key)}", key, value, DEFAULTS[op])
             current[key] = value
         strategy = current["strategy"]
         for key, allowed in STRATEGY_KEYS[strategy].items():
@@ -415,9 +464,13 @@ def _is_number(value: object) -> bool:
             and math.isfinite(value) and value <= MAX_SETTING)
 
 
-def _check_value(source: str, where: str, key: str, value: object, defaults: dict) -> None:
+def _check_value(source: str, where: str, key: object, value: object, defaults: dict) -> None:
     """Raise ConfigError unless `value` is allowed for `key`: each check returns the allowed values
     as words when the value is wrong."""
+    # An operation's settings are its defaults' keys, a schedule's, and `enabled` (every operation's).
+    if not (isinstance(key, str) and (key in defaults or key in SCHEDULE_KEYS or key == "enabled")):
+        allowed = sorted(set(defaults) | SCHEDULE_KEYS | {"enabled"})
+        raise ConfigError(f"{source}: unknown key '{where}'; allowed: {', '.join(allowed)}")
     if key == "strategy":
         wrong = value not in STRATEGIES and ", ".join(STRATEGIES)
     elif key == "interval":
@@ -430,6 +483,9 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
         wrong = not (_is_number(value) and value > 0) and STRATEGY_KEYS["logarithmic"][key]
     elif key == "louvain":
         wrong = value not in LOUVAIN and ", ".join(LOUVAIN)
+    elif key == "min_count":
+        low, high = MIN_COUNT_RANGE
+        wrong = not (_is_int(value) and low <= value <= high) and f"a whole number from {low} to {high}"
     elif key == "enabled":
         wrong = not isinstance(value, bool) and "true, false"
     elif key == "categories":
@@ -438,12 +494,65 @@ def _check_value(source: str, where: str, key: str, value: object, defaults: dic
     elif key.endswith("threshold") or key in ("trigger_weight", "trigger_support", "containment_factor",
                                                "speculative_confidence"):
         wrong = not (_is_number(value) and 0 <= value <= 1) and "a number between 0 and 1"
-    elif isinstance(defaults.get(key), float):
+    elif isinstance(defaults[key], float):
         wrong = not (_is_number(value) and value >= 0) and "a number from 0 to 1000000000"
-    elif isinstance(defaults.get(key), int):
+    else:  # a count
         wrong = not (_is_int(value) and value >= 0) and "a whole number from 0 to 1000000000"
-    else:
-        allowed = sorted(set(defaults) | SCHEDULE_KEYS)
-        raise ConfigError(f"{source}: unknown key '{where}'; allowed: {', '.join(allowed)}")
     if wrong:
-        raise ConfigError(f"{source}: invalid value {value!r} for '{where}'; allowed: {wrong}")
+        raise ConfigError(f"{source}: invalid value {_shown(value)} for '{where}'; allowed: {wrong}")
+
+
+def yaml_text(value: object, plain: bool = False) -> str:
+    """`value` on one line as YAML writes it (true, null, .inf, [1, 2], dates as ISO), not as Python
+    does: for messages and `mgcp config show`. Strings are quoted ('5' is not 5); with `plain`, only
+    those YAML would read as something else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return (".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf") if math.isinf(value)
+                else repr(value))
+    if isinstance(value, int):
+        try:
+            return str(value)
+        except ValueError:  # thousands of digits
+            return "a number too large to show"
+    if isinstance(value, str):
+        if plain and _reads_as_itself(value):
+            return value
+        if value.isprintable():
+            return "'" + value.replace("'", "''") + "'"
+        import json  # a double-quoted YAML string with escapes (\n, \t, ...) is JSON's
+
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(yaml_text(v, plain) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{yaml_text(k, plain)}: {yaml_text(v, plain)}" for k, v in value.items()) + "}"
+    if hasattr(value, "isoformat"):  # a YAML date or timestamp
+        return value.isoformat()
+    return str(value)
+
+
+def _reads_as_itself(text: str) -> bool:
+    """Whether `text`, written unquoted in a flow list or mapping, reads back as the same string."""
+    import yaml
+
+    if not text.isprintable() or any(c in text for c in ",[]{}"):
+        return False
+    try:
+        return yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        return False
+
+
+def _shown(value: object) -> str:
+    """A value for a message: as YAML writes it, shortened."""
+    text = yaml_text(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _key(key: object) -> str:
+    """A key for a message: as written (`true`, `1` and `null` are keys YAML reads as others)."""
+    return key if isinstance(key, str) else yaml_text(key)

@@ -24,7 +24,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "resources": set(),
     "models": set(),
     "validation": {"errors"},
-    "config": {"errors", "schedule", "ranking"},
+    "config": {"errors", "schedule", "ranking", "reinforcement"},  # reinforcement: min_count's range
     "quality": set(),  # stdlib only: the SessionStart hook imports it
     "ranking": {"quality", "reinforcement"},  # stdlib only: the SessionStart hook imports it
     "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook

@@ -208,3 +208,41 @@ def test_auto_with_nothing_left_for_people_exits_0(tmp_path):
     code, out, err = mgcp("rem", "run", "--auto", "--fail-on-pending", "--op", "duplicate_detection",
                           "--project", "/p", "--db", tmp_path / "x.db")
     assert code == 0, err
+
+
+def test_config_show_prints_values_as_yaml_and_shares_as_weights(tmp_path):
+    config = tmp_path / "rem-config.yaml"
+    config.write_text("recall:\n  shares: {state: 0.5, constraints: 0.5, preferences: 0.3, lessons: 0.3, errors: 0.2}\n")
+    code, out, _ = mgcp("config", "show", "--config", config, "--db", tmp_path / "x.db")
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert code == 0
+    assert lines["rem.pattern_reinforcement.enabled"].split()[1] == "false"
+    assert lines["similarity.model"].split()[1] == "null"
+    assert "[lesson, decision, note]" in lines["rem.pattern_reinforcement.categories"]
+    assert "28% of the budget when all subsections have content: shares are divided by their sum, 1.8" in lines["recall.shares.state"]
+
+
+def test_contradicting_config_is_refused_by_every_command(tmp_path):
+    config = tmp_path / "rem-config.yaml"
+    config.write_text("rem:\n  duplicate_detection:\n    merge_threshold: 0.5\n    review_threshold: 0.99\n")
+    for args in (["config", "show"], ["rem", "status", "--project", "/p"]):
+        code, out, err = mgcp(*args, "--config", config, "--db", tmp_path / "x.db")
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "review_threshold must be at most merge_threshold" in err
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["--config", "my conf.yaml", "config", "show"], "mgcp config show --config 'my conf.yaml'"),
+    (["--config=f.yaml", "config", "show"], "mgcp config show --config=f.yaml"),
+    (["config", "--db", "x.db", "show", "--json"], "mgcp config show --json --db x.db"),
+])
+def test_a_command_option_before_the_command_gets_a_hint(args, hint):
+    code, out, err = mgcp(*args)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "No such option" in err and hint in err and "goes after the command" in err
+
+
+def test_an_unknown_option_gets_no_hint():
+    code, _, err = mgcp("--colour", "config", "show")
+    assert code == 2 and "No such option: --colour" in err and "goes after" not in err

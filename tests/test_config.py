@@ -108,3 +108,113 @@ def test_bad_quality_settings_are_refused_naming_the_key(raw, needle):
     with pytest.raises(ConfigError, match=None) as caught:
         parse_config(raw, "rem.yaml")
     assert needle in str(caught.value) and str(caught.value).startswith("rem.yaml: ")
+
+
+# -- settings that contradict each other ---------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, needle", [
+    ({"rem": {"duplicate_detection": {"merge_threshold": 0.5, "review_threshold": 0.99}}},
+     "'rem.duplicate_detection.review_threshold' is 0.99 but 'rem.duplicate_detection.merge_threshold' is 0.5; "
+     "review_threshold must be at most merge_threshold"),
+    ({"rem": {"duplicate_detection": {"auto_merge_threshold": 0.5}}},
+     "'rem.duplicate_detection.auto_merge_threshold' is 0.5 but 'rem.duplicate_detection.merge_threshold' is 0.9 "
+     "(the default); auto_merge_threshold must be at least merge_threshold"),
+])
+def test_contradicting_settings_are_refused_naming_keys_values_and_rule(raw, needle):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, "rem.yaml")
+    assert str(caught.value).startswith("rem.yaml: ") and needle in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_project_override_is_checked_merged_with_the_file():
+    raw = {"rem": {"duplicate_detection": {"merge_threshold": 0.85}},
+           "projects": {"/p": {"duplicate_detection": {"review_threshold": 0.88}}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, "rem.yaml")
+    assert ("'projects./p.duplicate_detection.review_threshold' is 0.88 but "
+            "'rem.duplicate_detection.merge_threshold' is 0.85; review_threshold must be at most") in str(caught.value)
+
+
+def test_a_project_override_is_checked_against_the_defaults():
+    raw = {"projects": {"/p": {"duplicate_detection": {"merge_threshold": 0.97}}}}
+    with pytest.raises(ConfigError, match=r"'rem\.duplicate_detection\.auto_merge_threshold' is 0\.95 \(the default\) "
+                                          r"but 'projects\./p\.duplicate_detection\.merge_threshold' is 0\.97"):
+        parse_config(raw, "rem.yaml")
+
+
+def test_equal_thresholds_agree():
+    config = parse_config({"rem": {"duplicate_detection": {"review_threshold": 0.9, "auto_merge_threshold": 0.9}}}, "x")
+    assert config.operations["duplicate_detection"]["review_threshold"] == 0.9
+
+
+def test_recall_shares_are_weights_that_need_not_add_up_to_one():
+    shares = {"state": 0.5, "constraints": 0.5, "preferences": 0.3, "lessons": 0.3, "errors": 0.2}
+    config = parse_config({"recall": {"shares": shares}}, "x")
+    rows = {row["key"]: row for row in config.explain(None)}
+    assert config.recall["shares"] == shares
+    assert "28% " in rows["recall.shares.state"]["note"] and "their sum, 1.8" in rows["recall.shares.state"]["note"]
+
+
+# -- bounded values ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [0, 1, 1001, 2.5])
+def test_min_count_out_of_its_range_is_refused(value):
+    with pytest.raises(ConfigError, match=r"'rem\.pattern_reinforcement\.min_count'; allowed: a whole number from 2 to 1000"):
+        parse_config({"rem": {"pattern_reinforcement": {"min_count": value}}}, "x")
+
+
+@pytest.mark.parametrize("value", [2, 1000])
+def test_min_count_within_its_range_is_in_force_as_given(value):
+    config = parse_config({"rem": {"pattern_reinforcement": {"min_count": value}}}, "x")
+    assert {r["key"]: r["value"] for r in config.explain(None)}["rem.pattern_reinforcement.min_count"] == value
+
+
+# -- messages ------------------------------------------------------------------------------------------
+
+def test_a_top_level_that_is_not_a_mapping_lists_every_top_level_key():
+    from mgcp.config import TOP_LEVEL_KEYS
+
+    with pytest.raises(ConfigError) as caught:
+        parse_config(["a", "b"], "rem.yaml")
+    assert all(f"'{key}'" in str(caught.value) for key in TOP_LEVEL_KEYS)
+    assert len(TOP_LEVEL_KEYS) == 7 and "recall" in TOP_LEVEL_KEYS
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("rem:\n  staleness_scan:\n    interval: true\n", "invalid value true for 'rem.staleness_scan.interval'"),
+    ("rem:\n  staleness_scan:\n    interval: '5'\n", "invalid value '5' for"),
+    ("rem:\n  community_detection:\n    intervals: [1, yes]\n", "invalid value [1, true] for"),
+    ("rem:\n  duplicate_detection:\n    merge_threshold: .nan\n", "invalid value .nan for"),
+    ("rem:\n  duplicate_detection:\n    merge_threshold: 2000-01-01\n", "invalid value 2000-01-01 for"),
+    ("similarity:\n  backend: null\n", "invalid value null for 'similarity.backend'"),
+    ("reinforcement:\n  boost: ~\n", "invalid value null for 'reinforcement.boost'"),
+    ("rem:\n  true: {}\n", "unknown operation 'rem.true'"),
+    ("rem:\n  staleness_scan:\n    1: 2\n    colour: red\n", "unknown key 'rem.staleness_scan.1'"),
+    ("1: a\nfoo: b\n", "unknown key '1'"),
+    ("ranking:\n  null: 1\n", "unknown key 'ranking.null'"),
+])
+def test_messages_show_values_and_keys_as_yaml_writes_them(tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert needle in str(caught.value)
+
+
+@pytest.mark.parametrize("value, text", [
+    (True, "true"), (None, "null"), (0.5, "0.5"), ("it's", "'it''s'"), ([1, False], "[1, false]"),
+    ({"a": None}, "{'a': null}"), (float("-inf"), "-.inf"), ("a\nb", '"a\\nb"'),
+])
+def test_yaml_text_renders_values_as_yaml(value, text):
+    from mgcp.config import yaml_text
+
+    assert yaml_text(value) == text
+
+
+@pytest.mark.parametrize("value, text", [("auto", "auto"), ("true", "'true'"), ("5", "'5'"), ("a: b", "'a: b'"),
+                                         (["lesson", "note"], "[lesson, note]")])
+def test_yaml_text_leaves_plain_strings_unquoted_when_asked(value, text):
+    from mgcp.config import yaml_text
+
+    assert yaml_text(value, plain=True) == text

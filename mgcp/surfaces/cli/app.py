@@ -24,6 +24,9 @@ Db = Annotated[Optional[str], typer.Option("--db", help="Database file (default:
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 Project = Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current directory); need not exist.")]
 Config = Annotated[Optional[str], typer.Option("--config", help="rem-config.yaml to use (default: $MGCP_REM_CONFIG, the data dir's, else built-in defaults).")]
+# The options above belong to each command, not to `mgcp` or a noun: given before the command's
+# name (`mgcp --config f config show`) they get a hint that shows them moved (`_moved_after`).
+COMMAND_OPTIONS = {"--db": True, "--project": True, "--config": True, "--json": False}  # takes a value
 
 
 def _version(value: bool) -> None:
@@ -118,6 +121,40 @@ def _check_arguments(args: list[str]) -> None:
             _fail(f"{what} ('{shown}') is not valid UTF-8 text", 2)
 
 
+def _moved_after(exc: Exception, args: list[str]) -> str | None:
+    """For an unknown option that is one of COMMAND_OPTIONS, given before the name of a command that
+    takes it: a hint showing the command line with such options moved after the command."""
+    ctx = getattr(exc, "ctx", None)
+    if getattr(exc, "option_name", None) not in COMMAND_OPTIONS or ctx is None \
+            or getattr(ctx.command, "commands", None) is None:  # not a group's "No such option"
+        return None
+    command, path, moved, rest = ctx.find_root().command, [], [], iter(args)
+    for arg in rest:
+        name = arg.partition("=")[0]
+        commands = getattr(command, "commands", None)
+        if commands is None:  # the command itself: what follows stays as given
+            path.append(arg)
+        elif arg in commands:
+            command = commands[arg]
+            path.append(arg)
+        elif name in COMMAND_OPTIONS:
+            moved.append(arg)
+            if COMMAND_OPTIONS[name] and "=" not in arg:
+                moved.append(next(rest, ""))
+        else:
+            return None
+    taken = {opt for param in command.params for opt in getattr(param, "opts", ())}
+    if getattr(command, "commands", None) is not None or not moved \
+            or any(arg.partition("=")[0] not in taken for arg in moved if arg.startswith("--")):
+        return None
+    import shlex
+
+    names = list(dict.fromkeys(arg.partition("=")[0] for arg in moved if arg.startswith("--")))
+    root = ctx.find_root().info_name or "mgcp"
+    return (f"{' and '.join(names)} {'goes' if len(names) == 1 else 'go'} after the command: "
+            f"`{root} {shlex.join(path + moved)}`")
+
+
 def main() -> None:
     """Run the CLI on sys.argv (the `mgcp` console script)."""
     _check_arguments(sys.argv[1:])
@@ -133,7 +170,8 @@ def main() -> None:
         if not message:  # a bare `mgcp lesson`, whose help was just printed
             sys.exit(getattr(exc, "exit_code", 2))
         where = exc.ctx.command_path if getattr(exc, "ctx", None) else "mgcp"
-        _fail(f"{message} (see `{where} --help`)", getattr(exc, "exit_code", 2))
+        moved = _moved_after(exc, sys.argv[1:])
+        _fail(f"{message}; {moved}" if moved else f"{message} (see `{where} --help`)", getattr(exc, "exit_code", 2))
     except UnicodeError as exc:  # e.g. an argument that is not valid UTF-8
         _fail(f"input is not valid text ({exc.reason})", 2)
     sys.exit(code if isinstance(code, int) else 0)

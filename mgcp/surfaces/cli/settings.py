@@ -35,5 +35,6 @@ def show(project: Annotated[Optional[str], typer.Option("--project", help="Show 
     if path:
         echo(f"project      {path}")
     width = max(len(r["key"]) for r in document["settings"])
-    for row in document["settings"]:
-        echo(f"{row['key']:{width}}  {row['value']!s:14}  {row['source']}")
+    for row in document["settings"]:  # values as the file would write them: false, null, [a, b]
+        note = f"  ({row['note']})" if row.get("note") else ""
+        echo(f"{row['key']:{width}}  {settings.yaml_text(row['value'], plain=True):14}  {row['source']}{note}")
