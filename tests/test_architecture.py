@@ -33,7 +33,7 @@ RULES = {  # layer -> the other mgcp layers it may import
                     "reinforcement", "collector"},
     "operations": {"models", "text", "reinforcement", "collector"},
     "engine": {"__init__", "errors", "config", "schedule", "models", "validation", "persistence", "operations",
-               "quality", "ranking", "recall", "reinforcement", "collector"},
+               "quality", "ranking", "recall", "reinforcement", "collector", "text"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
                  "persistence", "engine", "quality", "ranking", "recall"},
     "__main__": {"surfaces"},
