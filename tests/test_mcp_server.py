@@ -366,6 +366,14 @@ def test_a_bad_argument_is_named_with_its_value_and_what_is_allowed(client, db, 
     assert client.error(tool, **arguments) == message
 
 
+def test_an_argument_the_tool_does_not_take_is_refused_and_nothing_is_written(client, db):
+    message = client.error("add_lesson", lesson_id="a-b", trigger="when tagging", action="Tag it.", tag=["x"])
+    assert message.startswith("add_lesson takes no argument 'tag'; it takes lesson_id, trigger, action")
+    assert "tags" in message and "no lesson" in client.error("get_lesson", lesson_id="a-b")
+    assert client.error("query_lessons", text="tagging", limt=3) == (
+        "query_lessons takes no argument 'limt'; it takes text, limit, project_path, explain")
+
+
 def test_a_finding_id_shorter_than_eight_characters_says_so(client, kb):
     finding = first_finding(client)
     assert client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"][:4], option=1) == (

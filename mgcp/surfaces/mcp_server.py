@@ -100,16 +100,22 @@ def guarded(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
 class Server(MCPServer):
     """The SDK's server, but a call whose arguments the tool's schema refuses gets the problems in
     plain words (`argument_errors`) instead of pydantic's report: several lines per problem, the
-    model's internal name and a link to pydantic's documentation."""
+    model's internal name and a link to pydantic's documentation. An argument the tool does not
+    take (`tag` for `tags`) is refused too: the SDK would drop it, and what it said with it."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        schema = next((t.input_schema for t in await self.list_tools() if t.name == name), None)
+        taken = (schema or {}).get("properties", {})
+        unknown = [key for key in arguments or {} if key not in taken]
+        if schema is not None and unknown:
+            raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}; "
+                            f"it takes {', '.join(taken) or 'none'}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
-            raise ToolError(argument_errors(exc.__cause__, schema)) from exc.__cause__
+            raise ToolError(argument_errors(exc.__cause__, schema or {})) from exc.__cause__
 
 
 def argument_errors(error: ValidationError, schema: dict[str, Any]) -> str:
