@@ -438,6 +438,7 @@ class Tools:
         result = await self.service.run(lambda s: record_outcome(
             s, cfg, lesson_id, helped, note, session_id, _optional_path(project_path)), create=False)
         finding = result.pop("finding")
+        result.pop("streak_started", None)  # a row id of the outcome log: nothing an agent can use
         message = (f"recorded: {lesson_id} {result['outcome']} ({result['helped']} helped, {result['failed']} failed)"
                    + (f"; raised finding {finding.id} for review: {finding.title}" if finding else ""))
         return {**result, "finding": finding_prompt(finding) if finding else None, "message": message}
