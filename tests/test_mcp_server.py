@@ -20,6 +20,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from clihelp import mgcp
+from conftest import ROOT
 from mgcp.persistence.migrate import open_and_migrate
 
 SERVE = ["-c", "from mgcp.surfaces.cli import main; main()", "serve"]
@@ -164,6 +165,8 @@ def test_every_tool_is_listed_with_a_description(client):
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) > 40, tool.name
+    readme = (ROOT / "README.md").read_text()
+    assert [name for name in sorted(TOOLS) if f"`{name}`" not in readme] == []  # the README lists them all
 
 
 def test_descriptions_carry_no_source_indentation(client):
