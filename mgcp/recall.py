@@ -6,21 +6,27 @@ The section has up to five subsections, in this order, each with a reserved shar
 
 - state: the project's latest notes, open questions from them (sentences ending in "?"), open
   todos, recent decisions (newest first) and active files;
-- constraints: lessons of kind `constraint` with confidence >= 0.9, whatever the task; the one with
-  the highest confidence is always included (shortened if it alone would exceed the budget);
-- preferences: lessons of kind `preference`, most confident first;
+- constraints: lessons of kind `constraint` with confidence >= 0.9, whatever the task, strongest
+  first: the most confident, then (with a task) the best match to it, then the most used, then by
+  id. The first is always included (shortened if it alone would exceed the budget). Constraints
+  that differ are all offered however alike their words ("... for module m1", "... for module
+  m2"): only an exact copy of an earlier one (the same trigger and action once normalized, as
+  lessons are compared when written) is left out, and the trim mark says so;
+- preferences: lessons of kind `preference`, the most confident read, ranked (mgcp.ranking);
 - lessons: with a task, the lessons most relevant to it (mgcp.ranking, relevance included; a lesson
   matching the task less than MIN_RELEVANCE as well as the best match is left out);
   without one (a session's start), the most used lessons ranked by their other parts;
 - errors: with a task, the most recently refined lessons of kind `error_solution`.
 
-Assembly: the highest-confidence constraint is placed first. What remains of the budget is
-reserved among the subsections that have something, in proportion to their shares; each fills its
-reservation in order, and what a subsection leaves unused goes to the others, in order. A
-subsection that could not show everything ends with an explicit mark ("… 3 more lessons trimmed").
-Lessons are chosen MMR-style: each next lesson is the one with the best score after a penalty for
-its word overlap with those already chosen (the cosine of their sets of words, trigger and action),
-and a lesson at NEAR_DUPLICATE overlap or more with a chosen one is never included. Text holding anything that looks like a credential is
+Assembly: the first constraint is placed first. What remains of the budget is reserved among the
+subsections that have something, in proportion to their shares; each fills its reservation in
+order, and what a subsection leaves unused goes to the others, in order. A subsection that could
+not show everything ends with an explicit mark ("… 3 more lessons trimmed"; "3+" when more exist
+than were read).
+Preferences, lessons and error solutions are chosen MMR-style: each next lesson is the one with the
+best score after a penalty for its word overlap with those already chosen (the cosine of their sets
+of words, trigger and action), and a lesson at NEAR_DUPLICATE overlap or more with a chosen one
+(constraints included) is never included. Text holding anything that looks like a credential is
 redacted. The section tells the agent not to quote it verbatim. The lessons it returns count as
 used (the caller writes that).
 """
@@ -60,11 +66,13 @@ class Item:
 
 
 class Section:
-    def __init__(self, key: str, title: str, noun: str, items: list[Item], extra: int = 0, capped: bool = False):
+    def __init__(self, key: str, title: str, noun: str, items: list[Item], extra: int = 0, capped: bool = False,
+                 copies: int = 0):
         self.key, self.title, self.items = key, title, items
         self.noun = noun  # what a trim mark counts ("lessons", "items")
         self.extra = extra  # candidates known but not offered (beyond what the budget could show)
         self.capped = capped  # more may exist than were read: the mark says "N+"
+        self.copies = copies  # candidates left out as exact copies of others: the mark says so
 
 
 class Recall:
@@ -162,8 +170,12 @@ def lesson_item(row: dict, with_confidence: bool = False) -> Item:
 
 # -- assembly -------------------------------------------------------------------------------------
 
+def _left(section: Section, shown: dict[int, Item]) -> int:
+    return len(section.items) - len(shown) + section.extra + section.copies
+
+
 def _render(section: Section, shown: dict[int, Item]) -> str:
-    left = len(section.items) - len(shown) + section.extra
+    left = _left(section, shown)
     lines = [f"### {section.title}\n"] + [f"- {shown[i].text}\n" for i in sorted(shown)]
     if left:
         lines.append(_mark(section, left))
@@ -172,12 +184,14 @@ def _render(section: Section, shown: dict[int, Item]) -> str:
 
 def _mark(section: Section, left: int) -> str:
     noun = section.noun[:-1] if left == 1 and not section.capped and section.noun.endswith("s") else section.noun
-    return f"- … {left}{'+' if section.capped else ''} more {noun} trimmed\n"
+    copies = "" if not section.copies else (", including 1 exact copy of another" if section.copies == 1
+                                            else f", including {section.copies} exact copies of others")
+    return f"- … {left}{'+' if section.capped else ''} more {noun} trimmed{copies}\n"
 
 
 def _length(section: Section, shown: dict[int, Item]) -> int:
     """len(_render(section, shown)), counted without building the text."""
-    left = len(section.items) - len(shown) + section.extra
+    left = _left(section, shown)
     return (len(section.title) + 5 + sum(len(item.text) + 3 for item in shown.values())
             + (len(_mark(section, left)) if left else 0))
 
@@ -273,6 +287,18 @@ def _todo(todo) -> tuple[str, str]:
     return str(todo), "pending"
 
 
+def distinct(rows: list[dict]) -> tuple[list[Item], int]:
+    """Items of the rows (constraints, confidence shown) in their order, an exact copy of an earlier
+    one (the same trigger and action once normalized) left out; and how many were left out."""
+    items, seen = [], set()
+    for row in rows:
+        key = (quality.normalized(row["trigger"]), quality.normalized(row["action"]))
+        if key not in seen:
+            seen.add(key)
+            items.append(lesson_item(row, True))
+    return items, len(rows) - len(items)
+
+
 def build(reader, project_path: str | None, budget: int, *, match: str | None = None,
           weights: dict | None = None, shares: dict | None = None, errors: bool = True,
           reinforcement: dict | None = None) -> Recall:
@@ -286,8 +312,9 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
     # (what one subsection leaves unused goes to the others, so each may show more than its share).
     # One more is read to know whether more exist.
     most = max(3, min(30, budget // 250))
-    rows = reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most + 1)
-    constraints, _ = diverse([lesson_item(r, True) for r in rows[:most]], chosen)
+    rows = reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most + 1, match=match)
+    constraints, copies = distinct(rows[:most])  # always apply: never left out for being alike
+    chosen.extend(constraints)
     capped = {"constraints": len(rows) > most}
     seen = {i.lesson_id for i in constraints}
     rows = reader.of_kind("preference", limit=most + 1)
@@ -310,7 +337,7 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
     sections = [
         Section("state", f"Project state{f' ({_clean(name, 80)})' if name else ''}", "items", state_items(project)),
         Section("constraints", "Constraints (always apply)", "constraints", constraints,
-                int(capped["constraints"]), capped["constraints"]),
+                int(capped["constraints"]), capped["constraints"], copies),
         Section("preferences", "Preferences", "preferences", preferences, int(capped["preferences"]),
                 capped["preferences"]),
         Section("lessons", "Lessons relevant to the task" if match else "Most used lessons", "lessons", lessons,
@@ -319,7 +346,7 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
                 capped.get("errors", False)),
     ]
     text, shown = assemble(sections, budget, shares)
-    counts = {s.key: len(s.items) + s.extra for s in sections if s.items}
+    counts = {s.key: len(s.items) + s.extra + s.copies for s in sections if s.items or s.copies}
     return Recall(
         text=text, budget=budget,
         lessons=[i.lesson_id for s in sections for i in shown.get(s.key, []) if i.lesson_id],

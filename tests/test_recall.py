@@ -1,6 +1,7 @@
 """Recall: the budgeted memory section (mgcp.recall over persistence.recall_data)."""
 
 import json
+import re
 import shutil
 import sqlite3
 
@@ -135,6 +136,70 @@ def test_near_duplicates_are_never_both_included(template, tmp_path):
     conn.close()
     result = build(path, 4000)
     assert sorted(result.lessons) == ["a", "c"]
+
+
+def billing_rules(conn, modules, confidence=0.94, usage=0):
+    """Constraints written from one template: alike in words, each about its own module."""
+    for m in modules:
+        add(conn, f"k{m}", f"updating module m{m} of billing",
+            f"Run the billing contract suite for module m{m} before merging", kind="constraint",
+            confidence=confidence, usage=usage)
+
+
+def test_constraints_that_read_alike_but_differ_are_all_shown(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, [7, 8])
+    conn.close()
+    result = build(path, 8000)
+    assert sorted(result.lessons) == ["k7", "k8"] and result.trimmed == {}
+
+
+def test_with_a_task_the_matching_constraint_comes_before_its_twin(template, tmp_path):
+    from mgcp.persistence.lessons import Lessons
+
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, [7], usage=5)  # used more: it would come first without the task
+        billing_rules(conn, [8])
+    conn.close()
+    match = Lessons.match_expression("updating module m8 of billing")
+    assert build(path, 8000, match=match).lessons[:2] == ["k8", "k7"]
+    tight = build(path, 400, match=match)  # room for one of them only
+    assert tight.lessons == ["k8"] and tight.trimmed == {"constraints": 1}
+
+
+def test_an_exact_copy_of_a_constraint_is_left_out_and_said_so(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:  # written before lessons were checked for copies at write
+        add(conn, "a", "pushing to main", "Never force-push to main.", kind="constraint", confidence=0.97)
+        add(conn, "b", "Pushing to  main", "never force-push to main!", kind="constraint", confidence=0.95)
+    conn.close()
+    result = build(path, 4000)
+    assert result.lessons == ["a"] and result.trimmed == {"constraints": 1}
+    assert "- … 1 more constraint trimmed, including 1 exact copy of another" in result.text
+
+
+def test_constraints_are_listed_strongest_first(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:  # the later ones share words with the first: an overlap penalty would reorder them
+        add(conn, "c90", "writing release notes", "Name every breaking change first.", kind="constraint",
+            confidence=0.90)
+        add(conn, "c97", "changing the billing schema", "Write a migration; never alter legacy tables.",
+            kind="constraint", confidence=0.97)
+        add(conn, "c94", "changing the billing schema in tests", "Write a migration for the test tables too.",
+            kind="constraint", confidence=0.94)
+        add(conn, "c94-used", "changing the billing schema of reports", "Write a migration for reports too.",
+            kind="constraint", confidence=0.94, usage=3)
+    conn.close()
+    result = build(path, 4000)
+    assert result.lessons == ["c97", "c94-used", "c94", "c90"]
+    confidences = re.findall(r"\(confidence (0\.\d\d)\)", result.text)
+    assert confidences == sorted(confidences, reverse=True)
 
 
 def test_archived_lessons_and_secrets_stay_out(template, tmp_path):
