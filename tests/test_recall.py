@@ -183,6 +183,41 @@ def test_an_exact_copy_of_a_constraint_is_left_out_and_said_so(template, tmp_pat
     assert "- … 1 more constraint trimmed, including 1 exact copy of another" in result.text
 
 
+def test_constraints_use_the_budget_before_any_is_trimmed(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, range(10, 22))
+    conn.close()
+    result = build(path, 2000)
+    assert result.sections == {"constraints": 12} and result.trimmed == {} and "trimmed" not in result.text
+
+
+def test_short_preferences_use_the_budget_before_any_is_trimmed(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for n in range(12):
+            add(conn, f"pref-{n}", f"writing code {n}", f"Prefer style number {n} with {WORDS[n]} names.",
+                kind="preference")
+    conn.close()
+    result = build(path, 2000)
+    assert result.sections == {"preferences": 12} and result.trimmed == {}
+
+
+def test_when_constraints_are_trimmed_no_room_is_left_for_another(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, range(100, 160))
+    conn.close()
+    result = build(path, 2000)
+    line = len("- [k100] When updating module m100 of billing: Run the billing contract suite for module "
+               "m100 before merging (confidence 0.94)\n")
+    assert 0 < result.trimmed["constraints"] <= 60 - result.sections["constraints"]  # "N+": at least N
+    assert "+ more constraints trimmed" in result.text and len(result.text) > 2000 - line
+
+
 def test_constraints_are_listed_strongest_first(template, tmp_path):
     path = fresh(template, tmp_path)
     conn = sqlite3.connect(path)
