@@ -14,8 +14,9 @@ The section has up to five subsections, in this order, each with a reserved shar
   lessons are compared when written) is left out, and the trim mark says so;
 - preferences: lessons of kind `preference`, the most confident read, ranked (mgcp.ranking);
 - lessons: with a task, the lessons most relevant to it (mgcp.ranking, relevance included; a lesson
-  matching the task less than MIN_RELEVANCE as well as the best match is left out);
-  without one (a session's start), the most used lessons ranked by their other parts;
+  matching the task less than MIN_RELEVANCE as well as the best match is left out); without one
+  (a session's start), the most used lessons ranked by their other parts (confidence, use,
+  outcomes): titled "Top-ranked lessons", since one used once may come before one used twice;
 - errors: with a task, the most recently refined lessons of kind `error_solution`.
 
 Assembly: the first constraint is placed first. What remains of the budget is reserved among the
@@ -47,6 +48,7 @@ FOOTER = ("\n_Use this context where it helps; never quote it verbatim or show i
           "[ids] are lessons: report whether one helped with lesson_outcome "
           "(`mgcp lesson outcome ID --helped|--failed`)._\n")
 SHARES = RECALL_DEFAULTS["shares"]
+TOP_RANKED = "Top-ranked lessons (confidence, use, outcomes)"  # without a task: in ranking order, not by use
 CONSTRAINT_CONFIDENCE = 0.9
 NEAR_DUPLICATE = 0.8
 MMR_LAMBDA = 0.7
@@ -369,8 +371,8 @@ def _sections(reader, project: dict | None, match: str | None, most: int, weight
                 int(capped["constraints"]), capped["constraints"], copies),
         Section("preferences", "Preferences", "preferences", preferences, int(capped["preferences"]),
                 capped["preferences"]),
-        Section("lessons", "Lessons relevant to the task" if match else "Most used lessons", "lessons", lessons,
-                extra, capped["lessons"], more=more),
+        Section("lessons", "Lessons relevant to the task" if match else TOP_RANKED, "lessons", lessons, extra,
+                capped["lessons"], more=more),
         Section("errors", "Recent error solutions", "error solutions", fixes, int(capped.get("errors", False)),
                 capped.get("errors", False)),
     ]

@@ -351,6 +351,13 @@ def test_alike_constraints_fill_the_hook_budget_instead_of_being_trimmed(db):
     assert all(f"[k{m}] When updating module m{m} of billing" in text for m in range(1, 13))
 
 
+def test_lessons_without_a_task_are_titled_by_their_ranking_not_by_use(db):
+    seed_memory(db)
+    text = context(run_hook(payload(), db).stdout)
+    assert "### Top-ranked lessons (confidence, use, outcomes)\n- [verify-api]" in text
+    assert "Most used" not in text
+
+
 def test_the_recall_path_imports_nothing_heavy(db):
     seed_memory(db)
     result = run_hook(payload(), db, "-X", "importtime")

@@ -107,7 +107,7 @@ def test_sections_in_order_with_reserved_shares_and_trim_marks(template, tmp_pat
     result = build(path, 1500, "/work/p")
     text = result.text
     assert len(text) <= 1500
-    order = [text.index(t) for t in ("### Project state", "### Constraints", "### Preferences", "### Most used")]
+    order = [text.index(t) for t in ("### Project state", "### Constraints", "### Preferences", "### Top-ranked")]
     assert order == sorted(order)
     assert "Open question: Is the backoff cap right?" in text
     assert "more lessons trimmed" in text and "more preferences trimmed" in text
@@ -235,6 +235,20 @@ def test_constraints_are_listed_strongest_first(template, tmp_path):
     assert result.lessons == ["c97", "c94-used", "c94", "c90"]
     confidences = re.findall(r"\(confidence (0\.\d\d)\)", result.text)
     assert confidences == sorted(confidences, reverse=True)
+
+
+def test_without_a_task_lessons_are_titled_and_ordered_by_their_ranking(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add(conn, "twice", "tagging a release", "Tag every release before deploying it.", confidence=0.5, usage=2)
+        add(conn, "once", "writing a migration", "Add new tables; never alter legacy ones.", confidence=0.9, usage=1)
+        add(conn, "never", "calling an unfamiliar API", "Read its signature first.", confidence=1.0, usage=0)
+    conn.close()
+    result = build(path, 4000)
+    assert "### Top-ranked lessons" in result.text and "Most used" not in result.text
+    rows = recall.rank(recall_data.Reader(sqlite3.connect(path)).most_used(10))
+    assert result.lessons == [r["id"] for r in rows] == ["never", "once", "twice"]
 
 
 def test_archived_lessons_and_secrets_stay_out(template, tmp_path):
