@@ -54,9 +54,12 @@ _CONCRETE = re.compile(r"\w[_./]\w|\w\(\)|--\w|\d|`[^`\n]+`")
 
 def normalized(text: str | None) -> str:
     """Case folded words only, single spaces: "Use WAL-mode!" and "use wal mode" are equal."""
-    import unicodedata  # not on the SessionStart hook's path
+    text = text or ""
+    if not text.isascii():  # NFKC leaves ASCII as it is: unicodedata stays off the hook's usual path
+        import unicodedata
 
-    return " ".join(_WORDS.findall(unicodedata.normalize("NFKC", text or "").casefold()))
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(_WORDS.findall(text.casefold()))
 
 
 def trivial_reason(field: str, text: str | None) -> str | None:

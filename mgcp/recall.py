@@ -6,21 +6,31 @@ The section has up to five subsections, in this order, each with a reserved shar
 
 - state: the project's latest notes, open questions from them (sentences ending in "?"), open
   todos, recent decisions (newest first) and active files;
-- constraints: lessons of kind `constraint` with confidence >= 0.9, whatever the task; the one with
-  the highest confidence is always included (shortened if it alone would exceed the budget);
-- preferences: lessons of kind `preference`, most confident first;
+- constraints: lessons of kind `constraint` with confidence >= 0.9, whatever the task, strongest
+  first: the most confident, then (with a task) the best match to it, then the most used, then by
+  id. The first is always included (shortened if it alone would exceed the budget). Constraints
+  that differ are all offered however alike their words ("... for module m1", "... for module
+  m2"): only an exact copy of an earlier one (the same trigger and action once normalized, as
+  lessons are compared when written) is left out, and the trim mark says so;
+- preferences: lessons of kind `preference`, the most confident read, ranked (mgcp.ranking);
 - lessons: with a task, the lessons most relevant to it (mgcp.ranking, relevance included; a lesson
-  matching the task less than MIN_RELEVANCE as well as the best match is left out);
-  without one (a session's start), the most used lessons ranked by their other parts;
+  matching the task less than MIN_RELEVANCE as well as the best match is left out); without one
+  (a session's start), the most used lessons ranked by their other parts (confidence, use,
+  outcomes): titled "Top-ranked lessons", since one used once may come before one used twice;
 - errors: with a task, the most recently refined lessons of kind `error_solution`.
 
-Assembly: the highest-confidence constraint is placed first. What remains of the budget is
-reserved among the subsections that have something, in proportion to their shares; each fills its
-reservation in order, and what a subsection leaves unused goes to the others, in order. A
-subsection that could not show everything ends with an explicit mark ("… 3 more lessons trimmed").
-Lessons are chosen MMR-style: each next lesson is the one with the best score after a penalty for
-its word overlap with those already chosen (the cosine of their sets of words, trigger and action),
-and a lesson at NEAR_DUPLICATE overlap or more with a chosen one is never included. Text holding anything that looks like a credential is
+Assembly: the first constraint is placed first. What remains of the budget is reserved among the
+subsections that have something, in proportion to their shares; each fills its reservation in
+order, and what a subsection leaves unused goes to the others, in order. A subsection that could
+not show everything ends with an explicit mark ("… 3 more lessons trimmed"; "3+" when more exist
+than were read). Each subsection is offered at first as many candidates as it could show at a
+typical line length; when one showed all it was offered while more exist and room is left (short
+lines), everything is read again with twice as many, up to what the whole budget could hold at
+SHORTEST_LINE characters a line: nothing is trimmed while it would fit.
+Preferences, lessons and error solutions are chosen MMR-style: each next lesson is the one with the
+best score after a penalty for its word overlap with those already chosen (the cosine of their sets
+of words, trigger and action), and a lesson at NEAR_DUPLICATE overlap or more with a chosen one
+(constraints included) is never included. Text holding anything that looks like a credential is
 redacted. The section tells the agent not to quote it verbatim. The lessons it returns count as
 used (the caller writes that).
 """
@@ -38,6 +48,7 @@ FOOTER = ("\n_Use this context where it helps; never quote it verbatim or show i
           "[ids] are lessons: report whether one helped with lesson_outcome "
           "(`mgcp lesson outcome ID --helped|--failed`)._\n")
 SHARES = RECALL_DEFAULTS["shares"]
+TOP_RANKED = "Top-ranked lessons (confidence, use, outcomes)"  # without a task: in ranking order, not by use
 CONSTRAINT_CONFIDENCE = 0.9
 NEAR_DUPLICATE = 0.8
 MMR_LAMBDA = 0.7
@@ -45,6 +56,7 @@ MAX_ITEM = 400  # characters of one item before it is shortened
 MIN_RELEVANCE = 0.4  # with a task, a lesson matching less than this share of the best match is left out
 SITUATION_WORDS = frozenset({"when", "whenever", "before", "after", "if", "while", "during", "on", "once"})
 MIN_SHORTENED = 40
+SHORTEST_LINE = 40  # characters of a lesson line at the shortest: its id, trigger and a 10-character action
 _WORD = re.compile(r"[^\W_]+")
 _STOP = frozenset("a an the to of in on for and or is are be it this that with as at by from".split())
 
@@ -60,11 +72,14 @@ class Item:
 
 
 class Section:
-    def __init__(self, key: str, title: str, noun: str, items: list[Item], extra: int = 0, capped: bool = False):
+    def __init__(self, key: str, title: str, noun: str, items: list[Item], extra: int = 0, capped: bool = False,
+                 copies: int = 0, more: bool | None = None):
         self.key, self.title, self.items = key, title, items
         self.noun = noun  # what a trim mark counts ("lessons", "items")
         self.extra = extra  # candidates known but not offered (beyond what the budget could show)
         self.capped = capped  # more may exist than were read: the mark says "N+"
+        self.copies = copies  # candidates left out as exact copies of others: the mark says so
+        self.more = capped if more is None else more  # more candidates would be offered if more were read
 
 
 class Recall:
@@ -162,8 +177,12 @@ def lesson_item(row: dict, with_confidence: bool = False) -> Item:
 
 # -- assembly -------------------------------------------------------------------------------------
 
+def _left(section: Section, shown: dict[int, Item]) -> int:
+    return len(section.items) - len(shown) + section.extra + section.copies
+
+
 def _render(section: Section, shown: dict[int, Item]) -> str:
-    left = len(section.items) - len(shown) + section.extra
+    left = _left(section, shown)
     lines = [f"### {section.title}\n"] + [f"- {shown[i].text}\n" for i in sorted(shown)]
     if left:
         lines.append(_mark(section, left))
@@ -172,12 +191,14 @@ def _render(section: Section, shown: dict[int, Item]) -> str:
 
 def _mark(section: Section, left: int) -> str:
     noun = section.noun[:-1] if left == 1 and not section.capped and section.noun.endswith("s") else section.noun
-    return f"- … {left}{'+' if section.capped else ''} more {noun} trimmed\n"
+    copies = "" if not section.copies else (", including 1 exact copy of another" if section.copies == 1
+                                            else f", including {section.copies} exact copies of others")
+    return f"- … {left}{'+' if section.capped else ''} more {noun} trimmed{copies}\n"
 
 
 def _length(section: Section, shown: dict[int, Item]) -> int:
     """len(_render(section, shown)), counted without building the text."""
-    left = len(section.items) - len(shown) + section.extra
+    left = _left(section, shown)
     return (len(section.title) + 5 + sum(len(item.text) + 3 for item in shown.values())
             + (len(_mark(section, left)) if left else 0))
 
@@ -273,6 +294,18 @@ def _todo(todo) -> tuple[str, str]:
     return str(todo), "pending"
 
 
+def distinct(rows: list[dict]) -> tuple[list[Item], int]:
+    """Items of the rows (constraints, confidence shown) in their order, an exact copy of an earlier
+    one (the same trigger and action once normalized) left out; and how many were left out."""
+    items, seen = [], set()
+    for row in rows:
+        key = (quality.normalized(row["trigger"]), quality.normalized(row["action"]))
+        if key not in seen:
+            seen.add(key)
+            items.append(lesson_item(row, True))
+    return items, len(rows) - len(items)
+
+
 def build(reader, project_path: str | None, budget: int, *, match: str | None = None,
           weights: dict | None = None, shares: dict | None = None, errors: bool = True,
           reinforcement: dict | None = None) -> Recall:
@@ -281,25 +314,50 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
     if budget < MIN_BUDGET:
         raise ValueError(f"the recall budget must be at least {MIN_BUDGET} characters; got {budget}")
     project = reader.project(project_path) if project_path else None
-    chosen: list[Item] = []
     # No more candidates than a subsection could show: a lesson line is rarely under 250 characters
     # (what one subsection leaves unused goes to the others, so each may show more than its share).
-    # One more is read to know whether more exist.
-    most = max(3, min(30, budget // 250))
-    rows = reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most + 1)
-    constraints, _ = diverse([lesson_item(r, True) for r in rows[:most]], chosen)
+    # Shorter lines can leave room: then twice as many (module docstring).
+    most, most_ever = max(3, min(30, budget // 250)), max(3, budget // SHORTEST_LINE)
+    while True:
+        sections = _sections(reader, project, match, most, weights, reinforcement, errors)
+        text, shown = assemble(sections, budget, shares)
+        if most >= most_ever or len(text) + SHORTEST_LINE > budget or not any(
+                s.items and s.more and len(shown.get(s.key, ())) == len(s.items) for s in sections):
+            break
+        most = min(2 * most, most_ever)
+    counts = {s.key: len(s.items) + s.extra + s.copies for s in sections if s.items or s.copies}
+    return Recall(
+        text=text, budget=budget,
+        lessons=[i.lesson_id for s in sections for i in shown.get(s.key, []) if i.lesson_id],
+        sections={k: len(v) for k, v in shown.items()},
+        trimmed={k: n - len(shown.get(k, [])) for k, n in counts.items() if n > len(shown.get(k, []))},
+        project_id=(project or {}).get("project_id"))
+
+
+def _sections(reader, project: dict | None, match: str | None, most: int, weights: dict | None,
+              reinforcement: dict | None, errors: bool) -> list[Section]:
+    """The subsections, each offered at most `most` candidates (one more is read to know whether
+    more exist)."""
+    chosen: list[Item] = []  # what later subsections must not repeat
+    rows = reader.of_kind("constraint", CONSTRAINT_CONFIDENCE, limit=most + 1, match=match)
+    constraints, copies = distinct(rows[:most])  # always apply: never left out for being alike
+    chosen.extend(constraints)
     capped = {"constraints": len(rows) > most}
     seen = {i.lesson_id for i in constraints}
     rows = reader.of_kind("preference", limit=most + 1)
     capped["preferences"] = len(rows) > most
     preferences, _ = diverse([lesson_item(r) for r in rank(rows[:most], weights, reinforcement) if r["id"] not in seen], chosen)
     seen |= {i.lesson_id for i in preferences}
-    limit = 60 if match else most + 10
+    limit = max(60, 2 * most) if match else most + 10
     candidates = reader.search(match, limit) if match else reader.most_used(limit)
     capped["lessons"] = len(candidates) >= limit
+    least = MIN_RELEVANCE * (weights or ranking.WEIGHTS)["relevance"] if match else 0.0
     ranked = [r for r in rank(candidates, weights, reinforcement) if r["id"] not in seen
-              and (not match or r["parts"].get("relevance", 0.0) >= MIN_RELEVANCE * (weights or ranking.WEIGHTS)["relevance"])]
+              and r["parts"].get("relevance", 0.0) >= least]
     lessons, extra = diverse([lesson_item(r) for r in ranked], chosen, limit=most)
+    # More would be offered: those the limit left out, or candidates not read (with a task, only
+    # while the last read still matches well enough: those not read match less).
+    more = bool(extra) or (capped["lessons"] and candidates[-1]["parts"].get("relevance", 0.0) >= least)
     seen |= {i.lesson_id for i in lessons}
     fixes = []
     if errors and match:
@@ -307,22 +365,14 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
         capped["errors"] = len(rows) > most
         fixes, _ = diverse([lesson_item(r) for r in rows[:most] if r["id"] not in seen], chosen)
     name = (project or {}).get("name")
-    sections = [
+    return [
         Section("state", f"Project state{f' ({_clean(name, 80)})' if name else ''}", "items", state_items(project)),
         Section("constraints", "Constraints (always apply)", "constraints", constraints,
-                int(capped["constraints"]), capped["constraints"]),
+                int(capped["constraints"]), capped["constraints"], copies),
         Section("preferences", "Preferences", "preferences", preferences, int(capped["preferences"]),
                 capped["preferences"]),
-        Section("lessons", "Lessons relevant to the task" if match else "Most used lessons", "lessons", lessons,
-                extra, capped["lessons"]),
+        Section("lessons", "Lessons relevant to the task" if match else TOP_RANKED, "lessons", lessons, extra,
+                capped["lessons"], more=more),
         Section("errors", "Recent error solutions", "error solutions", fixes, int(capped.get("errors", False)),
                 capped.get("errors", False)),
     ]
-    text, shown = assemble(sections, budget, shares)
-    counts = {s.key: len(s.items) + s.extra for s in sections if s.items}
-    return Recall(
-        text=text, budget=budget,
-        lessons=[i.lesson_id for s in sections for i in shown.get(s.key, []) if i.lesson_id],
-        sections={k: len(v) for k, v in shown.items()},
-        trimmed={k: n - len(shown.get(k, [])) for k, n in counts.items() if n > len(shown.get(k, []))},
-        project_id=(project or {}).get("project_id"))

@@ -338,6 +338,26 @@ def test_a_failing_recall_leaves_the_reminder_and_a_log_line(db, isolated_data):
     assert any("left out the recall section" in line for line in log_lines(isolated_data))
 
 
+def test_alike_constraints_fill_the_hook_budget_instead_of_being_trimmed(db):
+    now = "2026-01-01T00:00:00+00:00"
+    for m in range(1, 13):
+        write(db, "INSERT INTO lessons (id, trigger, action, created_at, last_refined) VALUES (?, ?, ?, ?, ?)",
+              [f"k{m}", f"updating module m{m} of billing",
+               f"Run the billing contract suite for module m{m} before merging", now, now])
+        write(db, "INSERT INTO lesson_traits (lesson_id, version, kind, confidence, created_at) VALUES (?, 1, ?, ?, ?)",
+              [f"k{m}", "constraint", 0.94, now])
+    text = context(run_hook(payload(), db).stdout)
+    assert len(text) <= 2000 and "trimmed" not in text
+    assert all(f"[k{m}] When updating module m{m} of billing" in text for m in range(1, 13))
+
+
+def test_lessons_without_a_task_are_titled_by_their_ranking_not_by_use(db):
+    seed_memory(db)
+    text = context(run_hook(payload(), db).stdout)
+    assert "### Top-ranked lessons (confidence, use, outcomes)\n- [verify-api]" in text
+    assert "Most used" not in text
+
+
 def test_the_recall_path_imports_nothing_heavy(db):
     seed_memory(db)
     result = run_hook(payload(), db, "-X", "importtime")

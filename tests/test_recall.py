@@ -1,6 +1,7 @@
 """Recall: the budgeted memory section (mgcp.recall over persistence.recall_data)."""
 
 import json
+import re
 import shutil
 import sqlite3
 
@@ -106,7 +107,7 @@ def test_sections_in_order_with_reserved_shares_and_trim_marks(template, tmp_pat
     result = build(path, 1500, "/work/p")
     text = result.text
     assert len(text) <= 1500
-    order = [text.index(t) for t in ("### Project state", "### Constraints", "### Preferences", "### Most used")]
+    order = [text.index(t) for t in ("### Project state", "### Constraints", "### Preferences", "### Top-ranked")]
     assert order == sorted(order)
     assert "Open question: Is the backoff cap right?" in text
     assert "more lessons trimmed" in text and "more preferences trimmed" in text
@@ -135,6 +136,119 @@ def test_near_duplicates_are_never_both_included(template, tmp_path):
     conn.close()
     result = build(path, 4000)
     assert sorted(result.lessons) == ["a", "c"]
+
+
+def billing_rules(conn, modules, confidence=0.94, usage=0):
+    """Constraints written from one template: alike in words, each about its own module."""
+    for m in modules:
+        add(conn, f"k{m}", f"updating module m{m} of billing",
+            f"Run the billing contract suite for module m{m} before merging", kind="constraint",
+            confidence=confidence, usage=usage)
+
+
+def test_constraints_that_read_alike_but_differ_are_all_shown(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, [7, 8])
+    conn.close()
+    result = build(path, 8000)
+    assert sorted(result.lessons) == ["k7", "k8"] and result.trimmed == {}
+
+
+def test_with_a_task_the_matching_constraint_comes_before_its_twin(template, tmp_path):
+    from mgcp.persistence.lessons import Lessons
+
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, [7], usage=5)  # used more: it would come first without the task
+        billing_rules(conn, [8])
+    conn.close()
+    match = Lessons.match_expression("updating module m8 of billing")
+    assert build(path, 8000, match=match).lessons[:2] == ["k8", "k7"]
+    tight = build(path, 400, match=match)  # room for one of them only
+    assert tight.lessons == ["k8"] and tight.trimmed == {"constraints": 1}
+
+
+def test_an_exact_copy_of_a_constraint_is_left_out_and_said_so(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:  # written before lessons were checked for copies at write
+        add(conn, "a", "pushing to main", "Never force-push to main.", kind="constraint", confidence=0.97)
+        add(conn, "b", "Pushing to  main", "never force-push to main!", kind="constraint", confidence=0.95)
+    conn.close()
+    result = build(path, 4000)
+    assert result.lessons == ["a"] and result.trimmed == {"constraints": 1}
+    assert "- … 1 more constraint trimmed, including 1 exact copy of another" in result.text
+
+
+def test_constraints_use_the_budget_before_any_is_trimmed(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, range(10, 22))
+    conn.close()
+    result = build(path, 2000)
+    assert result.sections == {"constraints": 12} and result.trimmed == {} and "trimmed" not in result.text
+
+
+def test_short_preferences_use_the_budget_before_any_is_trimmed(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for n in range(12):
+            add(conn, f"pref-{n}", f"writing code {n}", f"Prefer style number {n} with {WORDS[n]} names.",
+                kind="preference")
+    conn.close()
+    result = build(path, 2000)
+    assert result.sections == {"preferences": 12} and result.trimmed == {}
+
+
+def test_when_constraints_are_trimmed_no_room_is_left_for_another(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        billing_rules(conn, range(100, 160))
+    conn.close()
+    result = build(path, 2000)
+    line = len("- [k100] When updating module m100 of billing: Run the billing contract suite for module "
+               "m100 before merging (confidence 0.94)\n")
+    assert 0 < result.trimmed["constraints"] <= 60 - result.sections["constraints"]  # "N+": at least N
+    assert "+ more constraints trimmed" in result.text and len(result.text) > 2000 - line
+
+
+def test_constraints_are_listed_strongest_first(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:  # the later ones share words with the first: an overlap penalty would reorder them
+        add(conn, "c90", "writing release notes", "Name every breaking change first.", kind="constraint",
+            confidence=0.90)
+        add(conn, "c97", "changing the billing schema", "Write a migration; never alter legacy tables.",
+            kind="constraint", confidence=0.97)
+        add(conn, "c94", "changing the billing schema in tests", "Write a migration for the test tables too.",
+            kind="constraint", confidence=0.94)
+        add(conn, "c94-used", "changing the billing schema of reports", "Write a migration for reports too.",
+            kind="constraint", confidence=0.94, usage=3)
+    conn.close()
+    result = build(path, 4000)
+    assert result.lessons == ["c97", "c94-used", "c94", "c90"]
+    confidences = re.findall(r"\(confidence (0\.\d\d)\)", result.text)
+    assert confidences == sorted(confidences, reverse=True)
+
+
+def test_without_a_task_lessons_are_titled_and_ordered_by_their_ranking(template, tmp_path):
+    path = fresh(template, tmp_path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add(conn, "twice", "tagging a release", "Tag every release before deploying it.", confidence=0.5, usage=2)
+        add(conn, "once", "writing a migration", "Add new tables; never alter legacy ones.", confidence=0.9, usage=1)
+        add(conn, "never", "calling an unfamiliar API", "Read its signature first.", confidence=1.0, usage=0)
+    conn.close()
+    result = build(path, 4000)
+    assert "### Top-ranked lessons" in result.text and "Most used" not in result.text
+    rows = recall.rank(recall_data.Reader(sqlite3.connect(path)).most_used(10))
+    assert result.lessons == [r["id"] for r in rows] == ["never", "once", "twice"]
 
 
 def test_archived_lessons_and_secrets_stay_out(template, tmp_path):

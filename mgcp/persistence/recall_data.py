@@ -36,14 +36,19 @@ SEARCH = f"""SELECT {RANKED_COLUMNS}, m.relevance AS relevance
     JOIN lesson_search_docs d ON d.id = m.doc JOIN lessons l ON l.id = d.lesson_id {RANKED_JOINS}
     WHERE {ACTIVE}
     ORDER BY m.relevance DESC, l.usage_count DESC, l.id"""
-OF_KIND = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance
+OF_KIND = f"""SELECT {{columns}}
     FROM lesson_traits t JOIN lessons l ON l.id = t.lesson_id AND l.version = t.version
     LEFT JOIN lesson_outcome_stats s ON s.lesson_id = l.id
     LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
-    WHERE t.kind = ? AND t.confidence >= ? AND {ACTIVE}
-    ORDER BY {{order}} LIMIT ?"""
+    WHERE t.kind = :kind AND t.confidence >= :confidence AND {ACTIVE}
+    ORDER BY {{order}} LIMIT :limit"""
+# A lesson's FTS5 relevance to a task (0 when it does not match): a lookup of its own document
+# among the matches, cheaper than ranking every match. Ordered by confidence first, it is looked up
+# only for the lessons as confident as those within the limit (the index gives that order).
+RELEVANCE = f"""COALESCE((SELECT -{BM25} FROM lesson_search WHERE lesson_search MATCH :match AND rowid =
+    (SELECT d.id FROM lesson_search_docs d WHERE d.lesson_id = l.id)), 0.0)"""
 MOST_USED = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance FROM lessons l {RANKED_JOINS}
-    WHERE {ACTIVE} ORDER BY l.usage_count DESC LIMIT ?"""
+    WHERE {ACTIVE} ORDER BY l.usage_count DESC, l.id LIMIT ?"""
 
 
 def rows(conn: sqlite3.Connection, sql: str, params) -> list[dict]:
@@ -73,9 +78,18 @@ class Reader:
                 "todos": _json_list(row["todos"]), "decisions": _json_list(row["recent_decisions"]),
                 "files": _json_list(row["active_files"])}
 
-    def of_kind(self, kind: str, min_confidence: float = 0.0, limit: int = 30, recent: bool = False) -> list[dict]:
-        order = "l.last_refined DESC, l.id" if recent else "t.confidence DESC, l.usage_count DESC, l.id"
-        return rows(self.conn, OF_KIND.format(order=order), [kind, min_confidence, limit])
+    def of_kind(self, kind: str, min_confidence: float = 0.0, limit: int = 30, recent: bool = False,
+                match: str | None = None) -> list[dict]:
+        """Active lessons of `kind`, the most recently refined first if `recent`, else the strongest:
+        the most confident, then (given `match`, a task as an FTS5 query) the best match to the
+        task, then the most used, then by id."""
+        if recent:
+            order = "l.last_refined DESC, l.id"
+        else:
+            order = f"t.confidence DESC, {'relevance DESC, ' if match else ''}l.usage_count DESC, l.id"
+        columns = f"{RANKED_COLUMNS}, {RELEVANCE if match and not recent else '0.0'} AS relevance"
+        return rows(self.conn, OF_KIND.format(columns=columns, order=order),
+                    {"kind": kind, "confidence": min_confidence, "limit": limit, "match": match})
 
     def most_used(self, limit: int = 40) -> list[dict]:
         return rows(self.conn, MOST_USED, [limit])

@@ -6,7 +6,7 @@ project advances its session number, whatever its source; a known one, resumed o
 not), and, when REM operations are due or findings await review, prints one JSON object whose
 `hookSpecificOutput.additionalContext` is a short reminder. On startup and clear (not resume or
 compact, whose conversation still holds it) it adds the project's recall section (mgcp.recall, no
-task: project state, constraints, preferences, most used lessons) under `recall.hook_budget`
+task: project state, constraints, preferences, top-ranked lessons) under `recall.hook_budget`
 characters (rem-config.yaml; 0 turns it off). The lessons it shows do not count as used: every
 session start would count them again, making the most used ever more used, validating lessons
 nobody asked for and hiding unused ones from the staleness scan. Otherwise it prints nothing.
