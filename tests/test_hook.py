@@ -158,7 +158,7 @@ def test_operations_that_ran_are_not_due_again(db):
 def test_pending_findings_alone_print_a_reminder(db):
     add_pending_finding(db)
     text = context(run_hook(payload(), db).stdout)
-    assert "1 REM finding awaits review" in text and "due" not in text
+    assert "1 REM finding awaits review" in text and "review it (or" in text and "due" not in text
 
 
 def test_due_operations_and_findings_share_one_reminder(db):

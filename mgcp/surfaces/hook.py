@@ -185,7 +185,7 @@ def reminder(session: int, due: list[str], pending: int) -> str | None:
     if due:
         parts.append("Run rem_run to consolidate (or `mgcp rem run` / `mgcp rem review`).")
     else:
-        parts.append("Run rem_run to review them (or `mgcp rem review`).")
+        parts.append(f"Run rem_run to review {'it' if pending == 1 else 'them'} (or `mgcp rem review`).")
     text = " ".join(parts)
     return text if len(text) <= MAX_REMINDER else text[: MAX_REMINDER - 3] + "..."
 
