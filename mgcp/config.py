@@ -47,6 +47,8 @@ OPERATIONS = (
 # project. The others read projects' history and their findings stay in the project that ran them
 # (pattern reinforcement's drafts quote a project's decisions, paths and sessions).
 SHARED_OPERATIONS = ("staleness_scan", "duplicate_detection", "community_detection", "contradiction_scan")
+# Findings about the lessons that another operation raises: shared as those operations' are.
+SHARED_KINDS = ("reinforced_duplicates",)
 
 DEFAULTS: dict[str, dict] = {
     "staleness_scan": {

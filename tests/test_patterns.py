@@ -456,3 +456,18 @@ def test_a_draft_from_one_projects_decisions_is_raised_by_its_own_run_not_anothe
     assert [f["id"] for f in cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]] == [draft["id"]]
     code, out, _ = mgcp("rem", "resolve", draft["id"], "--option", "1", "--project", PROJECT, "--db", dbp)
     assert code == 0 and "added lesson" in out
+
+
+def test_lessons_added_again_are_a_finding_every_projects_review_shows(db, dbp, run):
+    """Copies of a lesson are the knowledge base's, not the project's whose run found them: every
+    project's review and report shows the finding, and it is raised once."""
+    seed_copies(run, db)
+    [found] = reinforce(dbp)["report"]["findings"]
+    assert found["kind"] == "reinforced_duplicates"
+    other = "/p/elsewhere"
+    pending = cli_json("rem", "report", "--project", other, "--db", dbp)["pending"]
+    assert found["id"] in [f["id"] for f in pending]
+    again = cli_json("rem", "run", "--project", other, "--op", "pattern_reinforcement", "--db", dbp)
+    assert [f for f in again["report"]["findings"] if f["kind"] == "reinforced_duplicates"] == []
+    code, out, err = mgcp("rem", "resolve", found["id"], "--option", "1", "--project", other, "--db", dbp)
+    assert code == 0, err

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mgcp.config import SHARED_OPERATIONS
+from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS
 from mgcp.errors import NotFoundError
 from mgcp.records import FindingMark, FindingStatus, LessonStatus
 
@@ -20,7 +20,10 @@ if TYPE_CHECKING:  # the queue's checks read plain rows; only a finding read who
 
 
 def visible_to(finding: RemFinding, project_id: str) -> bool:
-    return finding.operation in SHARED_OPERATIONS or finding.project_id == project_id
+    """Whether a review of the project shows the finding: one about the lessons (of a shared
+    operation, or of a shared kind, alone or summed up) from any project, the others from their own."""
+    kind = finding.data.get("of_kind") if finding.kind == "summary" else finding.kind
+    return finding.operation in SHARED_OPERATIONS or kind in SHARED_KINDS or finding.project_id == project_id
 
 
 async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFinding:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from mgcp.config import SHARED_OPERATIONS, normalize_path, plain_path
+from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS, normalize_path, plain_path
 
 FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?)
                   ORDER BY project_path = ? DESC LIMIT 1"""
@@ -26,7 +26,10 @@ ADVANCE_PROJECT = """UPDATE project_contexts SET session_count = ?, last_session
                      WHERE project_id = ?"""
 # The rem_findings a review of a project shows (parameter: its id): its own, and every finding
 # about the lessons all projects share.
-VISIBLE_TO_PROJECT = f"(project_id = ? OR operation IN ({', '.join(repr(op) for op in SHARED_OPERATIONS)}))"
+_SHARED_KINDS = ", ".join(map(repr, SHARED_KINDS))
+VISIBLE_TO_PROJECT = (f"(project_id = ? OR operation IN ({', '.join(repr(op) for op in SHARED_OPERATIONS)})"
+                      f" OR kind IN ({_SHARED_KINDS})"
+                      f" OR (kind = 'summary' AND json_extract(data, '$.of_kind') IN ({_SHARED_KINDS})))")
 PENDING_FINDINGS = f"SELECT count(*) FROM rem_findings WHERE status = 'pending' AND {VISIBLE_TO_PROJECT}"
 
 
