@@ -196,3 +196,10 @@ def test_lesson_index_covers_and_containment_are_their_definitions():
         assert index.covers(tuple(words)) == (not distinct or any(distinct <= h for h in held))
         expected = max((len(distinct & h) for h in held), default=0) / len(distinct) if distinct else 1.0
         assert index.best_containment(words) == expected
+
+
+def test_the_projects_own_name_is_no_theme_of_its_notes():
+    snaps = [snap(i, i, notes=f"Alpha billing: tuned the connection pooling, day {i}.") for i in range(1, 5)]
+    themes = {f.data["theme"] for f in knowledge_extraction.run(snaps, [], SETTINGS, project_path="/proj/alpha-billing")}
+    assert "connection pooling" in themes and not themes & {"alpha", "billing", "alpha billing"}, themes
+    assert "alpha billing" in {f.data["theme"] for f in knowledge_extraction.run(snaps, [], SETTINGS)}

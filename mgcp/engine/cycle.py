@@ -568,7 +568,7 @@ async def _extraction(store, project, settings, inputs):
     if not history:
         return [], {"snapshots": 0}, None
     findings = await asyncio.to_thread(knowledge_extraction.run, history, await inputs.lessons(), settings,
-                                       inputs.cache, await inputs.lesson_words())
+                                       inputs.cache, await inputs.lesson_words(), project.project_path)
     for finding in findings:  # the same theme in two projects is two findings
         finding.fingerprint = hashlib.sha256(f"{project.project_id}:{finding.fingerprint}".encode()).hexdigest()
     return findings, {"snapshots": len(history)}, None

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from itertools import chain, islice
+from pathlib import PurePosixPath
 
 from mgcp import text
 from mgcp.models import ContextSnapshot, FindingOption, HistoryRow, Lesson, RemFinding
@@ -40,8 +41,10 @@ CLOSED = {"completed", "done", "closed", "cancelled", "canceled"}
 
 @collector_paused()
 def run(history: list[ContextSnapshot | HistoryRow], lessons: list[Lesson], settings: dict,
-        cache: CycleCache | None = None, words: LessonWords | None = None) -> list[RemFinding]:
-    """`words`: the index of which of these lessons hold which word, when the cycle has it."""
+        cache: CycleCache | None = None, words: LessonWords | None = None,
+        project_path: str | None = None) -> list[RemFinding]:
+    """`words`: the index of which of these lessons hold which word, when the cycle has it;
+    `project_path`: the project's, whose own name is no theme of its notes."""
     history = sorted(history, key=lambda s: s.id)
     if not history:
         return []
@@ -49,7 +52,8 @@ def run(history: list[ContextSnapshot | HistoryRow], lessons: list[Lesson], sett
     span = sorted({s.session_number for s in history})
     # Findings are made lazily, in order: once `max_findings` are made the rest is never computed.
     limit = max(0, int(settings.get("max_findings", 50)))
-    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"]), limit, cache),
+    named = set(text.content_tokens(PurePosixPath(project_path or "").name))
+    findings = chain(_themes(history, index, span, int(settings["theme_min_sessions"]), limit, cache, named),
                      _decisions(history, index),
                      _lazy(lambda: _todos(history, int(settings["todo_min_sessions"]))))
     return list(islice(findings, limit))
@@ -264,10 +268,11 @@ def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
 
 
 def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int, limit: int,
-            cache: CycleCache | None):
-    """The first `limit` themes no lesson covers (no more can be shown), with their excerpts."""
+            cache: CycleCache | None, named: set[str] = frozenset()):
+    """The first `limit` themes no lesson covers (no more can be shown), with their excerpts.
+    `named`: the words of the project's name; a theme of them alone is the project, not a topic."""
     shown = list(islice((t for t in recurring_phrases(history, min_sessions, cache)
-                         if not index.covers(t["key"])), limit))
+                         if not set(t["key"]) <= named and not index.covers(t["key"])), limit))
     found = excerpts(history, [t["key"] for t in shown], cache)
     for theme in shown:
         yield _theme_finding({**theme, "excerpts": found[theme["key"]]}, span)
