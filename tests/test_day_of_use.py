@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from clihelp import mgcp
 from conftest import dump
-from mgcp.config import SHARED_OPERATIONS
+from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS
 from mgcp.persistence.dump import CACHES
 from mgcp.persistence.sessions import project_id_for
 from mgcp.persistence.store import Store
@@ -354,9 +354,11 @@ def check_promises(db, tmp_path, saves, current):
     # the report lists every pending finding each project may see
     for path, project_id in ((P, PID), (Q, QID)):
         report = json.loads(cli(db, "rem", "report", "--project", path, "--json"))
-        marks = ", ".join("?" * len(SHARED_OPERATIONS))
+        marks, kinds = ", ".join("?" * len(SHARED_OPERATIONS)), ", ".join("?" * len(SHARED_KINDS))
         pending = sql(db, f"SELECT id FROM rem_findings WHERE status = 'pending' AND (project_id = ? "
-                          f"OR operation IN ({marks}))", project_id, *SHARED_OPERATIONS)
+                          f"OR operation IN ({marks}) OR kind IN ({kinds}) OR (kind = 'summary' AND "
+                          f"json_extract(data, '$.of_kind') IN ({kinds})))",
+                      project_id, *SHARED_OPERATIONS, *SHARED_KINDS, *SHARED_KINDS)
         assert sorted(f["id"] for f in report["pending"]) == sorted(r[0] for r in pending) != []
 
     # lesson history has no gaps: versions 1..N for every lesson at version N (after every undo, too)
@@ -368,6 +370,17 @@ def check_promises(db, tmp_path, saves, current):
                 for lesson_id, version in sql(path, "SELECT id, version FROM lessons")
                 if versions.get(lesson_id) != list(range(1, version + 1))}
         assert gaps == {}, f"{path.name}: lesson version -> versions in lesson_versions"
+
+    # every link is held by both its lessons (a superseded lesson keeps the links it had), and the
+    # database checks clean, after every merge, forced undo and relink
+    for path in (db, copy):
+        held = {lesson_id: ({r["target"] for r in json.loads(rels or "[]")}, status) for lesson_id, rels, status in sql(
+            path, "SELECT l.id, l.relationships, c.status FROM lessons l LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id")}
+        half = [(a, b) for a, (targets, status) in held.items() for b in targets
+                if status != "superseded" and held.get(b, (set(), None))[1] != "superseded"
+                and b in held and a not in held[b][0]]
+        assert half == [], f"{path.name}: links held by one lesson only"
+        assert mgcp("db", "check", "--db", path)[0] == 0, path.name
 
     # the search index holds exactly the active lessons, after every merge, archive and undo
     for path in (db, copy):
