@@ -63,6 +63,7 @@ def test_context_history_in_text_shows_todos_done_and_decisions(dbp):
     (["context", "save", "--project", "/p", "--catalogue", "-"], "{not json", "not valid JSON"),
     (["context", "save", "--project", "/p", "--notes", "key AKIAABCDEFGHIJKLMNOP"], "", "AWS access key"),
     (["rem", "run", "--op", "dreaming"], "", "unknown operation 'dreaming'"),
+    (["context", "save", "--project", "/p/new"], "", "nothing to save"),  # no project made either
     (["lesson", "list", "--status", "gone"], "", "unknown status"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(dbp, args, stdin, message):

@@ -160,6 +160,9 @@ class Contexts:
         completed. A `done` name that is neither the content of a current todo nor of one given is
         refused (InvalidInputError) and nothing is written: a typo must not become a finished todo.
         `at` backdates the save (imports and the demo); by default it is now."""
+        if not session_id and all(v is None for v in (notes, todos, done, decisions, active_files, catalogue)):
+            raise InvalidInputError("nothing to save: give notes, todos, todos done, decisions, active files, "
+                                    "a catalogue or a session id")
         notes = check_text("notes", notes, required=False)
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
