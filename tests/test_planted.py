@@ -90,3 +90,15 @@ def test_community_summaries_hold_the_communities_as_they_are(planted, run, repo
     assert {r[0] for r in conn.execute("SELECT community_id FROM community_summaries")} == ids | {"legacy-1"}
     run(planted, lambda s: engine.undo_run(s, again.run_id))
     assert sorted(conn.execute("SELECT * FROM community_summaries").fetchall()) == before
+
+
+def test_an_earlier_run_is_undone_after_a_later_one_replaced_its_communities(planted, run, report):
+    """The later run deleted the summaries of communities that changed; undoing the earlier run
+    finds them gone, as it would leave them, and is no conflict."""
+    from mgcp.models import LessonStatus
+
+    members = max(run(planted, lambda s: s.rem.last_community_run())["communities"], key=lambda c: len(c["member_ids"]))
+    run(planted, lambda s: s.lessons.set_lifecycle(members["member_ids"][0], LessonStatus.archived, "gone"))
+    run(planted, lambda s: engine.run_cycle(s, CONFIG, PROJECT, ["community_detection"]))
+    message = run(planted, lambda s: engine.undo_run(s, report.run_id))
+    assert message.startswith(f"undid") and "write_community_summaries" in message

@@ -127,6 +127,23 @@ def test_undo_of_a_drafted_lesson_given_an_outcome_since_refuses_and_force_keeps
     assert mgcp("db", "check", "--db", planted)[0] == 0
 
 
+@pytest.mark.parametrize("since", [["lesson", "archive", "{id}", "--reason", "not needed"],
+                                   ["lesson", "refine", "{id}", "--action", "A later action.", "--reason", "later"]])
+def test_undo_of_a_drafted_lesson_archived_or_refined_since_refuses_in_one_line(planted, run, since):
+    f = first(run, planted, "theme")
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "draft_lesson")))
+    drafted = f.data["draft"]["id"]
+    assert mgcp(*[a.format(id=drafted) for a in since], "--db", planted)[0] == 0
+    before = dump(planted)
+    code, out, err = mgcp("rem", "undo", f.id, "--db", planted)
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1 and drafted in err, err
+    assert dump(planted) == before
+    code, out, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    assert json.loads(mgcp("lesson", "show", drafted, "--db", planted, "--json")[1])["status"] == "deleted"
+    assert mgcp("db", "check", "--db", planted)[0] == 0
+
+
 def test_a_forced_undo_of_a_merge_keeps_the_history_of_a_lesson_changed_since(planted, run):
     """The merge's version of the canonical lesson stays in its history whole (its kind and
     confidence too) when a forced undo brings back the earlier content as a newer version."""

@@ -274,30 +274,38 @@ class Database:
 
         A row whose content no longer looks as the change left it was changed later: restoring it
         would overwrite that change, so the whole restore is refused (ConflictError listing every
-        such row, nothing written) unless `force`. Retrieval counters (COUNTERS) are not content:
-        they never conflict and keep their current values.
+        such row, nothing written) unless `force`. A row the change created that is gone since
+        is no conflict: the undo wanted it gone. Retrieval counters (COUNTERS) are not content: they
+        never conflict and keep their current values. A row that rows written since depend on
+        (a foreign key) cannot be put back, forced or not: ConflictError naming it.
         """
-        conflicts, touched = [], []
+        conflicts, blocked, touched = [], [], []
         async with self.transaction():
             for change in reversed(changes):
                 table, key = change["table"], change["key"]
                 current = await self.row(table, key)
+                before = change["before"]
+                if before is None and current is None:
+                    continue  # created by the change, gone since: as the undo would leave it
                 if not same_content(table, current, change["after"]):
                     conflicts.append(_describe_conflict(table, key, change["after"], current))
-                before = change["before"]
                 if before is not None and current is not None:
                     before = {**before, **{c: current[c] for c in COUNTERS.get(table, ()) if c in current}}
-                if before is None:
-                    if current is not None:
+                try:
+                    if before is None:
                         await self.delete(table, key)
-                elif current is None:
-                    await self.insert(table, before)
-                else:
-                    await self.update(table, key, {c: v for c, v in before.items() if c not in key})
+                    elif current is None:
+                        await self.insert(table, before)
+                    else:
+                        await self.update(table, key, {c: v for c, v in before.items() if c not in key})
+                except sqlite3.IntegrityError as exc:  # the statement alone is undone; the rest goes on
+                    blocked.append(f"{table} row {', '.join(str(v) for v in key.values())} cannot be put back "
+                                   f"({exc}: rows written since depend on it)")
+                    continue
                 touched.append({"table": table, "key": key})
-            if conflicts and not force:
-                raise ConflictError("undo would overwrite a later change: " + "; ".join(conflicts),
-                                    details=conflicts)
+            if blocked or (conflicts and not force):
+                found = blocked + ([] if force else conflicts)
+                raise ConflictError("undo would overwrite a later change: " + "; ".join(found), details=found)
         return touched
 
 

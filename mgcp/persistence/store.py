@@ -48,10 +48,13 @@ def _lesson_of(change: dict) -> str | None:
     return None
 
 
-# Rows that refer to a lesson and are written by no recorded action (what the lesson's use taught,
-# a legacy tool's counts, a lesson's own refinement): an undo cannot delete a lesson they refer to.
-REFERRING = {"lesson_outcomes": "lesson_id", "lesson_outcome_stats": "lesson_id", "lesson_usage": "lesson_id",
-             "lessons": "parent_id"}
+# The rows that refer to a lesson, by table: the column naming it, and the columns of a row's key
+# (as a recorded change names it). An undo cannot delete a lesson that rows it does not restore
+# refer to: a later version or lifecycle, what its use taught, a legacy tool's counts, a child.
+REFERRING = {"lesson_versions": ("lesson_id", ("id",)), "lesson_traits": ("lesson_id", ("lesson_id", "version")),
+             "lesson_lifecycle": ("lesson_id", ("lesson_id",)), "lesson_outcomes": ("lesson_id", ("id",)),
+             "lesson_outcome_stats": ("lesson_id", ("lesson_id",)), "lesson_usage": ("lesson_id", ("lesson_id",)),
+             "lessons": ("parent_id", ("id",))}
 
 
 class Store:
@@ -125,17 +128,19 @@ class Store:
                 await self._bring_back(lesson_id, earlier, reason)
 
     async def _referred_to_since(self, changes: list[dict]) -> dict[str, str]:
-        """Lessons the changes created that rows the changes did not write refer to now: id -> what
-        refers to it, in words."""
-        created = {}
+        """Lessons the changes created that rows the changes do not restore refer to now (rows
+        written since): id -> those rows, in words."""
+        created, restored = {}, set()
         for change in changes:
             if change["table"] == "lessons":
                 created.setdefault(change["key"]["id"], change["before"] is None)
+            restored.add((change["table"], tuple(change["key"].values())))
         found = {}
         for lesson_id in sorted(lesson_id for lesson_id, new in created.items() if new):
             counts = []
-            for table, column in REFERRING.items():
-                n = (await self.db.fetchone(f"SELECT count(*) FROM {table} WHERE {column} = ?", [lesson_id]))[0]
+            for table, (column, key) in REFERRING.items():
+                rows = await self.db.fetchall(f"SELECT {', '.join(key)} FROM {table} WHERE {column} = ?", [lesson_id])
+                n = sum((table, tuple(row)) not in restored for row in rows)
                 if n:
                     counts.append(f"{n} {table} row{'s' if n > 1 else ''}")
             if counts:
