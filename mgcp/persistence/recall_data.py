@@ -48,7 +48,7 @@ OF_KIND = f"""SELECT {{columns}}
 RELEVANCE = f"""COALESCE((SELECT -{BM25} FROM lesson_search WHERE lesson_search MATCH :match AND rowid =
     (SELECT d.id FROM lesson_search_docs d WHERE d.lesson_id = l.id)), 0.0)"""
 MOST_USED = f"""SELECT {RANKED_COLUMNS}, 0.0 AS relevance FROM lessons l {RANKED_JOINS}
-    WHERE {ACTIVE} ORDER BY l.usage_count DESC, l.id LIMIT ?"""
+    WHERE {ACTIVE} ORDER BY l.usage_count DESC LIMIT ?"""  # ties in the index's (row) order: no sort
 
 
 def rows(conn: sqlite3.Connection, sql: str, params) -> list[dict]:
