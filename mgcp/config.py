@@ -101,7 +101,8 @@ SCHEDULE_KEYS = {"strategy", "interval", "intervals", "base_interval", "scale"}
 # "at least", other key, why). Equal values agree (no review band; --auto merges every merge).
 AGREEMENTS = (
     ("duplicate_detection", "review_threshold", "at most", "merge_threshold",
-     "pairs scoring from review_threshold up to merge_threshold are reviewed, those at or above it are merge candidates"),
+     "pairs scoring from review_threshold up to merge_threshold are reviewed, those at or above it are merge "
+     "candidates"),
     ("duplicate_detection", "auto_merge_threshold", "at least", "merge_threshold",
      "`rem run --auto` merges only merge candidates, which score merge_threshold or more"),
 )
@@ -350,7 +351,8 @@ def _quality(raw: dict, source: str) -> dict:
     ranking = _section("ranking", raw.get("ranking"), RANKING_DEFAULTS, source)
     for key, value in ranking.items():
         if not (_is_number(value) and value >= 0):
-            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'ranking.{key}'; allowed: a number from 0 to 1000000000")
+            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'ranking.{key}'; "
+                              "allowed: a number from 0 to 1000000000")
     recall = _section("recall", raw.get("recall"), RECALL_DEFAULTS, source)
     if not (_is_int(recall["budget"]) and recall["budget"] >= MIN_RECALL_BUDGET):
         raise ConfigError(f"{source}: invalid value {_shown(recall['budget'])} for 'recall.budget'; "
@@ -362,11 +364,12 @@ def _quality(raw: dict, source: str) -> dict:
                                 RECALL_DEFAULTS["shares"], source)
     for key, value in recall["shares"].items():
         if not (_is_number(value) and value >= 0):
-            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'recall.shares.{key}'; allowed: a number from 0 to 1000000000")
+            raise ConfigError(f"{source}: invalid value {_shown(value)} for 'recall.shares.{key}'; "
+                              "allowed: a number from 0 to 1000000000")
     outcomes = _section("outcomes", raw.get("outcomes"), OUTCOME_DEFAULTS, source)
     if not (_is_int(outcomes["failure_threshold"]) and outcomes["failure_threshold"] >= 1):
-        raise ConfigError(f"{source}: invalid value {_shown(outcomes['failure_threshold'])} for 'outcomes.failure_threshold'; "
-                          "allowed: a whole number from 1 to 1000000000")
+        raise ConfigError(f"{source}: invalid value {_shown(outcomes['failure_threshold'])} "
+                          "for 'outcomes.failure_threshold'; allowed: a whole number from 1 to 1000000000")
     return {"ranking": ranking, "recall": recall, "outcomes": outcomes}
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import Stemmer
@@ -194,13 +194,27 @@ def content_tokens(text: str | None, stop: frozenset[str] = STOP_WORDS) -> list[
     return stems(tokenize(text), stop)
 
 
+def _keyed(text: str | None) -> Iterator[tuple[str, str]]:
+    """(stem, word as written) of each of the text's keyword words, in order."""
+    for word in tokenize(text):
+        if len(word) > 1 and word not in _ALL_STOP and not word.isdigit():
+            stemmed = stem(word)
+            if len(stemmed) > 2:
+                yield stemmed, word
+
+
 def keywords(text: str | None) -> list[str]:
     """The distinct stemmed keywords of a trigger (or a query), in first-seen order."""
-    seen: dict[str, None] = {}
-    for t in content_tokens(text, _ALL_STOP):
-        if len(t) > 2:
-            seen.setdefault(t, None)
-    return list(seen)
+    return list(dict.fromkeys(stemmed for stemmed, _ in _keyed(text)))
+
+
+def keyword_words(text: str | None) -> list[str]:
+    """The words `keywords(text)` are the stems of, as written (lowercased): the first word of
+    each keyword, in the same order. What a person reads as tags."""
+    seen: dict[str, str] = {}
+    for stemmed, word in _keyed(text):
+        seen.setdefault(stemmed, word)
+    return list(seen.values())
 
 
 # Words that order what stands on their two sides: "A before B", "A, then B", "A over B".
@@ -227,18 +241,6 @@ def swapped(a: str | None, b: str | None) -> bool:
     if first is None or second is None or first[0] != second[0]:
         return False
     return bool(first[1] & second[2]) and bool(first[2] & second[1])
-
-
-def keyword_words(text: str | None) -> list[str]:
-    """The words `keywords(text)` are the stems of, as written (lowercased): the first word of
-    each keyword, in the same order. What a person reads as tags."""
-    seen: dict[str, str] = {}
-    for word in tokenize(text):
-        if len(word) > 1 and word not in _ALL_STOP and not word.isdigit():
-            stemmed = stem(word)
-            if len(stemmed) > 2:
-                seen.setdefault(stemmed, word)
-    return list(seen.values())
 
 
 def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:

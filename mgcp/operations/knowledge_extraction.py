@@ -327,11 +327,10 @@ def _decisions(history, index: _LessonIndex):
         containment = index.best_containment(words)
         if containment >= DECISION_CAPTURED:
             continue
-        yield _decision_finding(key, entry["text"], sorted(entry["sessions"]), words, containment)
+        yield _decision_finding(key, entry["text"], sorted(entry["sessions"]), containment)
 
 
-def _decision_finding(key: str, decision: str, sessions: list[int], words: list[str],
-                      containment: float) -> RemFinding:
+def _decision_finding(key: str, decision: str, sessions: list[int], containment: float) -> RemFinding:
     draft = {
         "id": text.slug(decision),
         "trigger": "When deciding about " + " ".join(
