@@ -24,11 +24,11 @@ def observed(session, decision, project="p1"):
 
 
 def run(lessons=(), history=(), observations=(), existing=None, settings=SETTINGS, now=NOW, project="p1",
-        wordings=None):
+        wordings=None, settled=frozenset()):
     observed = pattern_reinforcement.Observations.of(list(history), list(observations), settings["categories"])
     observed = observed.observed()
     return pattern_reinforcement.run(list(lessons), observed, existing or {}, settings, now, project_id=project,
-                                     wordings=wordings)
+                                     wordings=wordings, settled=settled)
 
 
 def test_normalize_trims_lowercases_collapses_and_keeps_200_characters():
@@ -416,3 +416,12 @@ def test_patterns_findings_and_their_order_do_not_depend_on_the_hash_seed():
     outputs = outputs_under_hash_seeds(DETERMINISM_SCRIPT)
     assert any(item[0] == "reinforced_draft" for item in outputs[0])
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_a_draft_rejected_before_drafts_were_a_projects_is_not_asked_again():
+    from mgcp.operations import fingerprint
+
+    data = [observed(s, "Use pnpm workspaces") for s in (1, 2, 3)]
+    assert len(run(observations=data).findings) == 1
+    legacy = fingerprint(pattern_reinforcement.OPERATION, "reinforced_draft", "decision::use pnpm workspaces")
+    assert run(observations=data, settled=frozenset({legacy})).findings == []

@@ -604,7 +604,8 @@ async def _patterns(store, project, settings, inputs):
     kept = await store.kept_indexes.load(pattern_reinforcement.OPERATION)
     result = await asyncio.to_thread(pattern_reinforcement.run, lessons, observed.observed, existing, settings,
                                      utcnow(), paths, await inputs.lesson_words(), kept,
-                                     await store.patterns.mark(), project.project_id, wordings)
+                                     await store.patterns.mark(), project.project_id, wordings,
+                                     await store.rem.settled(pattern_reinforcement.OPERATION))
     summary = {"patterns": result.clusters, "written": len(result.patterns), "unchanged": result.unchanged,
                "snapshots": observed.snapshots, "decision_observations": observed.decisions,
                "history_read": "whole" if observed.whole else "since the last run"}

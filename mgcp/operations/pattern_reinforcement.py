@@ -100,7 +100,7 @@ class Result:
 def run(lessons: list[Lesson], observed: "Observations", existing: dict, settings: dict,
         now: str, project_paths: dict[str, str] | None = None, words: LessonWords | None = None,
         kept: bytes | None = None, mark: str | None = None, project_id: str | None = None,
-        wordings: dict[str, str] | None = None) -> Result:
+        wordings: dict[str, str] | None = None, settled: frozenset[str] = frozenset()) -> Result:
     """`observed`: the decisions and notes of the context history (see `Observations` and
     `Observed`); `existing`: the stored patterns by cluster key (`ReinforcedPattern`s, or rows with
     the same fields and `derived_from` as stored); `words`: the index of which active lessons hold
@@ -108,7 +108,9 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
     state an earlier run kept (see `mgcp.operations.pattern_kept`), `mark` the patterns table's
     change mark now; `project_id`: the project whose run it is, whose drafts it makes (None: no
     drafts); `wordings`: that project's own wording of the keys other projects stated too (see
-    `Observed.shared` and `own_wordings`)."""
+    `Observed.shared` and `own_wordings`); `settled`: fingerprints answered "don't ask again",
+    where a draft rejected before drafts were a project's (its fingerprint without the project)
+    keeps it from being asked again."""
     categories = set(settings.get("categories", ["lesson", "decision", "note"]))
     needed = min_count(settings.get("min_count", 3))
     rules_ = pattern_kept.rules(needed, categories)
@@ -177,8 +179,9 @@ def run(lessons: list[Lesson], observed: "Observations", existing: dict, setting
     # a draft is the project's: of its own sessions, when they alone are enough
     own = {p.cluster_key: observed.own(p.cluster_key, project_id) for p in drafts} if project_id else {}
     wordings = wordings or {}
-    for pattern in sorted((p for p in drafts if len(own.get(p.cluster_key, ())) >= needed),
-                          key=lambda p: (-len(own[p.cluster_key]), p.cluster_key)):
+    asked = [p for p in drafts if len(own.get(p.cluster_key, ())) >= needed
+             and fingerprint(OPERATION, "reinforced_draft", p.cluster_key) not in settled]
+    for pattern in sorted(asked, key=lambda p: (-len(own[p.cluster_key]), p.cluster_key)):
         # Beyond what the review shows of a category, a finding only feeds the summary: no draft.
         key = pattern.cluster_key
         shown[pattern.category] += 1
