@@ -52,11 +52,17 @@ def test_random_corpora_changing_from_cycle_to_cycle_give_the_matrix_tf_idf_give
     rng = random.Random(5)
     docs = [_doc(rng) for _ in range(300)]
     kept: dict[str, bytes] = {}
+    unwritten: set[str] = set()  # texts read by cycles whose corpus was not written (few were new)
+    writes = 0
     for turn in range(12):
-        m, kept, read = _cycle(docs, kept)
+        m, after, read = _cycle(docs, kept)
         _same(m, sparse.tf_idf([text.terms(d) for d in docs]))
         if turn:
-            assert len(read) <= len(changed)
+            assert set(read) <= changed | unwritten
+        written = after != kept
+        writes += written
+        unwritten = set() if written else unwritten | set(read)
+        kept = after
         changed = set()
         for _ in range(rng.randint(0, 12)):  # refine, archive, add, reorder
             i = rng.randrange(len(docs))
@@ -72,6 +78,26 @@ def test_random_corpora_changing_from_cycle_to_cycle_give_the_matrix_tf_idf_give
         if turn % 4 == 3:
             rng.shuffle(docs)
         changed = {d for d in changed if d in docs}
+    assert 1 < writes < 12  # some cycles changed too few texts to be worth writing
+
+
+def test_a_corpus_is_written_again_only_once_its_kept_one_lacks_more_than_a_few_of_its_texts():
+    docs = [f"rule number {i} about the pool" for i in range(200)]  # BEHIND (2%) of 200: 4 texts
+    _, kept, _ = _cycle(docs, {})
+    seen = []
+    for turn in range(4):
+        docs[turn] = f"a new rule {turn} about retries"
+        m, after, read = _cycle(docs, kept)
+        _same(m, sparse.tf_idf([text.terms(d) for d in docs]))
+        seen.append((read, after != kept))
+        kept = after
+    # each cycle reads again every text the kept corpus lacks; the fifth such text gets it written
+    assert seen == [(docs[:1], False), (docs[:2], False), (docs[:3], False), (docs[:4], False)]
+    docs[4] = "one more"
+    _, after, read = _cycle(docs, kept)
+    assert read == docs[:5] and after != kept
+    _, again, read = _cycle(docs, after)
+    assert read == [] and again == after
 
 
 def test_a_compound_appearing_or_going_changes_the_other_texts_as_a_full_build_does():

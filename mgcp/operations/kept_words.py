@@ -43,7 +43,8 @@ class Corpus:
         self.ids = ids if ids.dtype == np.int32 else np.asarray(ids, dtype=np.int32)
         self.vocabulary = vocabulary
         self.kept = False  # decoded from what an earlier cycle kept
-        self.unchanged = False  # the same rows as the kept corpus it was built from (nothing to keep)
+        # how many of its texts the corpus kept under its name lacks (None: not known to hold any)
+        self.behind: int | None = None
         self.start = sparse.starts(self.lengths)
 
     @cached_property
@@ -155,8 +156,8 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
     if base is not None and len(found):
         _copy_rows(base, rows, found, corpus)
     corpus.ids[sparse.expand(corpus.start, missing)] = new_ids
-    corpus.unchanged = (base is not None and (base.kept or base.unchanged) and not len(missing)
-                        and n == len(base.lengths) and bool(np.array_equal(rows, np.arange(n))))
+    if base is not None and (base.kept or base.behind is not None):
+        corpus.behind = len(missing) + (base.behind or 0)
     return corpus
 
 
