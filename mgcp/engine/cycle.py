@@ -26,7 +26,7 @@ from mgcp.engine.actions import apply_auto
 from mgcp.engine.schedules import schedules
 from mgcp.errors import ConfigError, InvalidInputError
 from mgcp.models import OperationResult, OperationSchedule, RemCycleReport, RemFinding, RemReport, RemRun
-from mgcp.operations.shared import CycleCache, Reader
+from mgcp.operations.shared import BEHIND, CycleCache, Reader
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.store import Store
 from mgcp.records import ProjectRef
@@ -460,8 +460,10 @@ class _Inputs:
         if self._words is None or self._words.lessons is not active:
             kept = await self.store.kept_indexes.load(WORD_INDEX)
             self._words = await asyncio.to_thread(LessonWords, active, kept)
-            if self._words.read or self._words.gone or kept is None:
-                self._indexes[WORD_INDEX] = self._words  # its state made when kept, not held meanwhile
+            # kept again once the lessons the kept index lacks and those it holds no longer are more
+            # than a few (`shared.BEHIND`); its state is made when kept, not held meanwhile
+            if kept is None or self._words.read + self._words.gone > BEHIND * len(active):
+                self._indexes[WORD_INDEX] = self._words
         return self._words
 
     async def keep_indexes(self) -> None:

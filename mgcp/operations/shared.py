@@ -107,6 +107,12 @@ def digests(reading: bytes, docs: Sequence[str]) -> list[bytes]:
     return list(map(one, docs))
 
 
+# The share of its items a kept cache (a corpus's texts, the word index's lessons) may lack, or hold
+# no longer, and still not be written again: at 100k lessons writing tens of MB costs more than
+# reading those few items again next cycle.
+BEHIND = 0.02
+
+
 class Reader:
     """The words of the corpora the operations compare, found among what earlier cycles kept or
     read anew: `corpora` holds the kept ones as bytes by name (`mgcp.operations.kept_words`); each
@@ -114,7 +120,6 @@ class Reader:
     `keep_corpora` says what to keep of them. One thread uses it at a time."""
 
     MAX_CORPORA = 8  # kept corpora, beyond which those this cycle did not build are dropped
-    BEHIND = 0.02  # the share of a corpus's texts its kept corpus may lack and still not be written again
 
     def __init__(self, corpora: dict[str, bytes] | None = None):
         self.corpora = dict(corpora or {})  # let go of once a corpus built in the cycle replaces it
@@ -178,11 +183,10 @@ class Reader:
         """What to keep of the corpora: the states to write by name, and the names to drop: of the
         kept corpora this cycle did not build, those kept under other rules, and those beyond
         MAX_CORPORA (by name). A corpus built in this cycle is written unless the corpus kept under
-        its name lacks at most BEHIND of its texts: writing tens of MB costs more than reading those
-        few texts again next time (the words of a text are what its digest says, however old the
-        corpus they come from, so this changes no result)."""
+        its name lacks at most BEHIND of its texts (the words of a text are what its digest says,
+        however old the corpus they come from, so this changes no result)."""
         write = {name: corpus.encode(WORDS) for name, corpus in sorted(self.built.items())
-                 if corpus.behind is None or corpus.behind > self.BEHIND * len(corpus.lengths)}
+                 if corpus.behind is None or corpus.behind > BEHIND * len(corpus.lengths)}
         others = sorted(self._kept_names - set(self.built))
         drop = [name for name in others if name in self._decoded and self._decoded[name] is None]
         rest = [name for name in others if name not in drop]
