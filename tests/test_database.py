@@ -54,3 +54,22 @@ def test_restore_leaves_counters_and_refuses_a_content_change(db):
     restored, details, after = run(db, work)
     assert (restored["action"], restored["usage_count"], restored["last_used"]) == ("a", 7, "now")
     assert details == ["lessons row x changed since (action)"] and after["action"] == "later"
+
+
+def test_an_insert_into_an_append_only_table_records_its_key_and_its_undo_deletes_it(db):
+    communities = '[{"community_id": "c1", "member_ids": ["a", "b"]}]' * 50
+
+    async def work(d):
+        async with d.recording() as changes:
+            run_id = await d.insert("community_runs", {"run_id": None, "graph_hash": "h", "modularity": 0.5,
+                                                       "communities": communities, "created_at": "now"})
+            await d.insert("lessons", lesson("x"))
+        recorded = {c["table"]: c for c in changes}
+        await d.restore(changes)
+        left = await d.fetchall("SELECT count(*) FROM community_runs")
+        return run_id, recorded, left[0][0], await names(d)
+
+    run_id, recorded, left, lessons = run(db, work)
+    assert recorded["community_runs"]["after"] == {"id": run_id}  # the key, not a copy of the partition
+    assert recorded["lessons"]["after"]["action"] == "a"  # any other table: the whole row
+    assert left == 0 and lessons == []

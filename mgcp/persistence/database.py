@@ -38,6 +38,12 @@ KEYS = {
     "reinforced_patterns": ("id",),
 }
 
+# Tables whose rows are only ever inserted (a run's history: each community partition, each context
+# summary). A recorded insert into one holds the row's key as its after image, not the row: nothing
+# can have changed the row since, so an undo deletes it without comparing, and a cycle's record does
+# not hold a second copy of a partition of 100k lessons.
+APPEND_ONLY = frozenset({"community_runs", "context_summaries"})
+
 
 def utcnow() -> str:
     return datetime.now(timezone.utc).isoformat()
@@ -211,8 +217,9 @@ class Database:
             key = dict(row)
             if "id" in KEYS[table] and "id" not in key:
                 key["id"] = rowid
-            after = await self.row(table, self.key_of(table, key))
-            self._changes.append({"table": table, "key": self.key_of(table, key), "before": None, "after": after})
+            key = self.key_of(table, key)
+            after = dict(key) if table in APPEND_ONLY else await self.row(table, key)
+            self._changes.append({"table": table, "key": key, "before": None, "after": after})
         return rowid
 
     async def update(self, table: str, key: dict, values: dict) -> None:
@@ -275,7 +282,8 @@ class Database:
         A row whose content no longer looks as the change left it was changed later: restoring it
         would overwrite that change, so the whole restore is refused (ConflictError listing every
         such row, nothing written) unless `force`. A row the change created that is gone since
-        is no conflict: the undo wanted it gone. Retrieval counters (COUNTERS) are not content: they
+        is no conflict: the undo wanted it gone, and one an insert into an APPEND_ONLY table created is
+        deleted without comparing (its record holds only its key). Retrieval counters (COUNTERS) are not content: they
         never conflict and keep their current values. A row that rows written since depend on
         (a foreign key) cannot be put back, forced or not: ConflictError naming it.
         """
@@ -287,7 +295,7 @@ class Database:
                 before = change["before"]
                 if before is None and current is None:
                     continue  # created by the change, gone since: as the undo would leave it
-                if not same_content(table, current, change["after"]):
+                if not (before is None and table in APPEND_ONLY) and not same_content(table, current, change["after"]):
                     conflicts.append(_describe_conflict(table, key, change["after"], current))
                 if before is not None and current is not None:
                     before = {**before, **{c: current[c] for c in COUNTERS.get(table, ()) if c in current}}
