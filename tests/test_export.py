@@ -36,3 +36,16 @@ def test_dpo_to_stdout_is_jsonl(db):
     mgcp("lesson", "refine", "a", "--action", "Do it the second way.", "--reason", "r", "--db", db)
     code, out, _ = mgcp("export", "dpo", "--db", db)
     assert code == 0 and [json.loads(line)["chosen"] for line in out.splitlines()] == ["Do it the second way."]
+
+
+def test_neither_export_writes_over_the_database_itself_even_with_force(db):
+    mgcp("lesson", "add", "a1", "--trigger", "when x", "--action", "do a thing properly", "--db", db)
+    before = db.read_bytes()
+    for kind in ("dpo", "jsonl"):
+        for target in (db, f"{db}-wal"):
+            code, out, err = mgcp("export", kind, "--out", target, "--force", "--db", db)
+            assert code == 2 and err.strip() == f"Error: --out {target} is the database itself; write the " \
+                                                 "export to another file", (kind, target, err)
+    assert db.read_bytes() == before
+    code, out, _ = mgcp("lesson", "show", "a1", "--db", db)
+    assert code == 0 and "do a thing properly" in out

@@ -11,15 +11,19 @@ export_app = noun("export", "Export the knowledge base (JSON Lines) or training 
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing --out file that is not an earlier export.")]
 
 
-def _may_replace(out: str, force: bool, earlier_export) -> None:
-    """An existing --out file is replaced only when it is empty or an earlier export of this kind
-    (`earlier_export` judges its first line), or with --force: a mistyped path must not wipe a
-    database or a document."""
+def _may_replace(out: str, force: bool, earlier_export, db) -> None:
+    """--out is never the database itself (nor its -wal or -shm file), --force or not. An existing
+    --out file is replaced only when it is empty or an earlier export of this kind (`earlier_export`
+    judges its first line), or with --force: a mistyped path must not wipe a database or a document."""
     import json
     import os
 
+    from mgcp.config import db_path
     from mgcp.errors import InvalidInputError
+    from mgcp.persistence.dump import is_database_file
 
+    if is_database_file(db_path(db), out):
+        raise InvalidInputError(f"--out {out} is the database itself; write the export to another file")
     if os.path.isdir(out):
         raise InvalidInputError(f"--out {out} is a directory; name a file")
     if force or not os.path.exists(out) or os.path.getsize(out) == 0:
@@ -31,6 +35,29 @@ def _may_replace(out: str, force: bool, earlier_export) -> None:
         first = None
     if not (isinstance(first, dict) and earlier_export(first)):
         raise InvalidInputError(f"{out} exists and is not an earlier export; pass --force to replace it")
+
+
+def _write(out: str, lines) -> int:
+    """Write the lines to `out` through a temporary file that replaces it whole at the end (an
+    interrupted export leaves the earlier file as it was); the number of lines written."""
+    import os
+
+    from mgcp.errors import MgcpError
+
+    tmp = f"{out}.mgcp-tmp"
+    count = 0
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            for line in lines:
+                fh.write(line)
+                count += 1
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return count
 
 
 @export_app.command("dpo")
@@ -46,15 +73,14 @@ def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (d
     from mgcp.export import dpo_records
 
     if out:
-        _may_replace(out, force, lambda first: {"prompt", "chosen", "rejected"} <= set(first))
+        _may_replace(out, force, lambda first: {"prompt", "chosen", "rejected"} <= set(first), db)
     records = dpo_records(with_store(db, lambda s: s.lessons.real_version_pairs(), create=False))
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in records]
     if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(lines)
+        _write(out, lines)
         note(f"wrote {len(records)} record(s) to {out}")
     else:
-        sys.stdout.write(lines)
+        sys.stdout.write("".join(lines))
 
 
 @export_app.command("jsonl")
@@ -65,17 +91,13 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
     One snapshot, the same bytes for the same knowledge (`mgcp import jsonl` reads it back).
     Example: mgcp export jsonl --out knowledge.jsonl
     """
-    import os
     import sys
 
     from mgcp.config import db_path
-    from mgcp.errors import InvalidInputError, MgcpError
-    from mgcp.persistence.dump import FORMAT, export_lines, is_database_file
+    from mgcp.persistence.dump import FORMAT, export_lines
 
-    if out and is_database_file(db_path(db), out):
-        raise InvalidInputError(f"--out {out} is the database itself; write the export to another file")
     if out:
-        _may_replace(out, force, lambda first: first.get("format") == FORMAT)
+        _may_replace(out, force, lambda first: first.get("format") == FORMAT, db)
     lines = export_lines(db_path(db))
     if not out:
         count = 0
@@ -83,17 +105,5 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
             sys.stdout.write(line)
             count += 1
         return note(f"exported {count - 1} row(s)")
-    tmp = f"{out}.mgcp-tmp"
-    count = 0
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for line in lines:
-                fh.write(line)
-                count += 1
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    count = _write(out, lines)
     note(f"wrote {count - 1} row(s) to {out}")
