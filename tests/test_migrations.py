@@ -1,5 +1,6 @@
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -135,6 +136,24 @@ def test_foreign_sqlite_file_is_refused(tmp_path):
     with pytest.raises(DatabaseError, match="another application"):
         migrate.open_and_migrate(path)
     assert [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")] == ["customers"]
+
+
+@pytest.mark.parametrize("schema", [
+    ["CREATE TABLE lessons (id INTEGER PRIMARY KEY, title TEXT)"],  # another application's lessons
+    ["CREATE TABLE _sqlite_migrations (migration_set TEXT, name TEXT, applied_at TEXT)",  # sqlite-utils'
+     "INSERT INTO _sqlite_migrations VALUES ('shop', '0001_init', 'x')", "CREATE TABLE customers (id INTEGER)"],
+])
+def test_another_applications_file_is_refused_even_with_a_lessons_or_migrations_table(tmp_path, schema):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    for statement in schema:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(DatabaseError, match="belongs to another application"):
+        migrate.open_and_migrate(path)
+    assert path.read_bytes() == before and not Path(f"{path}-wal").exists()  # not even put in WAL mode
 
 
 def test_non_sqlite_file_is_refused(tmp_path):

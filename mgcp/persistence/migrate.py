@@ -33,6 +33,9 @@ MIGRATION_SET = "mgcp"
 MIGRATIONS_TABLE = "_sqlite_migrations"
 SQLITE_HEADER = b"SQLite format 3\x00"
 LEGACY_MARKER_TABLE = "lessons"
+# The columns of an MGCP v1.2 lessons table that the upgrade reads
+LEGACY_COLUMNS = ("id", "trigger", "action", "rationale", "version", "created_at", "last_refined", "tags",
+                  "relationships")
 BUSY_TIMEOUT_MS = 10_000
 
 
@@ -209,12 +212,19 @@ def pending_migrations(conn: sqlite3.Connection, path: str | os.PathLike = "the 
         applied = {name for name, _ in applied_migrations(conn)}
     except sqlite3.Error as exc:
         raise explain(exc, path) from None
-    user_tables = [t for t in tables if not t.startswith("sqlite_")]
-    if user_tables and LEGACY_MARKER_TABLE not in tables and MIGRATIONS_TABLE not in tables:
-        raise DatabaseError(
-            "this SQLite file belongs to another application (it has no 'lessons' table); "
-            "mgcp neither reads nor changes it"
-        )
+    user_tables = {t for t in tables if not t.startswith("sqlite_")}
+    # mgcp's: one it upgraded, one it is making (its migrations table alone), or an MGCP v1.2
+    # database (a lessons table with the legacy columns); any other file is another application's
+    if not applied and not user_tables <= {MIGRATIONS_TABLE}:
+        if LEGACY_MARKER_TABLE not in tables:
+            raise DatabaseError("this SQLite file belongs to another application (it has no 'lessons' table); "
+                                "mgcp neither reads nor changes it")
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({LEGACY_MARKER_TABLE})")}
+        missing = [c for c in LEGACY_COLUMNS if c not in columns]
+        if missing:
+            raise DatabaseError(f"this SQLite file belongs to another application (its 'lessons' table has no "
+                                f"{', '.join(missing)} column{'s' if len(missing) > 1 else ''}); "
+                                "mgcp neither reads nor changes it")
     known = migration_names()
     unknown = sorted(applied - set(known))
     if unknown:
