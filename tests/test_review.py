@@ -382,3 +382,20 @@ def test_auto_never_merges_the_same_words_ordered_the_other_way_round(tmp_path):
     code, out, err = mgcp("rem", "run", "--auto", "--op", "duplicate_detection", "--project", "/p", "--db", db, "--json")
     result = json.loads(out)
     assert result["applied"] == [] and len(result["left_pending"]) >= 2, out
+
+
+def test_auto_links_a_small_cluster_and_leaves_a_larger_one_to_a_person():
+    from mgcp.config import parse_config
+    from mgcp.engine.actions import AUTO_CLUSTER, auto_decision
+    from mgcp.models import FindingOption, RemFinding
+
+    def cluster(size: int) -> RemFinding:
+        members = [f"l{i}" for i in range(size)]
+        return RemFinding(operation="community_detection", kind="unlinked_cluster", title="t", description="d",
+                          options=[FindingOption(label="Link them all", action="link_all", description="d")],
+                          recommended=1, data={"members": members}, subject={m: 1 for m in members},
+                          fingerprint=f"f{size}")
+
+    config = parse_config({}, "test")
+    assert auto_decision(cluster(AUTO_CLUSTER), config, "/p") == f"links are additive ({AUTO_CLUSTER} lessons)"
+    assert auto_decision(cluster(AUTO_CLUSTER + 1), config, "/p") is None  # 10 links or more: a person decides

@@ -385,6 +385,9 @@ ACTIONS["confirm"] = _confirm
 
 # -- --auto ---------------------------------------------------------------------------------------
 
+AUTO_CLUSTER = 4  # the largest cluster --auto links pairwise (6 links)
+
+
 def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | None) -> str | None:
     """Why --auto may apply the finding's recommended option, or None when a person must decide.
 
@@ -392,7 +395,10 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     merges only at or above auto_merge_threshold, or true copies: lessons whose whole triggers and
     actions are equal once normalized (pattern reinforcement); never two lessons whose actions say
     opposite things, or order the same words the other way round ("A before B" / "B before A"),
-    however alike their words; links are safe (additive, undoable)."""
+    however alike their words. Links are additive and undoable, but many at once are not
+    conservative: an orphan's few suggested links are applied, a cluster's links only when it has
+    at most AUTO_CLUSTER lessons (a larger community is more often a theme than a set of rules
+    that belong linked pairwise: a person decides)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
@@ -406,8 +412,11 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))
         return f"similarity {similarity:.2f} >= {threshold:.2f}" if similarity >= threshold else None
-    if option.action in ("link_all", "link_suggested"):
+    if option.action == "link_suggested":
         return "links are additive"
+    if option.action == "link_all":
+        members = len(finding.data.get("members") or ())
+        return f"links are additive ({members} lessons)" if members <= AUTO_CLUSTER else None
     return None
 
 
