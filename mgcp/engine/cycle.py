@@ -159,8 +159,12 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectRef, plan: l
             else:
                 if op in TEXT_READERS:
                     inputs.cache.reader = await inputs.reader()
-                with collector_paused(freeze=True):  # no result changes; see mgcp.collector
-                    findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
+                try:
+                    with collector_paused(freeze=True):  # no result changes; see mgcp.collector
+                        findings, summary, output = await RUNNERS[op](store, project, settings[op], inputs)
+                except asyncio.CancelledError:  # interrupted: its worker thread stops at its next tick
+                    inputs.cache.interrupt()
+                    raise
                 if digest:
                     summary["input_digest"] = digest
             analysis = _Analysis(plan_item, findings, summary, output, 0.0)

@@ -21,18 +21,30 @@ from mgcp import text
 T = TypeVar("T")
 
 
+class Interrupted(BaseException):
+    """Raised by `CycleCache.tick` in an operation whose run was interrupted (not an Exception: no
+    handler of an operation's own errors catches it)."""
+
+
 class CycleCache:
     """Computed values by key, for one cycle. Values must be treated as read-only.
 
     `progress`, when set, hears how far the running operation has come: each percent from 0 to
     0.99 once, in order, as it is reached. Its long loops call `tick(done, total)`, and an
     operation of several loops gives each its share of the way with `stage(cache, low, high)`.
-    Setting `progress` (the engine does, per operation) starts again from 0."""
+    Setting `progress` (the engine does, per operation) starts again from 0.
+
+    `interrupt()`: the operation running in a worker thread stops at its next tick (raising
+    Interrupted there), so that an interrupted run (Ctrl-C) does not wait for it to finish."""
 
     def __init__(self, progress: Callable[[float], None] | None = None, reader: "Reader | None" = None) -> None:
         self._values: dict = {}
         self.progress = progress
         self.reader = reader  # where what is read from texts is found and kept, or None: read afresh
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        self.interrupted = True
 
     @property
     def progress(self) -> Callable[[float], None] | None:
@@ -43,6 +55,8 @@ class CycleCache:
         self._progress, self._span, self._heard = progress, (0.0, 1.0), -1
 
     def tick(self, done: int, total: int) -> None:
+        if self.interrupted:
+            raise Interrupted
         if self._progress is None or not total:
             return
         low, high = self._span

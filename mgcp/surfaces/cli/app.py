@@ -27,6 +27,7 @@ Config = Annotated[Optional[str], typer.Option("--config", help="rem-config.yaml
 # The options above belong to each command, not to `mgcp` or a noun: given before the command's
 # name (`mgcp --config f config show`) they get a hint that shows them moved (`_moved_after`).
 COMMAND_OPTIONS = {"--db": True, "--project": True, "--config": True, "--json": False}  # takes a value
+INTERRUPTED = 130  # the exit code of Ctrl-C (Typer returns it for a KeyboardInterrupt)
 
 
 def _version(value: bool) -> None:
@@ -163,8 +164,7 @@ def main() -> None:
     except MgcpError as exc:
         _fail(str(exc), exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
-        print("Interrupted; nothing was applied half-way.", file=sys.stderr)
-        sys.exit(130)
+        code = INTERRUPTED
     except typer.TyperException as exc:  # bad usage: one line, exit code 2, as for bad input
         message = exc.format_message()
         if not message:  # a bare `mgcp lesson`, whose help was just printed
@@ -174,4 +174,6 @@ def main() -> None:
         _fail(f"{message}; {moved}" if moved else f"{message} (see `{where} --help`)", getattr(exc, "exit_code", 2))
     except UnicodeError as exc:  # e.g. an argument that is not valid UTF-8
         _fail(f"input is not valid text ({exc.reason})", 2)
+    if code == INTERRUPTED:
+        print("Interrupted; what was written before is kept, nothing was applied half-way.", file=sys.stderr)
     sys.exit(code if isinstance(code, int) else 0)

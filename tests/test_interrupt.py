@@ -1,0 +1,72 @@
+"""Ctrl-C: a run stops at once, even inside an operation's worker thread, and the CLI says so."""
+
+import asyncio
+import json
+import threading
+import time
+
+from clihelp import mgcp
+from mgcp import engine
+from mgcp.config import parse_config
+from mgcp.operations import duplicate_detection
+from mgcp.operations.shared import Interrupted
+from mgcp.persistence.store import Store
+
+
+def test_an_interrupted_run_stops_its_operation_at_the_next_tick(db, monkeypatch):
+    started, seen = threading.Event(), {}
+
+    def endless(lessons, settings, backend=None, cache=None, settled=frozenset(), search=None):
+        started.set()
+        t0 = time.perf_counter()
+        try:
+            while time.perf_counter() - t0 < 20:  # an operation far longer than the test waits
+                cache.tick(1, 2)
+                time.sleep(0.001)
+            seen["ended"] = "ran out"
+        except BaseException as exc:
+            seen["ended"] = type(exc)
+            raise
+        finally:
+            seen["after"] = time.perf_counter() - t0
+
+    monkeypatch.setattr(duplicate_detection, "run", endless)
+
+    async def main():
+        async with Store.open(db) as store:
+            await store.lessons.add("a", "when a thing happens", "Do the first thing properly")
+            task = asyncio.create_task(engine.run_cycle(store, parse_config({}, "t"), "/p", ["duplicate_detection"]))
+            await asyncio.to_thread(started.wait, 10)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                return "cancelled"
+
+    t0 = time.perf_counter()
+    assert asyncio.run(main()) == "cancelled"
+    assert seen["ended"] is Interrupted and time.perf_counter() - t0 < 15
+
+
+class _CtrlC:
+    """A terminal whose user presses Ctrl-C at the first prompt."""
+
+    def readline(self, *args):
+        raise KeyboardInterrupt
+
+    read = readline
+
+    def isatty(self):
+        return False
+
+
+def test_ctrl_c_in_review_exits_130_with_a_message_and_applies_nothing(db):
+    for lesson_id, each in (("one", "every"), ("two", "each")):
+        assert mgcp("lesson", "add", lesson_id, "--trigger", "when the pool runs dry",
+                    "--action", f"Raise the connection pool size and add a timeout to {each} call", "--db", db)[0] == 0
+    assert mgcp("rem", "run", "--op", "duplicate_detection", "--project", "/p", "--db", db)[0] == 0
+    code, out, err = mgcp("rem", "review", "--project", "/p", "--db", db, stdin=_CtrlC())
+    assert code == 130 and err.strip().endswith("Interrupted; what was written before is kept, nothing was "
+                                                 "applied half-way."), err
+    code, out, _ = mgcp("rem", "status", "--project", "/p", "--db", db, "--json")
+    assert code == 0 and json.loads(out)["pending_findings"] == 1, out
