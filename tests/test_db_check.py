@@ -466,3 +466,22 @@ asyncio.run(main())
         writer.kill()
         writer.wait(timeout=120)
     assert [code for code, _, _ in results] == [0] * 30, [out for _, out, _ in results if "problem" in out]
+
+
+def test_a_lesson_with_no_versions_and_unreadable_tags_is_not_offered_a_repair_that_would_fail(copy):
+    sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ?", LESSON)
+    sql(copy, "UPDATE lessons SET tags = '{\"not\": \"a list\"}' WHERE id = ?", LESSON)
+    (versions,) = [line for line in problems(copy) if "no versions" in line]
+    assert versions.endswith("they can be rebuilt once its tags are a JSON list"), versions  # no repair offered
+    code, out, err = check(copy, "--repair", "--yes")
+    assert code == 1 and err == "" and sql(copy, "SELECT count(*) FROM lesson_versions WHERE lesson_id = ?",
+                                           LESSON) == [(0,)], (code, out, err)
+
+
+def test_a_link_to_a_lesson_that_does_not_exist_is_named(copy):
+    (related,) = sql(copy, "SELECT relationships FROM lessons WHERE id = ?", LESSON)[0]
+    links = json.loads(related) + [{"target": "ghost", "type": "related", "weight": 1.0, "context": [],
+                                    "bidirectional": False}]
+    sql(copy, "UPDATE lessons SET relationships = ? WHERE id = ?", json.dumps(links), LESSON)
+    assert [line for line in problems(copy) if "ghost" in line] == [
+        f"lesson {LESSON}: links to ghost, not a lesson here; `mgcp lesson show {LESSON}` lists its links"]

@@ -19,6 +19,7 @@ What is checked:
   numbers are unique, increase in the order the sessions were seen, and stay within the count;
 - REM: an applied (or rejected) finding has a live action record, and a live action record's
   finding is applied or rejected;
+- links: every lesson a link names exists (named, never removed);
 - search: the full-text index holds every active lesson, with its current text, and no other.
 
 Repairs: a lesson whose current version is missing from its history gets that version appended
@@ -167,8 +168,12 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
         yield Problem("lessons", subject, f"its row has version {n!r}, not a whole number from 1")
         return
     if not rows:
-        yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n})",
-                      repair=f"backfill its versions as {BACKFILL} does", fix=_backfill)
+        if isinstance(_json_list(lesson["tags"]), list):
+            yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n})",
+                          repair=f"backfill its versions as {BACKFILL} does", fix=_backfill)
+        else:  # the backfill copies the tags into each version: it cannot rebuild this one
+            yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n}); "
+                                              "they can be rebuilt once its tags are a JSON list")
         return
     counted = Counter(r["version"] for r in rows)
     twice = sorted(v for v, times in counted.items() if times > 1)
@@ -193,6 +198,19 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
     if differs:
         yield Problem("lessons", subject, f"its lessons row differs from its version {n} in {', '.join(differs)}; "
                                           f"compare them with `mgcp lesson history {lesson['id']}`")
+
+
+def links(conn: sqlite3.Connection) -> Iterator[Problem]:
+    """A link to a lesson that does not exist (a legacy writer's, or an edit by hand): the lessons
+    are read as if it were not there; it is named, not removed (the id it names is all that is left
+    of what it meant)."""
+    ids = {row["id"] for row in _rows(conn, "SELECT id FROM lessons")}
+    for row in _rows(conn, "SELECT id, relationships FROM lessons WHERE relationships NOT IN ('', '[]') ORDER BY id"):
+        targets = [r.get("target") for r in _json_list(row["relationships"]) or () if isinstance(r, dict)]
+        gone = sorted({t for t in targets if isinstance(t, str) and t not in ids})
+        if gone:
+            yield Problem("links", f"lesson {row['id']}", f"links to {_join(gone)}, not a lesson here; "
+                                                          f"`mgcp lesson show {row['id']}` lists its links")
 
 
 def version_traits(conn: sqlite3.Connection) -> Iterator[Problem]:
@@ -365,6 +383,7 @@ CHECKS = [  # (name, check, the tables it reads: a check whose tables are missin
     ("context_history", context_history, ("project_contexts", "context_history")),
     ("sessions", project_sessions, ("project_contexts", "project_sessions")),
     ("rem", rem_actions, ("rem_findings", "rem_actions")),
+    ("links", links, ("lessons",)),
     ("search", search_index, ("lessons", "lesson_search", "lesson_search_docs")),
     ("traits", version_traits, ("lesson_versions", "lesson_traits")),
 ]
