@@ -282,10 +282,10 @@ class Database:
         A row whose content no longer looks as the change left it was changed later: restoring it
         would overwrite that change, so the whole restore is refused (ConflictError listing every
         such row, nothing written) unless `force`. A row the change created that is gone since
-        is no conflict: the undo wanted it gone, and one an insert into an APPEND_ONLY table created is
-        deleted without comparing (its record holds only its key). Retrieval counters (COUNTERS) are not content: they
-        never conflict and keep their current values. A row that rows written since depend on
-        (a foreign key) cannot be put back, forced or not: ConflictError naming it.
+        is no conflict: the undo wanted it gone; one an insert into an APPEND_ONLY table created is
+        deleted without comparing (its record holds only its key). Retrieval counters (COUNTERS)
+        are not content: they never conflict and keep their current values. A row that rows written
+        since depend on (a foreign key) cannot be put back, forced or not: ConflictError naming it.
         """
         conflicts, blocked, touched = [], [], []
         async with self.transaction():
@@ -295,7 +295,8 @@ class Database:
                 before = change["before"]
                 if before is None and current is None:
                     continue  # created by the change, gone since: as the undo would leave it
-                if not (before is None and table in APPEND_ONLY) and not same_content(table, current, change["after"]):
+                appended = before is None and table in APPEND_ONLY
+                if not appended and not same_content(table, current, change["after"]):
                     conflicts.append(_describe_conflict(table, key, change["after"], current))
                 if before is not None and current is not None:
                     before = {**before, **{c: current[c] for c in COUNTERS.get(table, ()) if c in current}}
