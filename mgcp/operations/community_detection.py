@@ -108,7 +108,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 5          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+KEPT_RULES = 6          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
 _OWN = Path(__file__).read_bytes()
 # how each lesson's keywords are read for the idf (`_idf`, `_Keywords`: this module, and the words' rules)
 KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
@@ -170,15 +170,16 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     lexical = backend is None or isinstance(backend, LexicalBackend)
     key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
     content = _contents(ordered)
+    joined = _joined(content, ids)
     incremental = (kept is not None and kept.lessons is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
     if incremental:
-        place, candidates, stale = kept.lessons.renumbered(ids, content)
+        place, candidates, stale = kept.lessons.renumbered(ids, joined)
         graph = _edges(ordered, settings, backend, cache, candidates, stale)
     else:
         graph = _edges(ordered, settings, backend, cache)
 
-    graph_hash = _graph_hash(graph.lines(ids), ordered, settings, settled)  # each edge as the hash reads it
+    graph_hash = _graph_hash(graph, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
@@ -214,7 +215,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
         title = kept_titles.get(drawn_from)
         if title is None:
             if idf is None:
-                idf, keywords = _idf(ordered, content, readings.get("keywords"))
+                idf, keywords = _idf(ordered, content, readings.get("keywords"), joined)
             title = _title(sample, by_id, idf, phrases)
             described += 1
         titles[drawn_from] = title
@@ -279,7 +280,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     new_kept = None
     if graph.proposed is not None:
         new_kept = Kept(key, kept.runs_since_full + 1 if incremental else 0,
-                        KeptLessons(ids, [content[lid] for lid in ids], labels, edge_digests, graph.proposed), titles)
+                        KeptLessons(ids, joined, labels, edge_digests, graph.proposed), titles)
         if keywords is not None:
             new_kept.readings["keywords"] = keywords.state()
         if phrases.read:
@@ -293,14 +294,14 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 class KeptLessons:
     """Each lesson's kept row (see the module docstring), as arrays over `ids` (sorted): its content
-    digest (`_content`), its community `label`, the digest of its `edges` (`_Graph.digests`) and
+    digest (`_content`; `content`, a row of words per lesson: `_joined`), its community `label`, the digest of its `edges` (`_Graph.digests`) and
     its text neighbour candidates with the scores of their pairs (`similarity.Candidates`, over
     places in `ids`). `state` is what is stored; `read` gives it back, or None when it is not
     usable (cut short, damaged, or made by other rules)."""
 
     __slots__ = ("ids", "content", "label", "edges", "candidates")
 
-    def __init__(self, ids: list[str], content: list[str], label, edges, candidates: Candidates):
+    def __init__(self, ids: list[str], content, label, edges, candidates: Candidates):
         self.ids, self.content, self.label, self.edges, self.candidates = ids, content, label, edges, candidates
 
     def state(self) -> bytes:
@@ -308,7 +309,7 @@ class KeptLessons:
 
         found = self.candidates
         return framed.frame({"rules": KEPT_RULES}, [
-            json.dumps([self.ids, self.content]).encode(), self.label.astype("<i8").tobytes(),
+            json.dumps(self.ids).encode(), self.content.tobytes(), self.label.astype("<i8").tobytes(),
             self.edges.astype("<u8").tobytes(), np.diff(found.start).astype("<i4").tobytes(),
             found.other.astype("<i4").tobytes(), found.score.astype("<f8").tobytes()])
 
@@ -318,16 +319,16 @@ class KeptLessons:
 
         from mgcp.operations.sparse import starts
 
-        read = framed.unframe(state, 6)
+        read = framed.unframe(state, 7)
         if read is None or read[0].get("rules") != KEPT_RULES:
             return None
-        head, label, edges, lengths, other, score = read[1]
+        head, content, label, edges, lengths, other, score = read[1]
         try:
-            ids, content = json.loads(head)
-        except (ValueError, TypeError):
+            ids = json.loads(head)
+        except ValueError:
             return None
         n = len(ids) if isinstance(ids, list) else -1
-        if (not _strings(ids) or not _strings(content) or len(content) != n or len(label) != 8 * n
+        if (not _strings(ids) or len(content) != DIGEST * n or len(label) != 8 * n
                 or len(edges) != 8 * n or len(lengths) != 4 * n or len(other) % 4 or len(score) != 2 * len(other)
                 or any(a >= b for a, b in zip(ids, ids[1:]))):
             return None
@@ -342,11 +343,11 @@ class KeptLessons:
         label = np.frombuffer(label, dtype="<i8").astype(np.int64)
         if label.min(initial=0) < 0:
             return None
-        return cls(ids, content, label,
+        return cls(ids, np.frombuffer(content, dtype=np.uint64).reshape(-1, DIGEST // 8), label,
                    np.frombuffer(edges, dtype="<u8").astype(np.uint64), Candidates(start, other, score))
 
-    def renumbered(self, ids: list[str], content: dict[str, str]):
-        """For the lessons `ids` (sorted) with their `content` digests now: each one's place in the
+    def renumbered(self, ids: list[str], content):
+        """For the lessons `ids` (sorted) with their `content` digests now (`_joined`): each one's place in the
         kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a lesson gone),
         and whether each is stale (new, or changed since)."""
         import numpy as np
@@ -355,13 +356,11 @@ class KeptLessons:
 
         index = dict(zip(ids, range(len(ids))))
         now = np.fromiter(map(index.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
-        same = np.fromiter(map(str.__eq__, self.content, map(content.get, self.ids, repeat(""))), dtype=bool,
-                           count=len(self.ids))
         remain = np.flatnonzero(now >= 0)
         place = np.full(len(ids), -1, dtype=np.int64)
         place[now[remain]] = remain
         stale = np.ones(len(ids), dtype=bool)
-        stale[now[same & (now >= 0)]] = False
+        stale[now[remain[(self.content[remain] == content[now[remain]]).all(axis=1)]]] = False
         found = self.candidates
         owner = np.repeat(now, np.diff(found.start))
         held = owner >= 0  # both lists are sorted by id, so the rows still there stay in order
@@ -380,21 +379,34 @@ def _settings_key(settings: dict, backend: str) -> str:
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
 
-def _content(lesson: Lesson) -> str:
-    """A digest of what the graph and the descriptions read of a lesson: text, tags and links."""
+DIGEST = 16  # bytes of a lesson's content digest (`_content`)
+
+
+def _content(lesson: Lesson) -> bytes:
+    """A digest of what the graph and the descriptions read of a lesson: text, tags and links
+    (`DIGEST` bytes)."""
     return _contents([lesson])[lesson.id]
 
 
-def _contents(lessons: list[Lesson]) -> dict[str, str]:
-    """`_content` of each lesson, by id, in one loop (100k lessons)."""
-    blake2b, fields = hashlib.blake2b, attrgetter("id", "trigger", "action", "tags", "relationships")
+def _contents(lessons: list[Lesson]) -> dict[str, bytes]:
+    """`_content` of each lesson, by id, in one loop (100k lessons). What is digested is the length
+    of the trigger, the tags and the link targets (sorted) as Python writes lists of strings
+    (`repr`: quoted and escaped, so each list ends where its closing bracket is), the trigger and
+    then the action: it reads back as one split into fields only, so no two contents digest alike."""
+    blake2b, target = hashlib.blake2b, attrgetter("target")
     out = {}
-    for lid, trigger, action, tags, relationships in map(fields, lessons):
-        # every field after the lengths of all: no text can read as another split differently
-        read = [trigger or "", action or "", *tags, *sorted([rel.target for rel in relationships])]
-        head = f"{len(tags)}:{','.join([str(len(part)) for part in read])}\0"
-        out[lid] = blake2b((head + "".join(read)).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    for lid, trigger, action, tags, links in map(attrgetter("id", "trigger", "action", "tags", "relationships"), lessons):
+        trigger = trigger or ""
+        read = f"{len(trigger)}:{tags!r}{sorted(map(target, links))!r}{trigger}{action or ''}"
+        out[lid] = blake2b(read.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
     return out
+
+
+def _joined(content: dict[str, bytes], ids: list[str]):
+    """The content digests of `ids`, one row of `DIGEST` bytes each (a numpy array of 8-byte words)."""
+    import numpy as np
+
+    return np.frombuffer(b"".join(map(content.__getitem__, ids)), dtype=np.uint64).reshape(-1, DIGEST // 8)
 
 
 def _move_locally(graph: "_Graph", kept_labels, start: list[int], resolution: float):
@@ -512,21 +524,6 @@ class _Graph:
 
     def explicit_pairs(self):
         return self.explicit // max(self.n, 1), self.explicit % max(self.n, 1)
-
-    def lines(self, ids: list[str], block: int = 1 << 16):
-        """Each edge written out ("a|b|weight\n"), in edge order, as texts of `block` edges each
-        (each distinct weight written once)."""
-        import numpy as np
-
-        values = np.sort(self.w)
-        values = values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
-        tails = [f"|{v:.6f}\n" for v in values.tolist()]
-        heads = [lid + "|" for lid in ids]
-        at = np.searchsorted(values, self.w)
-        for lo in range(0, len(self.a), block):
-            yield "".join(chain.from_iterable(zip(map(heads.__getitem__, self.a[lo:lo + block].tolist()),
-                                                  map(ids.__getitem__, self.b[lo:lo + block].tolist()),
-                                                  map(tails.__getitem__, at[lo:lo + block].tolist()))))
 
     def digests(self, ids: list[str]):
         """Each node's digest of its edges (a numpy uint64 array): a 64-bit sum over its edges of a mix of the
@@ -741,14 +738,16 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     if backend is None or isinstance(backend, LexicalBackend):
         with stage(cache, 0.0, 0.6):  # each text's words, from its trigger's, action's and tags' read once
             tick = ticker(cache)
-            parts = [[lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)] for lesson in ordered]
+            triggers = [x or "" for x in map(attrgetter("trigger"), ordered)]
+            actions = [x or "" for x in map(attrgetter("action"), ordered)]
+            tags = list(map(" ".join, map(attrgetter("tags"), ordered)))
 
             def read(i: int) -> tuple[str, ...]:
                 tick(i, n)
-                return joined_terms(cache, parts[i])
+                return joined_terms(cache, [triggers[i], actions[i], tags[i]])
 
-            m = tf_idf(cache, [" ".join(p) for p in parts], read)
-            del parts
+            m = tf_idf(cache, list(map(" ".join, zip(triggers, actions, tags))), read)
+            del triggers, actions, tags
         with stage(cache, 0.6, 1.0):
             a, b, _, proposed = nearest_in(m, [lesson.id for lesson in ordered], threshold, NEIGHBOURS,
                                            candidates, stale, ticker(cache))
@@ -784,18 +783,40 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     return _Graph(n, pairs // max(n, 1), pairs % max(n, 1), w, explicit, proposed)
 
 
-def _graph_hash(lines, ordered: list[Lesson], settings: dict,
+def _graph_hash(graph: _Graph, ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
-    """`lines`: each edge written out ("a|b|weight\n"), sorted by pair, in texts of any length
-    (`_Graph.lines`)."""
+    """A sha256 of what the partition and the findings shown are made from: the findings answered
+    "don't ask again", the seed, resolution and Louvain implementation, each lesson's id and
+    version (in id order, `ordered`), and each edge: its ends (places in that order) and its weight
+    written with 6 decimals. Each part is hashed after its size, so no two different inputs read
+    alike. The edges are hashed as arrays of numbers (mgcp once hashed them written out as text: the
+    first run after that upgrade hashes differently, and is not `unchanged`)."""
+    import numpy as np
+
+    from mgcp.operations.sparse import distinct
+
     h = hashlib.sha256()
-    for answered in sorted(settled):
-        h.update(f"settled={answered}\n".encode())
-    h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
-             f"louvain={louvain(settings)}\n".encode())
-    h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    for text_of_lines in lines:
-        h.update(text_of_lines.encode())
+
+    def part(data: bytes) -> None:
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+
+    part(json.dumps(sorted(settled)).encode())
+    part(f"seed={settings.get('seed')};resolution={settings.get('resolution')};louvain={louvain(settings)}".encode())
+    ids = list(map(attrgetter("id"), ordered))
+    part(np.fromiter(map(len, ids), dtype="<i8", count=len(ids)).tobytes())
+    part("".join(ids).encode("utf-8", "surrogatepass"))
+    part(np.fromiter(map(attrgetter("version"), ordered), dtype="<i8", count=len(ids)).tobytes())
+    part(graph.a.astype("<i8").tobytes())
+    part(graph.b.astype("<i8").tobytes())
+    # each edge's weight as written with 6 decimals: the distinct forms (ascending with the
+    # weights), and each edge's form among them
+    values = distinct(graph.w)
+    forms = [f"{v:.6f}" for v in values.tolist()]
+    number = {form: i for i, form in enumerate(dict.fromkeys(forms))}
+    form_of = np.array([number[form] for form in forms], dtype="<i8")
+    part(json.dumps(list(number)).encode())
+    part(form_of[np.searchsorted(values, graph.w)].tobytes())
     return h.hexdigest()
 
 
@@ -818,13 +839,14 @@ def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]
 
 # -- titles and summaries ------------------------------------------------------------------------
 
-def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
-         kept: bytes | None = None) -> tuple[dict[str, float], "_Keywords"]:
+def _idf(ordered: list[Lesson], content: dict[str, bytes] | None = None,
+         kept: bytes | None = None, joined=None) -> tuple[dict[str, float], "_Keywords"]:
     """Each keyword's inverse document frequency over the triggers and tags, ln((1 + n) / (1 + df))
     + 1, and each lesson's keywords it was counted from (`_Keywords`, kept for the next run). A
     text's keywords are its tokens' own keywords (`text.keywords` maps token by token), so each
     distinct token is read once; a lesson whose content digest (`_content`) is as `kept` holds it
-    (an earlier run's `_Keywords.state`) is not read at all. The counts are the same either way."""
+    (an earlier run's `_Keywords.state`) is not read at all. The counts are the same either way.
+    `joined`: the content digests in the order of `ordered` (`_joined`), when the caller has them."""
     import numpy as np
 
     from mgcp.operations.sparse import expand, starts
@@ -848,13 +870,12 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
     of_token = text.Memo(numbered)
     tokenize, chained = text.tokenize, chain.from_iterable
     ids = [lesson.id for lesson in ordered]
-    digests = list(map(content.__getitem__, ids))
+    digests = _joined(content, ids) if joined is None else joined
     source = np.full(len(ordered), -1, dtype=np.int64)  # each lesson's kept row, or -1: read now
     if words is not None:
         rows = np.fromiter(map(row_of.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
         known = np.flatnonzero(rows >= 0)
-        same = np.fromiter(map(str.__eq__, map(words.digests.__getitem__, rows[known].tolist()),
-                               map(digests.__getitem__, known.tolist())), dtype=bool, count=len(known))
+        same = (words.digests[rows[known]] == digests[known]).all(axis=1)
         source[known[same]] = rows[known[same]]
     fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
     flat: list[int] = []  # the keywords of those read now, one lesson after the other
@@ -884,20 +905,21 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
 
 
 class _Keywords:
-    """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`),
+    """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`,
+    a row of words per lesson: `_joined`),
     the `vocabulary`, and each lesson's keyword numbers at held[start[i]:start[i + 1]].
     `state` is what is kept (with `KEYWORD_RULES`, so that other rules find nothing in it)."""
 
     __slots__ = ("ids", "digests", "vocabulary", "start", "held")
 
-    def __init__(self, ids: list[str], digests: list[str], vocabulary: list[str], start, held):
+    def __init__(self, ids: list[str], digests, vocabulary: list[str], start, held):
         self.ids, self.digests, self.vocabulary, self.start, self.held = ids, digests, vocabulary, start, held
 
     def state(self) -> bytes:
         import numpy as np
 
         return framed.frame({"rules": KEYWORD_RULES.hex()},
-                            [json.dumps([self.ids, self.digests, self.vocabulary]).encode(),
+                            [json.dumps([self.ids, self.vocabulary]).encode(), self.digests.tobytes(),
                              np.diff(self.start).astype("<i4").tobytes(), self.held.astype("<i4").tobytes()])
 
     @classmethod
@@ -908,17 +930,18 @@ class _Keywords:
 
         from mgcp.operations.sparse import starts
 
-        read = framed.unframe(state, 3)
+        read = framed.unframe(state, 4)
         if read is None or read[0].get("rules") != KEYWORD_RULES.hex():
             return None
-        head, lengths, held = read[1]
+        head, digests, lengths, held = read[1]
         try:
-            ids, digests, vocabulary = json.loads(head)
+            ids, vocabulary = json.loads(head)
         except (ValueError, TypeError):
             return None
-        if not all(_strings(x) for x in (ids, digests, vocabulary)) or len(digests) != len(ids) \
+        if not _strings(ids) or not _strings(vocabulary) or len(digests) != DIGEST * len(ids) \
                 or len(lengths) != 4 * len(ids) or len(held) % 4:
             return None
+        digests = np.frombuffer(digests, dtype=np.uint64).reshape(-1, DIGEST // 8)
         start = starts(np.frombuffer(lengths, dtype="<i4").astype(np.int64))
         held = np.frombuffer(held, dtype="<i4").astype(np.int64)
         if start[-1] != len(held) or (len(held) and (held.min() < 0 or held.max() >= len(vocabulary))):
@@ -926,11 +949,12 @@ class _Keywords:
         return cls(ids, digests, vocabulary, start, held)
 
 
-def _sample_key(sample: list[str], content: dict[str, str]) -> str:
+def _sample_key(sample: list[str], content: dict[str, bytes]) -> str:
     """What a community's title is drawn from (`sample`: its TITLE_SAMPLE most central members,
-    sorted), as a digest of their ids and contents (`_content`)."""
-    read = "".join([f"{lid}\0{content[lid]}\n" for lid in sample])
-    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    sorted), as a digest of their ids (as JSON) and contents (`_content`, `DIGEST` bytes each)."""
+    h = hashlib.blake2b(json.dumps(sample).encode(), digest_size=12)
+    h.update(b"".join(map(content.__getitem__, sample)))
+    return h.hexdigest()
 
 
 def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], title: str) -> dict:
@@ -970,18 +994,23 @@ class _Phrases:
     one. A phrase is kept as its written form only: its key is the stems of the form's words (as
     `text.phrases` makes it), so what is taken is what a reading gives, entry for entry."""
 
-    def __init__(self, state: bytes | None, content: dict[str, str]):
+    def __init__(self, state: bytes | None, content: dict[str, bytes]):
         self.content = content
-        self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
+        self.kept: dict[str, tuple[bytes, str]] = {}  # lesson id -> (content digest, forms joined)
         self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
         self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
-        if isinstance(state, bytes) and state.startswith(PHRASE_RULES):
-            try:
-                ids, digests, forms = json.loads(state[len(PHRASE_RULES):])
-                if len(ids) == len(digests) == len(forms) and all(_strings(x) for x in (ids, digests, forms)):
-                    self.kept = dict(zip(ids, zip(digests, forms)))
-            except (ValueError, TypeError):
-                self.kept = {}
+        read = framed.unframe(state, 2)
+        if read is None or read[0].get("rules") != PHRASE_RULES.hex():
+            return
+        head, digests = read[1]
+        try:
+            ids, forms = json.loads(head)
+        except (ValueError, TypeError):
+            return
+        if _strings(ids) and _strings(forms) and len(ids) == len(forms) and len(digests) == DIGEST * len(ids):
+            self.kept = dict(zip(ids, zip(map(digests.__getitem__, map(slice, range(0, len(digests), DIGEST),
+                                                                      range(DIGEST, len(digests) + 1, DIGEST))),
+                                          forms)))
 
     def __call__(self, lesson: Lesson) -> dict[tuple[str, ...], str]:
         forms = self.read.get(lesson.id)
@@ -1009,7 +1038,7 @@ class _Phrases:
             ids.append(lid)
             digests.append(self.content[lid])
             forms.append(joined)
-        return PHRASE_RULES + json.dumps([ids, digests, forms]).encode()
+        return framed.frame({"rules": PHRASE_RULES.hex()}, [json.dumps([ids, forms]).encode(), b"".join(digests)])
 
 
 def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], read=None) -> str:
