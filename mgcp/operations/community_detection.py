@@ -209,7 +209,7 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     communities, titles, described = [], {}, 0
     for group in groups:
         members = [ids[i] for i in group.tolist()]
-        central = [ids[i] for i in graph.central(group, ids)]
+        central = [ids[i] for i in graph.central(group)]
         sample = sorted(central[:TITLE_SAMPLE])
         drawn_from = _sample_key(sample, content)
         title = kept_titles.get(drawn_from)
@@ -539,9 +539,9 @@ class _Graph:
         node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
         return node
 
-    def central(self, members, ids: list[str]) -> list[int]:
-        """The `members` (node numbers), most central first (the weight of their edges inside),
-        then by id."""
+    def central(self, members) -> list[int]:
+        """The `members` (node numbers, ascending), most central first (the weight of their edges
+        inside, summed exactly: `math.fsum`), then by id."""
         import numpy as np
 
         from mgcp.operations.sparse import expand
@@ -554,9 +554,10 @@ class _Graph:
         owner = np.repeat(np.arange(len(members)), counts)[held]
         weights = self.weight_at[entries][held].tolist()
         cut = np.searchsorted(owner, np.arange(len(members) + 1)).tolist()
-        centrality = [math.fsum(weights[cut[k]:cut[k + 1]]) for k in range(len(members))]
-        nodes = members.tolist()
-        return [nodes[k] for k in sorted(range(len(nodes)), key=lambda k: (-centrality[k], ids[nodes[k]]))]
+        centrality = np.fromiter(map(math.fsum, map(weights.__getitem__, map(slice, cut[:-1], cut[1:]))),
+                                 dtype=np.float64, count=len(members))
+        # `members` ascend, as their ids do: a stable sort leaves those as central in id order
+        return members[np.argsort(-centrality, kind="stable")].tolist()
 
     def strongest(self, k: int, nodes):
         """A function of each of `nodes` (ascending): (its k strongest neighbours, strongest first,
@@ -721,11 +722,11 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     from mgcp.operations.similarity import nearest_in
 
     n = len(ordered)
-    index = {lesson.id: i for i, lesson in enumerate(ordered)}
+    index = dict(zip(map(attrgetter("id"), ordered), range(n)))
     # each link as (its lesson, its target's place, -1 for a lesson not in the input)
-    links = [lesson.relationships for lesson in ordered]
+    links = list(map(attrgetter("relationships"), ordered))
     source = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, links), dtype=np.int64, count=n))
-    target = np.fromiter(map(index.get, (rel.target for rel in chain.from_iterable(links)), repeat(-1)),
+    target = np.fromiter(map(index.get, map(attrgetter("target"), chain.from_iterable(links)), repeat(-1)),
                          dtype=np.int64, count=len(source))
     held = (target >= 0) & (target != source)
     low, high = np.minimum(source, target)[held], np.maximum(source, target)[held]
@@ -1021,8 +1022,10 @@ class _Phrases:
                 self.read[lesson.id] = _FORMS.join(found.values())
                 return found
             forms = self.read[lesson.id] = row[1]
-        key_of = self.key_of
-        return {key_of[form]: form for form in forms.split(_FORMS)} if forms else {}
+        if not forms:
+            return {}
+        forms = forms.split(_FORMS)
+        return dict(zip(map(self.key_of.__getitem__, forms), forms))
 
     def state(self, members: list[str]) -> bytes:
         """What to keep: the phrases of `members` (the lessons of this run's title samples) that
