@@ -89,7 +89,7 @@ import json
 import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import chain, repeat
 from operator import attrgetter
 from pathlib import Path
@@ -532,8 +532,9 @@ class _Graph:
         2^-64, so a node whose digest is kept unchanged has its edges unchanged."""
         import numpy as np
 
-        of_id = np.fromiter((int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little")
-                             for i in ids), dtype=np.uint64, count=len(ids))
+        digest = partial(hashlib.blake2b, digest_size=8)
+        of_id = np.frombuffer(b"".join(map(hashlib.blake2b.digest, map(digest, map(str.encode, ids)))), dtype="<u8")
+        of_id = of_id.astype(np.uint64)
         entry = _mix(of_id[self.neighbour] ^ _mix(self.weight_at.view(np.uint64)))
         summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(entry, dtype=np.uint64)])
         node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
@@ -999,7 +1000,7 @@ class _Phrases:
         self.content = content
         self.kept: dict[str, tuple[bytes, str]] = {}  # lesson id -> (content digest, forms joined)
         self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
-        self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
+        self.key_of: dict[str, tuple[str, ...]] = {}  # each form's key, made once per run (forms repeat)
         read = framed.unframe(state, 2)
         if read is None or read[0].get("rules") != PHRASE_RULES.hex():
             return
@@ -1024,8 +1025,11 @@ class _Phrases:
             forms = self.read[lesson.id] = row[1]
         if not forms:
             return {}
-        forms = forms.split(_FORMS)
-        return dict(zip(map(self.key_of.__getitem__, forms), forms))
+        forms, key_of = forms.split(_FORMS), self.key_of
+        new = [form for form in forms if form not in key_of]
+        if new:  # a key is the stems of the form's words, as `text.phrases` makes it
+            key_of.update(zip(new, map(tuple, map(map, repeat(text.stem), map(str.split, new, repeat(" "))))))
+        return dict(zip(map(key_of.__getitem__, forms), forms))
 
     def state(self, members: list[str]) -> bytes:
         """What to keep: the phrases of `members` (the lessons of this run's title samples) that
