@@ -549,3 +549,33 @@ def test_a_run_from_a_state_kept_of_no_lessons_adds_them_all():
     assert result.communities  # every lesson searched and placed
     stored = community_detection.KeptLessons.read(first.kept.lessons.state())  # as the engine keeps it, and reads it back
     assert stored is not None and stored.ids == [] and len(stored.candidates.other) == 0
+
+
+def test_readings_are_kept_again_only_past_a_share_and_a_run_on_older_ones_finds_the_same():
+    rng = random.Random(16)
+    before = corpus(rng, 500)
+    first = full(before)
+
+    def refined(lessons, ids):
+        return [x.model_copy(update={"action": x.action + " Then ping the owner.", "version": x.version + 1})
+                if x.id in ids else x for x in lessons]
+
+    after = refined(before, {"l0003", "l0104", "l0205"})  # 0.6% of the lessons: below `shared.BEHIND`
+    second = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                     cache=CycleCache(), kept=first.kept)
+    assert second.incremental and second.described > 0  # titles were drawn: the keywords and phrases read
+    assert second.kept.readings == {}
+    # kept as the engine keeps them (a reading not returned stays as it was), then used by the next run
+    again = refined(after, {"l0007", "l0308", "l0409"})
+    outcomes = []
+    for readings in ({**first.kept.readings, **second.kept.readings}, {}):
+        kept = community_detection.Kept(second.kept.settings, second.kept.runs_since_full, second.kept.lessons,
+                                        second.kept.titles, readings)
+        third = community_detection.run(again, second.communities, SETTINGS, second.graph_hash, second.modularity,
+                                        cache=CycleCache(), kept=kept)
+        outcomes.append((third.communities, third.described, [f.fingerprint for f in third.findings]))
+    assert outcomes[0] == outcomes[1]
+    # past the share, both are kept again
+    many = refined(before, {x.id for x in before[::20]})
+    assert set(community_detection.run(many, first.communities, SETTINGS, cache=CycleCache(),
+                                       kept=first.kept).kept.readings) == {"keywords", "phrases"}

@@ -58,9 +58,11 @@ unless it is the `full_every`-th run since the last full one (a full run then re
   titled anew. Every summary is written anew (it needs no corpus statistics).
 What titles are drawn from, as read from the lessons, is kept too (`Kept.readings`, each lesson
 known by its content digest, whatever the settings): every lesson's keywords, which the idf counts
-(`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`). A run, incremental or
-full, reads only the texts of lessons added or changed since; what it takes from these is exactly
-what reading the texts gives (the same idf, the same phrases), so they add no drift.
+(`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`); each is kept again only
+once it lacks, or holds no longer, more than a share `shared.BEHIND` of what it would hold. A run,
+incremental or full, reads only the texts of lessons added or changed since they were kept; what it
+takes from these is exactly what reading the texts gives (the same idf, the same phrases), so they
+add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it), nor the
 candidate a search now would propose in place of one gone or changed (its edges are still the
@@ -99,7 +101,7 @@ from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, framed, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
-from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
+from mgcp.operations.shared import BEHIND, WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
 from mgcp.operations.similarity import Candidates, LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -143,7 +145,8 @@ class Kept:
     lessons: "KeptLessons | None"  # None: none usable (a run is then a full run)
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
     # what the titles are drawn from, read from the lessons: "keywords" (`_Keywords.state`) and
-    # "phrases" (`_Phrases.state`); what a run returns holds only those it read anew
+    # "phrases" (`_Phrases.state`); what a run returns holds only those it keeps again (see the
+    # module docstring: the others stay as they were kept)
     readings: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -281,9 +284,11 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     if graph.proposed is not None:
         new_kept = Kept(key, kept.runs_since_full + 1 if incremental else 0,
                         KeptLessons(ids, joined, labels, edge_digests, graph.proposed), titles)
-        if keywords is not None:
+        # a reading is kept again only once what is kept lacks more than a few of what it would
+        # hold (`shared.BEHIND`): the next run reads those few again, as this one did
+        if keywords is not None and keywords.behind > BEHIND * len(ids):
             new_kept.readings["keywords"] = keywords.state()
-        if phrases.read:
+        if phrases.fresh and phrases.fresh > BEHIND * len(set(sampled)):
             new_kept.readings["phrases"] = phrases.state(sampled)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
@@ -903,6 +908,8 @@ def _idf(ordered: list[Lesson], content: dict[str, bytes] | None = None,
     present = df > 0
     renumber = np.cumsum(present) - 1
     kept_words = _Keywords(ids, digests, [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
+    # what the kept state lacks (the lessons read now) and holds no longer (its rows not taken)
+    kept_words.behind = len(fresh) + (len(words.ids) - len(taken) if words is not None else 0)
     return idf, kept_words
 
 
@@ -912,10 +919,11 @@ class _Keywords:
     the `vocabulary`, and each lesson's keyword numbers at held[start[i]:start[i + 1]].
     `state` is what is kept (with `KEYWORD_RULES`, so that other rules find nothing in it)."""
 
-    __slots__ = ("ids", "digests", "vocabulary", "start", "held")
+    __slots__ = ("ids", "digests", "vocabulary", "start", "held", "behind")
 
     def __init__(self, ids: list[str], digests, vocabulary: list[str], start, held):
         self.ids, self.digests, self.vocabulary, self.start, self.held = ids, digests, vocabulary, start, held
+        self.behind = len(ids)  # lessons the state `_idf` read had to read anew, or held no longer
 
     def state(self) -> bytes:
         import numpy as np
@@ -1000,6 +1008,7 @@ class _Phrases:
         self.content = content
         self.kept: dict[str, tuple[bytes, str]] = {}  # lesson id -> (content digest, forms joined)
         self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
+        self.fresh = 0  # members read in this run (what was kept lacked them)
         self.key_of: dict[str, tuple[str, ...]] = {}  # each form's key, made once per run (forms repeat)
         read = framed.unframe(state, 2)
         if read is None or read[0].get("rules") != PHRASE_RULES.hex():
@@ -1021,6 +1030,7 @@ class _Phrases:
             if row is None or row[0] != self.content[lesson.id]:
                 found = _member_phrases(lesson)
                 self.read[lesson.id] = _FORMS.join(found.values())
+                self.fresh += 1
                 return found
             forms = self.read[lesson.id] = row[1]
         if not forms:
