@@ -213,15 +213,16 @@ def test_phrases_taken_from_what_was_kept_are_the_phrases_read_now():
         assert list(second(x).items()) == list(_member_phrases(x).items())
     # only the members given are kept; kept under other rules, a state is not read
     assert len(_Phrases(second.state(["t-tags", "l0001"]), content).kept) == 2
-    _, parts = framed.unframe(state, 2)
+    _, parts = framed.unframe(state, 3)
     assert _Phrases(framed.frame({"rules": "other"}, parts), content).kept == {}
     assert _Phrases(state[:-5], content).kept == {}
-    # damaged under the right rules (a number among the forms, a digest cut short, a text column):
-    # not read, no error
-    rules = {"rules": PHRASE_RULES.hex()}
-    assert _Phrases(framed.frame(rules, [json.dumps([["l0001"], [7]]).encode(), content["l0001"]]), content).kept == {}
-    assert _Phrases(framed.frame(rules, [json.dumps([["l0001"], ["a"]]).encode(), content["l0001"][:-1]]),
-                    content).kept == {}
+    # damaged under the right rules (a number among the ids, forms with a line too many, a digest cut
+    # short, a text column): not read, no error
+    rules, digest = {"rules": PHRASE_RULES.hex()}, content["l0001"]
+    assert _Phrases(framed.frame(rules, [json.dumps(["l0001"]).encode(), b"a b", digest]), content).kept != {}
+    assert _Phrases(framed.frame(rules, [json.dumps([7]).encode(), b"a b", digest]), content).kept == {}
+    assert _Phrases(framed.frame(rules, [json.dumps(["l0001"]).encode(), b"a\nb", digest]), content).kept == {}
+    assert _Phrases(framed.frame(rules, [json.dumps(["l0001"]).encode(), b"a b", digest[:-1]]), content).kept == {}
     assert _Phrases(state.decode("latin-1"), content).kept == {}
 
 

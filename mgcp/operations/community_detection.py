@@ -92,7 +92,7 @@ import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import attrgetter
 from pathlib import Path
 from types import SimpleNamespace
@@ -335,7 +335,7 @@ class KeptLessons:
         n = len(ids) if isinstance(ids, list) else -1
         if (not _strings(ids) or len(content) != DIGEST * n or len(label) != 8 * n
                 or len(edges) != 8 * n or len(lengths) != 4 * n or len(other) % 4 or len(score) != 2 * len(other)
-                or any(a >= b for a, b in zip(ids, ids[1:]))):
+                or not all(map(str.__lt__, ids, islice(ids, 1, None)))):
             return None
         lengths = np.frombuffer(lengths, dtype="<i4").astype(np.int64)
         other = np.frombuffer(other, dtype="<i4").astype(np.int64)
@@ -428,14 +428,13 @@ def _move_locally(graph: "_Graph", kept_labels, start: list[int], resolution: fl
     labels = kept_labels.copy()
     labels[alone] = fresh + np.arange(len(alone))
     fresh += len(alone)
-    labels = labels.tolist()
     degree = graph.degree.tolist()
     two_m = sum(degree)
     if not two_m:
-        return np.array(labels, dtype=np.int64)
-    total: dict[int, float] = defaultdict(float)
-    for node, label in enumerate(labels):
-        total[label] += degree[node]
+        return labels
+    # each community's degree, summed in node order (as bincount adds its weights)
+    total = np.bincount(labels, weights=graph.degree, minlength=fresh).tolist()
+    labels = labels.tolist()
     first = list(dict.fromkeys(start))
     seen = set(first)
     first += sorted({n for node in first for n in graph.neighbours(node)[0]} - seen)
@@ -1010,15 +1009,16 @@ class _Phrases:
         self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
         self.fresh = 0  # members read in this run (what was kept lacked them)
         self.key_of: dict[str, tuple[str, ...]] = {}  # each form's key, made once per run (forms repeat)
-        read = framed.unframe(state, 2)
+        read = framed.unframe(state, 3)
         if read is None or read[0].get("rules") != PHRASE_RULES.hex():
             return
-        head, digests = read[1]
+        head, forms, digests = read[1]
         try:
-            ids, forms = json.loads(head)
+            ids = json.loads(head)
+            forms = forms.decode("utf-8", "surrogatepass").split("\n") if ids else []
         except (ValueError, TypeError):
             return
-        if _strings(ids) and _strings(forms) and len(ids) == len(forms) and len(digests) == DIGEST * len(ids):
+        if _strings(ids) and len(ids) == len(forms) and len(digests) == DIGEST * len(ids):
             self.kept = dict(zip(ids, zip(map(digests.__getitem__, map(slice, range(0, len(digests), DIGEST),
                                                                       range(DIGEST, len(digests) + 1, DIGEST))),
                                           forms)))
@@ -1055,7 +1055,10 @@ class _Phrases:
             ids.append(lid)
             digests.append(self.content[lid])
             forms.append(joined)
-        return framed.frame({"rules": PHRASE_RULES.hex()}, [json.dumps([ids, forms]).encode(), b"".join(digests)])
+        # a line per member (its forms hold no line break: the words hold letters, digits and "_")
+        return framed.frame({"rules": PHRASE_RULES.hex()}, [json.dumps(ids).encode(),
+                                                            "\n".join(forms).encode("utf-8", "surrogatepass"),
+                                                            b"".join(digests)])
 
 
 def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], read=None) -> str:
@@ -1116,7 +1119,9 @@ def compare(previous: list[dict] | None, current: list[dict]) -> dict:
     before: dict[str, int] = {}
     for i, p in enumerate(p for p in previous if len(p.get("member_ids", [])) >= 2):
         before.update(dict.fromkeys(p["member_ids"], i))
-    shared: list[Counter] = [Counter(before[m] for m in set(c["member_ids"]) if m in before) for c in current]
+    shared: list[Counter] = [Counter(map(before.get, set(c["member_ids"]))) for c in current]
+    for counts in shared:
+        counts.pop(None, None)  # members in no previous community
     into: list[dict[int, int]] = [{} for _ in prev]
     for j, counts in enumerate(shared):
         for i, n in counts.items():
