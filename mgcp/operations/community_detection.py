@@ -110,7 +110,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 6          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+KEPT_RULES = 6          # how the kept state is made (`_content`, `_Graph.digests`, `_sample_key`): others are not used
 _OWN = Path(__file__).read_bytes()
 # how each lesson's keywords are read for the idf (`_idf`, `_Keywords`: this module, and the words' rules)
 KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
@@ -210,9 +210,10 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     phrases = _Phrases(readings.get("phrases"), content)
     sampled: list[str] = []  # the members of every title sample
     communities, titles, described = [], {}, 0
+    centrality = graph.centrality(labels) if groups else None
     for group in groups:
-        members = [ids[i] for i in group.tolist()]
-        central = [ids[i] for i in graph.central(group)]
+        members = list(map(ids.__getitem__, group.tolist()))
+        central = list(map(ids.__getitem__, graph.central(group, centrality)))
         sample = sorted(central[:TITLE_SAMPLE])
         drawn_from = _sample_key(sample, content)
         title = kept_titles.get(drawn_from)
@@ -299,7 +300,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 class KeptLessons:
     """Each lesson's kept row (see the module docstring), as arrays over `ids` (sorted): its content
-    digest (`_content`; `content`, a row of words per lesson: `_joined`), its community `label`, the digest of its `edges` (`_Graph.digests`) and
+    digest (`_content`; `content` holds a row of words per lesson, as `_joined` makes them), its
+    community `label`, the digest of its `edges` (`_Graph.digests`) and
     its text neighbour candidates with the scores of their pairs (`similarity.Candidates`, over
     places in `ids`). `state` is what is stored; `read` gives it back, or None when it is not
     usable (cut short, damaged, or made by other rules)."""
@@ -352,9 +354,9 @@ class KeptLessons:
                    np.frombuffer(edges, dtype="<u8").astype(np.uint64), Candidates(start, other, score))
 
     def renumbered(self, ids: list[str], content):
-        """For the lessons `ids` (sorted) with their `content` digests now (`_joined`): each one's place in the
-        kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a lesson gone),
-        and whether each is stale (new, or changed since)."""
+        """For the lessons `ids` (sorted) with their `content` digests now (`_joined`): each one's
+        place in the kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a
+        lesson gone), and whether each is stale (new, or changed since)."""
         import numpy as np
 
         from mgcp.operations.sparse import starts
@@ -398,9 +400,10 @@ def _contents(lessons: list[Lesson]) -> dict[str, bytes]:
     of the trigger, the tags and the link targets (sorted) as Python writes lists of strings
     (`repr`: quoted and escaped, so each list ends where its closing bracket is), the trigger and
     then the action: it reads back as one split into fields only, so no two contents digest alike."""
-    blake2b, target = hashlib.blake2b, attrgetter("target")
+    blake2b, target, fields = hashlib.blake2b, attrgetter("target"), attrgetter("id", "trigger", "action", "tags",
+                                                                                 "relationships")
     out = {}
-    for lid, trigger, action, tags, links in map(attrgetter("id", "trigger", "action", "tags", "relationships"), lessons):
+    for lid, trigger, action, tags, links in map(fields, lessons):
         trigger = trigger or ""
         read = f"{len(trigger)}:{tags!r}{sorted(map(target, links))!r}{trigger}{action or ''}"
         out[lid] = blake2b(read.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
@@ -544,25 +547,25 @@ class _Graph:
         node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
         return node
 
-    def central(self, members) -> list[int]:
-        """The `members` (node numbers, ascending), most central first (the weight of their edges
-        inside, summed exactly: `math.fsum`), then by id."""
+    def centrality(self, labels):
+        """Each node's weight of its edges inside its community (a label per node), summed exactly
+        (`math.fsum`), as a numpy array."""
         import numpy as np
 
-        from mgcp.operations.sparse import expand
+        owner = np.repeat(np.arange(self.n), np.diff(self.start))
+        inside = labels[self.neighbour] == labels[owner]
+        weights = self.weight_at[inside].tolist()
+        cut = np.searchsorted(owner[inside], np.arange(self.n + 1)).tolist()
+        return np.fromiter(map(math.fsum, map(weights.__getitem__, map(slice, cut[:-1], cut[1:]))),
+                           dtype=np.float64, count=self.n)
 
-        inside = np.zeros(self.n, dtype=bool)
-        inside[members] = True
-        counts = self.start[members + 1] - self.start[members]
-        entries = expand(self.start, members)
-        held = inside[self.neighbour[entries]]
-        owner = np.repeat(np.arange(len(members)), counts)[held]
-        weights = self.weight_at[entries][held].tolist()
-        cut = np.searchsorted(owner, np.arange(len(members) + 1)).tolist()
-        centrality = np.fromiter(map(math.fsum, map(weights.__getitem__, map(slice, cut[:-1], cut[1:]))),
-                                 dtype=np.float64, count=len(members))
-        # `members` ascend, as their ids do: a stable sort leaves those as central in id order
-        return members[np.argsort(-centrality, kind="stable")].tolist()
+    @staticmethod
+    def central(members, centrality) -> list[int]:
+        """The `members` of a community (node numbers, ascending), most central first (`centrality`),
+        then by id: they ascend as their ids do, and a stable sort keeps those as central in that order."""
+        import numpy as np
+
+        return members[np.argsort(-centrality[members], kind="stable")].tolist()
 
     def strongest(self, k: int, nodes):
         """A function of each of `nodes` (ascending): (its k strongest neighbours, strongest first,
