@@ -149,11 +149,11 @@ def test_a_title_is_kept_only_for_the_very_members_and_texts_it_was_drawn_from()
     from mgcp.operations.community_detection import _sample_key
 
     sample = [f"m{i:02d}" for i in range(40)]
-    content = {lid: "c" for lid in sample + ["x"]}
+    content = {lid: bytes(16) for lid in sample + ["x"]}
     key = _sample_key(sample, content)
     assert _sample_key(list(sample), dict(content)) == key
     assert _sample_key(sample[:-1], content) != key and _sample_key(sample[1:] + ["x"], content) != key
-    assert _sample_key(sample, {**content, "m07": "changed"}) != key
+    assert _sample_key(sample, {**content, "m07": b"\1" * 16}) != key
 
 
 def test_the_idf_from_kept_keywords_is_the_idf_read_from_every_lesson():
@@ -186,12 +186,12 @@ def test_the_idf_from_kept_keywords_is_the_idf_read_from_every_lesson():
     assert set(again.vocabulary) == {w for x in after for w in text.keywords(x.trigger + " " + " ".join(x.tags))}
     assert _idf(after, content, again.state())[1].state() == again.state()
     # a state kept under other rules, or cut short, is not read
-    _, parts = framed.unframe(state, 3)
+    _, parts = framed.unframe(state, 4)
     assert _Keywords.read(state[:-4]) is None and _Keywords.read(framed.frame({"rules": "other"}, parts)) is None
     lied = _Keywords.read(state)
     lied.held = lied.held.copy()
     lied.held[:] = 0  # every lesson holds the first word only: were it read, the idf would differ
-    assert _idf(after, {x.id: "other" for x in after}, lied.state())[0] == read_all(after)
+    assert _idf(after, {x.id: b"\1" * 16 for x in after}, lied.state())[0] == read_all(after)
 
 
 def test_phrases_taken_from_what_was_kept_are_the_phrases_read_now():
@@ -213,19 +213,27 @@ def test_phrases_taken_from_what_was_kept_are_the_phrases_read_now():
         assert list(second(x).items()) == list(_member_phrases(x).items())
     # only the members given are kept; kept under other rules, a state is not read
     assert len(_Phrases(second.state(["t-tags", "l0001"]), content).kept) == 2
-    assert _Phrases(b"x" * len(PHRASE_RULES) + state[len(PHRASE_RULES):], content).kept == {}
+    _, parts = framed.unframe(state, 3)
+    assert _Phrases(framed.frame({"rules": "other"}, parts), content).kept == {}
     assert _Phrases(state[:-5], content).kept == {}
-    # damaged under the right rules (a number among the forms, a text column): not read, no error
-    assert _Phrases(PHRASE_RULES + json.dumps([["l0001"], [content["l0001"]], [7]]).encode(), content).kept == {}
+    # damaged under the right rules (a number among the ids, forms with a line too many, a digest cut
+    # short, a text column): not read, no error
+    rules, digest = {"rules": PHRASE_RULES.hex()}, content["l0001"]
+    assert _Phrases(framed.frame(rules, [json.dumps(["l0001"]).encode(), b"a b", digest]), content).kept != {}
+    assert _Phrases(framed.frame(rules, [json.dumps([7]).encode(), b"a b", digest]), content).kept == {}
+    assert _Phrases(framed.frame(rules, [json.dumps(["l0001"]).encode(), b"a\nb", digest]), content).kept == {}
+    assert _Phrases(framed.frame(rules, [json.dumps(["l0001"]).encode(), b"a b", digest[:-1]]), content).kept == {}
     assert _Phrases(state.decode("latin-1"), content).kept == {}
 
 
 def test_damaged_kept_keywords_are_ignored_and_a_lessons_content_digest_cannot_be_another_split():
     from mgcp.operations.community_detection import KEYWORD_RULES, _content, _contents, _Keywords
 
-    head = json.dumps([[["l1"]], ["d"], ["word"]]).encode()
-    damaged = framed.frame({"rules": KEYWORD_RULES.hex()}, [head, (1).to_bytes(4, "little"), (0).to_bytes(4, "little")])
+    rules, one, zero = {"rules": KEYWORD_RULES.hex()}, (1).to_bytes(4, "little"), (0).to_bytes(4, "little")
+    damaged = framed.frame(rules, [json.dumps([[["l1"]], ["word"]]).encode(), bytes(16), one, zero])
     assert _Keywords.read(damaged) is None and _Keywords.read(damaged.decode("latin-1")) is None
+    assert _Keywords.read(framed.frame(rules, [json.dumps([["l1"], ["word"]]).encode(), bytes(15), one, zero])) is None
+    assert _Keywords.read(framed.frame(rules, [json.dumps([["l1"], ["word"]]).encode(), bytes(16), one, zero]))
     # the same characters split otherwise between trigger, action, tags and links
     a = lesson("l1", "deploy\0rollback", "x", tags=["web\1hooks"])
     b = lesson("l1", "deploy", "rollback\0x", tags=["web", "hooks"])
@@ -512,7 +520,7 @@ def test_a_damaged_kept_lessons_state_is_ignored_and_the_run_is_full():
     def made(ids, label, lengths, other, score=None):  # framed as a run frames it, but not what one keeps
         score = [0.5] * len(other) if score is None else score
         return framed.frame({"rules": KEPT_RULES}, [
-            json.dumps([ids, ["c"] * len(ids)]).encode(), np.array(label, dtype="<i8").tobytes(),
+            json.dumps(ids).encode(), bytes(16 * len(ids)), np.array(label, dtype="<i8").tobytes(),
             np.zeros(len(ids), dtype="<u8").tobytes(), np.array(lengths, dtype="<i4").tobytes(),
             np.array(other, dtype="<i4").tobytes(), np.array(score, dtype="<f8").tobytes()])
 
@@ -542,3 +550,33 @@ def test_a_run_from_a_state_kept_of_no_lessons_adds_them_all():
     assert result.communities  # every lesson searched and placed
     stored = community_detection.KeptLessons.read(first.kept.lessons.state())  # as the engine keeps it, and reads it back
     assert stored is not None and stored.ids == [] and len(stored.candidates.other) == 0
+
+
+def test_readings_are_kept_again_only_past_a_share_and_a_run_on_older_ones_finds_the_same():
+    rng = random.Random(16)
+    before = corpus(rng, 500)
+    first = full(before)
+
+    def refined(lessons, ids):
+        return [x.model_copy(update={"action": x.action + " Then ping the owner.", "version": x.version + 1})
+                if x.id in ids else x for x in lessons]
+
+    after = refined(before, {"l0003", "l0104", "l0205"})  # 0.6% of the lessons: below `shared.BEHIND`
+    second = community_detection.run(after, first.communities, SETTINGS, first.graph_hash, first.modularity,
+                                     cache=CycleCache(), kept=first.kept)
+    assert second.incremental and second.described > 0  # titles were drawn: the keywords and phrases read
+    assert second.kept.readings == {}
+    # kept as the engine keeps them (a reading not returned stays as it was), then used by the next run
+    again = refined(after, {"l0007", "l0308", "l0409"})
+    outcomes = []
+    for readings in ({**first.kept.readings, **second.kept.readings}, {}):
+        kept = community_detection.Kept(second.kept.settings, second.kept.runs_since_full, second.kept.lessons,
+                                        second.kept.titles, readings)
+        third = community_detection.run(again, second.communities, SETTINGS, second.graph_hash, second.modularity,
+                                        cache=CycleCache(), kept=kept)
+        outcomes.append((third.communities, third.described, [f.fingerprint for f in third.findings]))
+    assert outcomes[0] == outcomes[1]
+    # past the share, both are kept again
+    many = refined(before, {x.id for x in before[::20]})
+    assert set(community_detection.run(many, first.communities, SETTINGS, cache=CycleCache(),
+                                       kept=first.kept).kept.readings) == {"keywords", "phrases"}

@@ -58,9 +58,11 @@ unless it is the `full_every`-th run since the last full one (a full run then re
   titled anew. Every summary is written anew (it needs no corpus statistics).
 What titles are drawn from, as read from the lessons, is kept too (`Kept.readings`, each lesson
 known by its content digest, whatever the settings): every lesson's keywords, which the idf counts
-(`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`). A run, incremental or
-full, reads only the texts of lessons added or changed since; what it takes from these is exactly
-what reading the texts gives (the same idf, the same phrases), so they add no drift.
+(`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`); each is kept again only
+once it lacks, or holds no longer, more than a share `shared.BEHIND` of what it would hold. A run,
+incremental or full, reads only the texts of lessons added or changed since they were kept; what it
+takes from these is exactly what reading the texts gives (the same idf, the same phrases), so they
+add no drift.
 What may drift from a full run on the same data: an unchanged lesson does not see a better
 candidate that arrived after its search (the newcomer's own search usually finds it), nor the
 candidate a search now would propose in place of one gone or changed (its edges are still the
@@ -89,8 +91,8 @@ import json
 import math
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import chain, repeat
+from functools import lru_cache, partial
+from itertools import chain, islice, repeat
 from operator import attrgetter
 from pathlib import Path
 from types import SimpleNamespace
@@ -99,7 +101,7 @@ from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, framed, lesson_text, subject_identity, subject_of
 from mgcp.collector import collector_paused, collector_running
-from mgcp.operations.shared import WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
+from mgcp.operations.shared import BEHIND, WORDS, CycleCache, joined_terms, stage, tf_idf, ticker
 from mgcp.operations.similarity import Candidates, LexicalBackend, SimilarityBackend
 
 OPERATION = "community_detection"
@@ -108,7 +110,7 @@ MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to
 MAX_SUGGESTIONS = 3
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
-KEPT_RULES = 5          # how the kept state is made (`_Graph.digests`, `_sample_key`): kept by other rules is not used
+KEPT_RULES = 6          # how the kept state is made (`_content`, `_Graph.digests`, `_sample_key`): others are not used
 _OWN = Path(__file__).read_bytes()
 # how each lesson's keywords are read for the idf (`_idf`, `_Keywords`: this module, and the words' rules)
 KEYWORD_RULES = hashlib.blake2b(b"community keywords\0" + _OWN + WORDS, digest_size=16).digest()
@@ -143,7 +145,8 @@ class Kept:
     lessons: "KeptLessons | None"  # None: none usable (a run is then a full run)
     titles: dict[str, str] = field(default_factory=dict)  # `_sample_key` -> the title drawn from it
     # what the titles are drawn from, read from the lessons: "keywords" (`_Keywords.state`) and
-    # "phrases" (`_Phrases.state`); what a run returns holds only those it read anew
+    # "phrases" (`_Phrases.state`); what a run returns holds only those it keeps again (see the
+    # module docstring: the others stay as they were kept)
     readings: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -170,15 +173,16 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     lexical = backend is None or isinstance(backend, LexicalBackend)
     key = _settings_key(settings, type(backend).__name__ if backend is not None else LexicalBackend.__name__)
     content = _contents(ordered)
+    joined = _joined(content, ids)
     incremental = (kept is not None and kept.lessons is not None and kept.settings == key and lexical
                    and kept.runs_since_full + 1 < int(settings.get("full_every", 10)))
     if incremental:
-        place, candidates, stale = kept.lessons.renumbered(ids, content)
+        place, candidates, stale = kept.lessons.renumbered(ids, joined)
         graph = _edges(ordered, settings, backend, cache, candidates, stale)
     else:
         graph = _edges(ordered, settings, backend, cache)
 
-    graph_hash = _graph_hash(graph.lines(ids), ordered, settings, settled)  # each edge as the hash reads it
+    graph_hash = _graph_hash(graph, ordered, settings, settled)
     if graph_hash == previous_hash:
         return CommunityResult(findings=[], communities=previous or [], graph_hash=graph_hash,
                                modularity=previous_modularity, unchanged=True)
@@ -206,15 +210,16 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     phrases = _Phrases(readings.get("phrases"), content)
     sampled: list[str] = []  # the members of every title sample
     communities, titles, described = [], {}, 0
+    centrality = graph.centrality(labels) if groups else None
     for group in groups:
-        members = [ids[i] for i in group.tolist()]
-        central = [ids[i] for i in graph.central(group, ids)]
+        members = list(map(ids.__getitem__, group.tolist()))
+        central = list(map(ids.__getitem__, graph.central(group, centrality)))
         sample = sorted(central[:TITLE_SAMPLE])
         drawn_from = _sample_key(sample, content)
         title = kept_titles.get(drawn_from)
         if title is None:
             if idf is None:
-                idf, keywords = _idf(ordered, content, readings.get("keywords"))
+                idf, keywords = _idf(ordered, content, readings.get("keywords"), joined)
             title = _title(sample, by_id, idf, phrases)
             described += 1
         titles[drawn_from] = title
@@ -279,10 +284,12 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
     new_kept = None
     if graph.proposed is not None:
         new_kept = Kept(key, kept.runs_since_full + 1 if incremental else 0,
-                        KeptLessons(ids, [content[lid] for lid in ids], labels, edge_digests, graph.proposed), titles)
-        if keywords is not None:
+                        KeptLessons(ids, joined, labels, edge_digests, graph.proposed), titles)
+        # a reading is kept again only once what is kept lacks more than a few of what it would
+        # hold (`shared.BEHIND`): the next run reads those few again, as this one did
+        if keywords is not None and keywords.behind > BEHIND * len(ids):
             new_kept.readings["keywords"] = keywords.state()
-        if phrases.read:
+        if phrases.fresh and phrases.fresh > BEHIND * len(set(sampled)):
             new_kept.readings["phrases"] = phrases.state(sampled)
     return CommunityResult(findings=findings, communities=communities, graph_hash=graph_hash,
                            modularity=graph.modularity(labels), changes=changes,
@@ -293,14 +300,15 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
 class KeptLessons:
     """Each lesson's kept row (see the module docstring), as arrays over `ids` (sorted): its content
-    digest (`_content`), its community `label`, the digest of its `edges` (`_Graph.digests`) and
+    digest (`_content`; `content` holds a row of words per lesson, as `_joined` makes them), its
+    community `label`, the digest of its `edges` (`_Graph.digests`) and
     its text neighbour candidates with the scores of their pairs (`similarity.Candidates`, over
     places in `ids`). `state` is what is stored; `read` gives it back, or None when it is not
     usable (cut short, damaged, or made by other rules)."""
 
     __slots__ = ("ids", "content", "label", "edges", "candidates")
 
-    def __init__(self, ids: list[str], content: list[str], label, edges, candidates: Candidates):
+    def __init__(self, ids: list[str], content, label, edges, candidates: Candidates):
         self.ids, self.content, self.label, self.edges, self.candidates = ids, content, label, edges, candidates
 
     def state(self) -> bytes:
@@ -308,7 +316,7 @@ class KeptLessons:
 
         found = self.candidates
         return framed.frame({"rules": KEPT_RULES}, [
-            json.dumps([self.ids, self.content]).encode(), self.label.astype("<i8").tobytes(),
+            json.dumps(self.ids).encode(), self.content.tobytes(), self.label.astype("<i8").tobytes(),
             self.edges.astype("<u8").tobytes(), np.diff(found.start).astype("<i4").tobytes(),
             found.other.astype("<i4").tobytes(), found.score.astype("<f8").tobytes()])
 
@@ -318,18 +326,18 @@ class KeptLessons:
 
         from mgcp.operations.sparse import starts
 
-        read = framed.unframe(state, 6)
+        read = framed.unframe(state, 7)
         if read is None or read[0].get("rules") != KEPT_RULES:
             return None
-        head, label, edges, lengths, other, score = read[1]
+        head, content, label, edges, lengths, other, score = read[1]
         try:
-            ids, content = json.loads(head)
-        except (ValueError, TypeError):
+            ids = json.loads(head)
+        except ValueError:
             return None
         n = len(ids) if isinstance(ids, list) else -1
-        if (not _strings(ids) or not _strings(content) or len(content) != n or len(label) != 8 * n
+        if (not _strings(ids) or len(content) != DIGEST * n or len(label) != 8 * n
                 or len(edges) != 8 * n or len(lengths) != 4 * n or len(other) % 4 or len(score) != 2 * len(other)
-                or any(a >= b for a, b in zip(ids, ids[1:]))):
+                or not all(map(str.__lt__, ids, islice(ids, 1, None)))):
             return None
         lengths = np.frombuffer(lengths, dtype="<i4").astype(np.int64)
         other = np.frombuffer(other, dtype="<i4").astype(np.int64)
@@ -342,26 +350,24 @@ class KeptLessons:
         label = np.frombuffer(label, dtype="<i8").astype(np.int64)
         if label.min(initial=0) < 0:
             return None
-        return cls(ids, content, label,
+        return cls(ids, np.frombuffer(content, dtype=np.uint64).reshape(-1, DIGEST // 8), label,
                    np.frombuffer(edges, dtype="<u8").astype(np.uint64), Candidates(start, other, score))
 
-    def renumbered(self, ids: list[str], content: dict[str, str]):
-        """For the lessons `ids` (sorted) with their `content` digests now: each one's place in the
-        kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a lesson gone),
-        and whether each is stale (new, or changed since)."""
+    def renumbered(self, ids: list[str], content):
+        """For the lessons `ids` (sorted) with their `content` digests now (`_joined`): each one's
+        place in the kept rows (-1: none), the kept candidates renumbered to places in `ids` (-1: a
+        lesson gone), and whether each is stale (new, or changed since)."""
         import numpy as np
 
         from mgcp.operations.sparse import starts
 
         index = dict(zip(ids, range(len(ids))))
         now = np.fromiter(map(index.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
-        same = np.fromiter(map(str.__eq__, self.content, map(content.get, self.ids, repeat(""))), dtype=bool,
-                           count=len(self.ids))
         remain = np.flatnonzero(now >= 0)
         place = np.full(len(ids), -1, dtype=np.int64)
         place[now[remain]] = remain
         stale = np.ones(len(ids), dtype=bool)
-        stale[now[same & (now >= 0)]] = False
+        stale[now[remain[(self.content[remain] == content[now[remain]]).all(axis=1)]]] = False
         found = self.candidates
         owner = np.repeat(now, np.diff(found.start))
         held = owner >= 0  # both lists are sorted by id, so the rows still there stay in order
@@ -380,21 +386,35 @@ def _settings_key(settings: dict, backend: str) -> str:
     return hashlib.sha256(described.encode()).hexdigest()[:16]
 
 
-def _content(lesson: Lesson) -> str:
-    """A digest of what the graph and the descriptions read of a lesson: text, tags and links."""
+DIGEST = 16  # bytes of a lesson's content digest (`_content`)
+
+
+def _content(lesson: Lesson) -> bytes:
+    """A digest of what the graph and the descriptions read of a lesson: text, tags and links
+    (`DIGEST` bytes)."""
     return _contents([lesson])[lesson.id]
 
 
-def _contents(lessons: list[Lesson]) -> dict[str, str]:
-    """`_content` of each lesson, by id, in one loop (100k lessons)."""
-    blake2b, fields = hashlib.blake2b, attrgetter("id", "trigger", "action", "tags", "relationships")
+def _contents(lessons: list[Lesson]) -> dict[str, bytes]:
+    """`_content` of each lesson, by id, in one loop (100k lessons). What is digested is the length
+    of the trigger, the tags and the link targets (sorted) as Python writes lists of strings
+    (`repr`: quoted and escaped, so each list ends where its closing bracket is), the trigger and
+    then the action: it reads back as one split into fields only, so no two contents digest alike."""
+    blake2b, target, fields = hashlib.blake2b, attrgetter("target"), attrgetter("id", "trigger", "action", "tags",
+                                                                                 "relationships")
     out = {}
-    for lid, trigger, action, tags, relationships in map(fields, lessons):
-        # every field after the lengths of all: no text can read as another split differently
-        read = [trigger or "", action or "", *tags, *sorted([rel.target for rel in relationships])]
-        head = f"{len(tags)}:{','.join([str(len(part)) for part in read])}\0"
-        out[lid] = blake2b((head + "".join(read)).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    for lid, trigger, action, tags, links in map(fields, lessons):
+        trigger = trigger or ""
+        read = f"{len(trigger)}:{tags!r}{sorted(map(target, links))!r}{trigger}{action or ''}"
+        out[lid] = blake2b(read.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
     return out
+
+
+def _joined(content: dict[str, bytes], ids: list[str]):
+    """The content digests of `ids`, one row of `DIGEST` bytes each (a numpy array of 8-byte words)."""
+    import numpy as np
+
+    return np.frombuffer(b"".join(map(content.__getitem__, ids)), dtype=np.uint64).reshape(-1, DIGEST // 8)
 
 
 def _move_locally(graph: "_Graph", kept_labels, start: list[int], resolution: float):
@@ -411,14 +431,13 @@ def _move_locally(graph: "_Graph", kept_labels, start: list[int], resolution: fl
     labels = kept_labels.copy()
     labels[alone] = fresh + np.arange(len(alone))
     fresh += len(alone)
-    labels = labels.tolist()
     degree = graph.degree.tolist()
     two_m = sum(degree)
     if not two_m:
-        return np.array(labels, dtype=np.int64)
-    total: dict[int, float] = defaultdict(float)
-    for node, label in enumerate(labels):
-        total[label] += degree[node]
+        return labels
+    # each community's degree, summed in node order (as bincount adds its weights)
+    total = np.bincount(labels, weights=graph.degree, minlength=fresh).tolist()
+    labels = labels.tolist()
     first = list(dict.fromkeys(start))
     seen = set(first)
     first += sorted({n for node in first for n in graph.neighbours(node)[0]} - seen)
@@ -513,21 +532,6 @@ class _Graph:
     def explicit_pairs(self):
         return self.explicit // max(self.n, 1), self.explicit % max(self.n, 1)
 
-    def lines(self, ids: list[str], block: int = 1 << 16):
-        """Each edge written out ("a|b|weight\n"), in edge order, as texts of `block` edges each
-        (each distinct weight written once)."""
-        import numpy as np
-
-        values = np.sort(self.w)
-        values = values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
-        tails = [f"|{v:.6f}\n" for v in values.tolist()]
-        heads = [lid + "|" for lid in ids]
-        at = np.searchsorted(values, self.w)
-        for lo in range(0, len(self.a), block):
-            yield "".join(chain.from_iterable(zip(map(heads.__getitem__, self.a[lo:lo + block].tolist()),
-                                                  map(ids.__getitem__, self.b[lo:lo + block].tolist()),
-                                                  map(tails.__getitem__, at[lo:lo + block].tolist()))))
-
     def digests(self, ids: list[str]):
         """Each node's digest of its edges (a numpy uint64 array): a 64-bit sum over its edges of a mix of the
         neighbour's id (its own 64-bit digest) and the edge's weight (its bits), mixed once more
@@ -535,31 +539,33 @@ class _Graph:
         2^-64, so a node whose digest is kept unchanged has its edges unchanged."""
         import numpy as np
 
-        of_id = np.fromiter((int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little")
-                             for i in ids), dtype=np.uint64, count=len(ids))
+        digest = partial(hashlib.blake2b, digest_size=8)
+        of_id = np.frombuffer(b"".join(map(hashlib.blake2b.digest, map(digest, map(str.encode, ids)))), dtype="<u8")
+        of_id = of_id.astype(np.uint64)
         entry = _mix(of_id[self.neighbour] ^ _mix(self.weight_at.view(np.uint64)))
         summed = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(entry, dtype=np.uint64)])
         node = _mix((summed[self.start[1:]] - summed[self.start[:-1]]) ^ np.diff(self.start).astype(np.uint64))
         return node
 
-    def central(self, members, ids: list[str]) -> list[int]:
-        """The `members` (node numbers), most central first (the weight of their edges inside),
-        then by id."""
+    def centrality(self, labels):
+        """Each node's weight of its edges inside its community (a label per node), summed exactly
+        (`math.fsum`), as a numpy array."""
         import numpy as np
 
-        from mgcp.operations.sparse import expand
+        owner = np.repeat(np.arange(self.n), np.diff(self.start))
+        inside = labels[self.neighbour] == labels[owner]
+        weights = self.weight_at[inside].tolist()
+        cut = np.searchsorted(owner[inside], np.arange(self.n + 1)).tolist()
+        return np.fromiter(map(math.fsum, map(weights.__getitem__, map(slice, cut[:-1], cut[1:]))),
+                           dtype=np.float64, count=self.n)
 
-        inside = np.zeros(self.n, dtype=bool)
-        inside[members] = True
-        counts = self.start[members + 1] - self.start[members]
-        entries = expand(self.start, members)
-        held = inside[self.neighbour[entries]]
-        owner = np.repeat(np.arange(len(members)), counts)[held]
-        weights = self.weight_at[entries][held].tolist()
-        cut = np.searchsorted(owner, np.arange(len(members) + 1)).tolist()
-        centrality = [math.fsum(weights[cut[k]:cut[k + 1]]) for k in range(len(members))]
-        nodes = members.tolist()
-        return [nodes[k] for k in sorted(range(len(nodes)), key=lambda k: (-centrality[k], ids[nodes[k]]))]
+    @staticmethod
+    def central(members, centrality) -> list[int]:
+        """The `members` of a community (node numbers, ascending), most central first (`centrality`),
+        then by id: they ascend as their ids do, and a stable sort keeps those as central in that order."""
+        import numpy as np
+
+        return members[np.argsort(-centrality[members], kind="stable")].tolist()
 
     def strongest(self, k: int, nodes):
         """A function of each of `nodes` (ascending): (its k strongest neighbours, strongest first,
@@ -724,11 +730,11 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     from mgcp.operations.similarity import nearest_in
 
     n = len(ordered)
-    index = {lesson.id: i for i, lesson in enumerate(ordered)}
+    index = dict(zip(map(attrgetter("id"), ordered), range(n)))
     # each link as (its lesson, its target's place, -1 for a lesson not in the input)
-    links = [lesson.relationships for lesson in ordered]
+    links = list(map(attrgetter("relationships"), ordered))
     source = np.repeat(np.arange(n, dtype=np.int64), np.fromiter(map(len, links), dtype=np.int64, count=n))
-    target = np.fromiter(map(index.get, (rel.target for rel in chain.from_iterable(links)), repeat(-1)),
+    target = np.fromiter(map(index.get, map(attrgetter("target"), chain.from_iterable(links)), repeat(-1)),
                          dtype=np.int64, count=len(source))
     held = (target >= 0) & (target != source)
     low, high = np.minimum(source, target)[held], np.maximum(source, target)[held]
@@ -741,14 +747,16 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     if backend is None or isinstance(backend, LexicalBackend):
         with stage(cache, 0.0, 0.6):  # each text's words, from its trigger's, action's and tags' read once
             tick = ticker(cache)
-            parts = [[lesson.trigger or "", lesson.action or "", " ".join(lesson.tags)] for lesson in ordered]
+            triggers = [x or "" for x in map(attrgetter("trigger"), ordered)]
+            actions = [x or "" for x in map(attrgetter("action"), ordered)]
+            tags = list(map(" ".join, map(attrgetter("tags"), ordered)))
 
             def read(i: int) -> tuple[str, ...]:
                 tick(i, n)
-                return joined_terms(cache, parts[i])
+                return joined_terms(cache, [triggers[i], actions[i], tags[i]])
 
-            m = tf_idf(cache, [" ".join(p) for p in parts], read)
-            del parts
+            m = tf_idf(cache, list(map(" ".join, zip(triggers, actions, tags))), read)
+            del triggers, actions, tags
         with stage(cache, 0.6, 1.0):
             a, b, _, proposed = nearest_in(m, [lesson.id for lesson in ordered], threshold, NEIGHBOURS,
                                            candidates, stale, ticker(cache))
@@ -784,18 +792,40 @@ def _edges(ordered: list[Lesson], settings: dict, backend: SimilarityBackend | N
     return _Graph(n, pairs // max(n, 1), pairs % max(n, 1), w, explicit, proposed)
 
 
-def _graph_hash(lines, ordered: list[Lesson], settings: dict,
+def _graph_hash(graph: _Graph, ordered: list[Lesson], settings: dict,
                 settled: frozenset[str] = frozenset()) -> str:
-    """`lines`: each edge written out ("a|b|weight\n"), sorted by pair, in texts of any length
-    (`_Graph.lines`)."""
+    """A sha256 of what the partition and the findings shown are made from: the findings answered
+    "don't ask again", the seed, resolution and Louvain implementation, each lesson's id and
+    version (in id order, `ordered`), and each edge: its ends (places in that order) and its weight
+    written with 6 decimals. Each part is hashed after its size, so no two different inputs read
+    alike. The edges are hashed as arrays of numbers (mgcp once hashed them written out as text: the
+    first run after that upgrade hashes differently, and is not `unchanged`)."""
+    import numpy as np
+
+    from mgcp.operations.sparse import distinct
+
     h = hashlib.sha256()
-    for answered in sorted(settled):
-        h.update(f"settled={answered}\n".encode())
-    h.update(f"seed={settings.get('seed')};resolution={settings.get('resolution')};"
-             f"louvain={louvain(settings)}\n".encode())
-    h.update("".join([f"{lesson.id}@{lesson.version}\n" for lesson in ordered]).encode())
-    for text_of_lines in lines:
-        h.update(text_of_lines.encode())
+
+    def part(data: bytes) -> None:
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+
+    part(json.dumps(sorted(settled)).encode())
+    part(f"seed={settings.get('seed')};resolution={settings.get('resolution')};louvain={louvain(settings)}".encode())
+    ids = list(map(attrgetter("id"), ordered))
+    part(np.fromiter(map(len, ids), dtype="<i8", count=len(ids)).tobytes())
+    part("".join(ids).encode("utf-8", "surrogatepass"))
+    part(np.fromiter(map(attrgetter("version"), ordered), dtype="<i8", count=len(ids)).tobytes())
+    part(graph.a.astype("<i8").tobytes())
+    part(graph.b.astype("<i8").tobytes())
+    # each edge's weight as written with 6 decimals: the distinct forms (ascending with the
+    # weights), and each edge's form among them
+    values = distinct(graph.w)
+    forms = [f"{v:.6f}" for v in values.tolist()]
+    number = {form: i for i, form in enumerate(dict.fromkeys(forms))}
+    form_of = np.array([number[form] for form in forms], dtype="<i8")
+    part(json.dumps(list(number)).encode())
+    part(form_of[np.searchsorted(values, graph.w)].tobytes())
     return h.hexdigest()
 
 
@@ -818,13 +848,14 @@ def _largest_component(members: list[str], adj: dict[str, set[str]]) -> set[str]
 
 # -- titles and summaries ------------------------------------------------------------------------
 
-def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
-         kept: bytes | None = None) -> tuple[dict[str, float], "_Keywords"]:
+def _idf(ordered: list[Lesson], content: dict[str, bytes] | None = None,
+         kept: bytes | None = None, joined=None) -> tuple[dict[str, float], "_Keywords"]:
     """Each keyword's inverse document frequency over the triggers and tags, ln((1 + n) / (1 + df))
     + 1, and each lesson's keywords it was counted from (`_Keywords`, kept for the next run). A
     text's keywords are its tokens' own keywords (`text.keywords` maps token by token), so each
     distinct token is read once; a lesson whose content digest (`_content`) is as `kept` holds it
-    (an earlier run's `_Keywords.state`) is not read at all. The counts are the same either way."""
+    (an earlier run's `_Keywords.state`) is not read at all. The counts are the same either way.
+    `joined`: the content digests in the order of `ordered` (`_joined`), when the caller has them."""
     import numpy as np
 
     from mgcp.operations.sparse import expand, starts
@@ -848,13 +879,12 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
     of_token = text.Memo(numbered)
     tokenize, chained = text.tokenize, chain.from_iterable
     ids = [lesson.id for lesson in ordered]
-    digests = list(map(content.__getitem__, ids))
+    digests = _joined(content, ids) if joined is None else joined
     source = np.full(len(ordered), -1, dtype=np.int64)  # each lesson's kept row, or -1: read now
     if words is not None:
         rows = np.fromiter(map(row_of.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
         known = np.flatnonzero(rows >= 0)
-        same = np.fromiter(map(str.__eq__, map(words.digests.__getitem__, rows[known].tolist()),
-                               map(digests.__getitem__, known.tolist())), dtype=bool, count=len(known))
+        same = (words.digests[rows[known]] == digests[known]).all(axis=1)
         source[known[same]] = rows[known[same]]
     fresh, taken = np.flatnonzero(source < 0), np.flatnonzero(source >= 0)
     flat: list[int] = []  # the keywords of those read now, one lesson after the other
@@ -880,24 +910,28 @@ def _idf(ordered: list[Lesson], content: dict[str, str] | None = None,
     present = df > 0
     renumber = np.cumsum(present) - 1
     kept_words = _Keywords(ids, digests, [w for w, p in zip(vocabulary, present.tolist()) if p], start, renumber[held])
+    # what the kept state lacks (the lessons read now) and holds no longer (its rows not taken)
+    kept_words.behind = len(fresh) + (len(words.ids) - len(taken) if words is not None else 0)
     return idf, kept_words
 
 
 class _Keywords:
-    """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`),
+    """Each lesson's keywords as `_idf` counts them: `ids` and their content `digests` (`_content`,
+    a row of words per lesson: `_joined`),
     the `vocabulary`, and each lesson's keyword numbers at held[start[i]:start[i + 1]].
     `state` is what is kept (with `KEYWORD_RULES`, so that other rules find nothing in it)."""
 
-    __slots__ = ("ids", "digests", "vocabulary", "start", "held")
+    __slots__ = ("ids", "digests", "vocabulary", "start", "held", "behind")
 
-    def __init__(self, ids: list[str], digests: list[str], vocabulary: list[str], start, held):
+    def __init__(self, ids: list[str], digests, vocabulary: list[str], start, held):
         self.ids, self.digests, self.vocabulary, self.start, self.held = ids, digests, vocabulary, start, held
+        self.behind = len(ids)  # lessons the state `_idf` read had to read anew, or held no longer
 
     def state(self) -> bytes:
         import numpy as np
 
         return framed.frame({"rules": KEYWORD_RULES.hex()},
-                            [json.dumps([self.ids, self.digests, self.vocabulary]).encode(),
+                            [json.dumps([self.ids, self.vocabulary]).encode(), self.digests.tobytes(),
                              np.diff(self.start).astype("<i4").tobytes(), self.held.astype("<i4").tobytes()])
 
     @classmethod
@@ -908,17 +942,18 @@ class _Keywords:
 
         from mgcp.operations.sparse import starts
 
-        read = framed.unframe(state, 3)
+        read = framed.unframe(state, 4)
         if read is None or read[0].get("rules") != KEYWORD_RULES.hex():
             return None
-        head, lengths, held = read[1]
+        head, digests, lengths, held = read[1]
         try:
-            ids, digests, vocabulary = json.loads(head)
+            ids, vocabulary = json.loads(head)
         except (ValueError, TypeError):
             return None
-        if not all(_strings(x) for x in (ids, digests, vocabulary)) or len(digests) != len(ids) \
+        if not _strings(ids) or not _strings(vocabulary) or len(digests) != DIGEST * len(ids) \
                 or len(lengths) != 4 * len(ids) or len(held) % 4:
             return None
+        digests = np.frombuffer(digests, dtype=np.uint64).reshape(-1, DIGEST // 8)
         start = starts(np.frombuffer(lengths, dtype="<i4").astype(np.int64))
         held = np.frombuffer(held, dtype="<i4").astype(np.int64)
         if start[-1] != len(held) or (len(held) and (held.min() < 0 or held.max() >= len(vocabulary))):
@@ -926,11 +961,12 @@ class _Keywords:
         return cls(ids, digests, vocabulary, start, held)
 
 
-def _sample_key(sample: list[str], content: dict[str, str]) -> str:
+def _sample_key(sample: list[str], content: dict[str, bytes]) -> str:
     """What a community's title is drawn from (`sample`: its TITLE_SAMPLE most central members,
-    sorted), as a digest of their ids and contents (`_content`)."""
-    read = "".join([f"{lid}\0{content[lid]}\n" for lid in sample])
-    return hashlib.blake2b(read.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    sorted), as a digest of their ids (as JSON) and contents (`_content`, `DIGEST` bytes each)."""
+    h = hashlib.blake2b(json.dumps(sample).encode(), digest_size=12)
+    h.update(b"".join(map(content.__getitem__, sample)))
+    return h.hexdigest()
 
 
 def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], title: str) -> dict:
@@ -970,18 +1006,25 @@ class _Phrases:
     one. A phrase is kept as its written form only: its key is the stems of the form's words (as
     `text.phrases` makes it), so what is taken is what a reading gives, entry for entry."""
 
-    def __init__(self, state: bytes | None, content: dict[str, str]):
+    def __init__(self, state: bytes | None, content: dict[str, bytes]):
         self.content = content
-        self.kept: dict[str, tuple[str, str]] = {}  # lesson id -> (content digest, forms joined)
+        self.kept: dict[str, tuple[bytes, str]] = {}  # lesson id -> (content digest, forms joined)
         self.read: dict[str, str] = {}  # the forms (joined) of the members taken or read in this run
-        self.key_of = text.Memo(lambda form: tuple(map(text.stem, form.split(" "))))  # forms repeat
-        if isinstance(state, bytes) and state.startswith(PHRASE_RULES):
-            try:
-                ids, digests, forms = json.loads(state[len(PHRASE_RULES):])
-                if len(ids) == len(digests) == len(forms) and all(_strings(x) for x in (ids, digests, forms)):
-                    self.kept = dict(zip(ids, zip(digests, forms)))
-            except (ValueError, TypeError):
-                self.kept = {}
+        self.fresh = 0  # members read in this run (what was kept lacked them)
+        self.key_of: dict[str, tuple[str, ...]] = {}  # each form's key, made once per run (forms repeat)
+        read = framed.unframe(state, 3)
+        if read is None or read[0].get("rules") != PHRASE_RULES.hex():
+            return
+        head, forms, digests = read[1]
+        try:
+            ids = json.loads(head)
+            forms = forms.decode("utf-8", "surrogatepass").split("\n") if ids else []
+        except (ValueError, TypeError):
+            return
+        if _strings(ids) and len(ids) == len(forms) and len(digests) == DIGEST * len(ids):
+            self.kept = dict(zip(ids, zip(map(digests.__getitem__, map(slice, range(0, len(digests), DIGEST),
+                                                                      range(DIGEST, len(digests) + 1, DIGEST))),
+                                          forms)))
 
     def __call__(self, lesson: Lesson) -> dict[tuple[str, ...], str]:
         forms = self.read.get(lesson.id)
@@ -990,10 +1033,16 @@ class _Phrases:
             if row is None or row[0] != self.content[lesson.id]:
                 found = _member_phrases(lesson)
                 self.read[lesson.id] = _FORMS.join(found.values())
+                self.fresh += 1
                 return found
             forms = self.read[lesson.id] = row[1]
-        key_of = self.key_of
-        return {key_of[form]: form for form in forms.split(_FORMS)} if forms else {}
+        if not forms:
+            return {}
+        forms, key_of = forms.split(_FORMS), self.key_of
+        new = [form for form in forms if form not in key_of]
+        if new:  # a key is the stems of the form's words, as `text.phrases` makes it
+            key_of.update(zip(new, map(tuple, map(map, repeat(text.stem), map(str.split, new, repeat(" "))))))
+        return dict(zip(map(key_of.__getitem__, forms), forms))
 
     def state(self, members: list[str]) -> bytes:
         """What to keep: the phrases of `members` (the lessons of this run's title samples) that
@@ -1009,7 +1058,10 @@ class _Phrases:
             ids.append(lid)
             digests.append(self.content[lid])
             forms.append(joined)
-        return PHRASE_RULES + json.dumps([ids, digests, forms]).encode()
+        # a line per member (its forms hold no line break: the words hold letters, digits and "_")
+        return framed.frame({"rules": PHRASE_RULES.hex()}, [json.dumps(ids).encode(),
+                                                            "\n".join(forms).encode("utf-8", "surrogatepass"),
+                                                            b"".join(digests)])
 
 
 def _title(members: list[str], by_id: dict[str, Lesson], idf: dict[str, float], read=None) -> str:
@@ -1070,7 +1122,9 @@ def compare(previous: list[dict] | None, current: list[dict]) -> dict:
     before: dict[str, int] = {}
     for i, p in enumerate(p for p in previous if len(p.get("member_ids", [])) >= 2):
         before.update(dict.fromkeys(p["member_ids"], i))
-    shared: list[Counter] = [Counter(before[m] for m in set(c["member_ids"]) if m in before) for c in current]
+    shared: list[Counter] = [Counter(map(before.get, set(c["member_ids"]))) for c in current]
+    for counts in shared:
+        counts.pop(None, None)  # members in no previous community
     into: list[dict[int, int]] = [{} for _ in prev]
     for j, counts in enumerate(shared):
         for i, n in counts.items():
