@@ -84,6 +84,26 @@ def test_done_naming_no_todo_of_a_new_project_writes_nothing(db, run, todos):
             for t in ("project_contexts", "project_sessions", "context_history")] == [0, 0, 0]
 
 
+@pytest.mark.parametrize("column, text", [("catalogue", "not json"), ("catalogue", "[1, 2]"),
+                                          ("todos", "{}"), ("active_files", "src/app.py")])
+def test_a_save_over_stored_state_it_cannot_read_is_refused(db, run, column, text):
+    """A legacy project whose catalogue (or todos, files) is not JSON of its type reads as empty: a
+    save would write the empty value over the text, kept nowhere. It is refused, naming the
+    project and the column, and changes nothing."""
+    from mgcp.errors import DatabaseError
+
+    run(db, lambda s: s.context.ensure_project(P))
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE project_contexts SET {column} = ?", [text])
+    conn.commit()
+    before = conn.execute("SELECT * FROM project_contexts").fetchall()
+    with pytest.raises(DatabaseError, match=f"the {column} stored for {P} is not a JSON .*nothing was saved"):
+        run(db, lambda s: s.context.save(P, "s1", notes="hi", catalogue={"a": 1}))
+    assert conn.execute("SELECT * FROM project_contexts").fetchall() == before
+    assert conn.execute("SELECT count(*) FROM context_history").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM project_sessions").fetchone()[0] == 0
+
+
 def test_context_at_detects_tampered_history(db, run):
     run(db, lambda s: s.context.save(P, "s1", catalogue={"a": 1}))
     conn = sqlite3.connect(db)

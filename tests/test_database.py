@@ -73,3 +73,24 @@ def test_an_insert_into_an_append_only_table_records_its_key_and_its_undo_delete
     assert recorded["community_runs"]["after"] == {"id": run_id}  # the key, not a copy of the partition
     assert recorded["lessons"]["after"]["action"] == "a"  # any other table: the whole row
     assert left == 0 and lessons == []
+
+
+def test_records_a_migration_skips_are_one_line_at_each_open(tmp_path, capsys):
+    """Every command opens the database and retries the pending migration: it says so in one line
+    pointing at `mgcp db migrate`, not a line per record it skipped."""
+    import sqlite3
+
+    from legacy import build_legacy
+
+    path = tmp_path / "legacy.db"
+    build_legacy(path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE project_contexts SET catalogue = 'not json'")  # both projects
+    conn.commit()
+    conn.close()
+    for _ in range(2):
+        run(path, names)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("mgcp: migration 0005_seed_context_history skipped 2 records, "
+                                                        "the first project "), err
+        assert "`mgcp db migrate` lists what it skips" in err

@@ -208,6 +208,38 @@ def test_a_bad_file_is_refused_and_nothing_is_imported(tmp_path, text):
     assert export(tmp_path / "x.db", tmp_path / "after.jsonl") == before
 
 
+@pytest.mark.parametrize("table, column, value, says", [
+    ("lessons", "version", "three", "version is not an integer ('three')"),
+    ("lessons", "usage_count", 1.5, "usage_count is not an integer (1.5)"),
+    ("lessons", "examples", '{"a": 1}', "examples is not a JSON list ('{\"a\": 1}')"),
+    ("lessons", "relationships", '[{"target": "x", "weight": "heavy"}]', "relationships[0].weight cannot be read back"),
+    ("lesson_versions", "version", 2 ** 63, "version is 9223372036854775808, past SQLite's 64-bit integers"),
+    ("lesson_traits", "confidence", "high", "confidence is not a number ('high')"),
+    ("project_contexts", "catalogue", '"text"', "catalogue is not a JSON object ('\"text\"')"),
+    ("project_contexts", "session_count", True, "session_count holds a bool, not a stored value"),
+    ("context_history", "active_files", "[1]", "active_files[0] cannot be read back"),
+    ("rem_findings", "subject", '{"x": "v1"}', "subject.x cannot be read back"),
+    ("rem_findings", "options", "{}", "options is not a JSON list ('{}')"),
+    ("rem_runs", "duration_ms", float("nan"), "duration_ms is nan, not a finite number"),
+    ("query_log", "query", 7, "query is not text (7)"),
+    ("community_summaries", "member_count", None, "member_count is missing (null)"),
+])
+def test_a_row_the_store_could_not_read_back_imports_nothing(demo_db, tmp_path, table, column, value, says):
+    """A value of the wrong type (or JSON of the wrong shape) would go in as it is and make every
+    read of its row fail: the import names the table, the row and the column, and writes nothing."""
+    lines = export(demo_db, tmp_path / "a.jsonl").decode().splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if json.loads(line).get("table") == table)
+    line = json.loads(lines[at])
+    line["row"][column] = value
+    lines[at] = json.dumps(line) + "\n"
+    (tmp_path / "bad.jsonl").write_text("".join(lines))
+    code, out, err = mgcp("import", "jsonl", tmp_path / "bad.jsonl", "--db", tmp_path / "new.db")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    key = dump._key(table, line["row"])
+    assert err.startswith(f"Error: {tmp_path / 'bad.jsonl'}: {table} row ({key}): {says}"), err
+    assert err.endswith("; nothing was imported\n") and not (tmp_path / "new.db").exists()
+
+
 def test_a_lesson_whose_parent_is_missing_imports_nothing(tmp_path):
     lesson = {"id": "child", "trigger": "t", "action": "a", "version": 1, "created_at": "2025-01-01T00:00:00+00:00",
               "last_refined": "2025-01-01T00:00:00+00:00", "parent_id": "ghost"}

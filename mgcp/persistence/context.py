@@ -5,7 +5,9 @@ of `project_contexts`: notes, active files, todos and decisions in full, plus th
 SHA-256 over canonical JSON and a top-level delta against the previous snapshot
 (`{"added": {k: new}, "removed": {k: old}, "changed": {k: new}}`; the first snapshot adds
 everything). Todos and active files given to a save replace the previous lists; decisions are
-appended (the last 10 stay in `project_contexts`).
+appended (the last 10 stay in `project_contexts`). A project whose stored catalogue, todos, files
+or decisions are not JSON of their type (an older writer's) reads them as empty, and is not saved
+until they are corrected: the save would write the empty value over text kept nowhere else.
 """
 
 from __future__ import annotations
@@ -55,6 +57,24 @@ def _json(text: str | None, default):
     except ValueError:
         return default
     return value if isinstance(value, type(default)) else default
+
+
+# The JSON columns of project_contexts that a save writes again in full, and the type each holds.
+STATE_JSON = {"catalogue": dict, "todos": list, "active_files": list, "recent_decisions": list}
+
+
+def unreadable(row) -> list[str]:
+    """The STATE_JSON columns of a project_contexts row whose text is not JSON of their type (an
+    older writer's): `project_from_row` reads them as empty."""
+    bad = []
+    for column, kind in STATE_JSON.items():
+        text = row[column]
+        try:
+            if text and not isinstance(json.loads(text), kind):
+                bad.append(column)
+        except ValueError:
+            bad.append(column)
+    return bad
 
 
 def _texts(text: str | None) -> list[str]:
@@ -177,6 +197,7 @@ class Contexts:
             if session_id:
                 await self.register_session(path, session_id, "save", at)
             project = await self.ensure_project(path)
+            await self._refuse_unreadable(project)
             if done:
                 _check_done(project, todos, done)
             number = project.session_count
@@ -227,6 +248,27 @@ class Contexts:
             }
             row["id"] = await self.db.insert("context_history", row)
         return snapshot_from_row(row)
+
+    async def _refuse_unreadable(self, project: ProjectContext) -> None:
+        """Refuse to save a project whose stored state holds JSON that cannot be read (DatabaseError).
+
+        The save writes every state column again, so such a column would become its empty value, and
+        its text would be kept nowhere: history has no place for a value that is not JSON, and
+        migration 0005, which seeds a project's history with the state it finds, skipped this
+        project for the same reason, so even its readable notes and todos are in no history row
+        yet. Once the column is corrected, the next command's migration seeds the history with the
+        project's state, and saves go on from there."""
+        row = await self.db.fetchone(
+            f"SELECT {', '.join(STATE_JSON)} FROM project_contexts WHERE project_id = ?", [project.project_id])
+        bad = unreadable(row)
+        if bad:
+            column = bad[0]
+            raise DatabaseError(
+                f"the {column} stored for {project.project_path} is not a JSON "
+                f"{'object' if STATE_JSON[column] is dict else 'list'} "
+                f"({_short(row[column], 40)}): mgcp cannot read it, and a save would replace it; nothing was "
+                f"saved. Correct the {column} column of project {project.project_id} in the project_contexts "
+                "table (or restore a backup), then save again")
 
     async def _latest_catalogue(self, project: ProjectContext) -> dict:
         """The catalogue as the last snapshot recorded it (normally the current one)."""

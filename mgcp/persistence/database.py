@@ -72,8 +72,11 @@ class Database:
             migrations.require_existing(path)
         report = await asyncio.to_thread(migrations.open_and_migrate, path)
         for name, failures in report.failures.items():
-            for failure in failures:
-                print(f"mgcp: migration {name} skipped {failure}; it will be retried", file=sys.stderr)
+            # One line per migration, at every command until the records are fixed: a pointer, not
+            # the list (`mgcp db migrate` prints every record it skipped).
+            what = failures[0] if len(failures) == 1 else f"{len(failures)} records, the first {failures[0]}"
+            print(f"mgcp: migration {name} skipped {what}; it stays pending and is retried "
+                  "(`mgcp db migrate` lists what it skips)", file=sys.stderr)
         try:
             conn = await aiosqlite.connect(str(path), isolation_level=None)
         except sqlite3.Error as exc:  # pragma: no cover - the file changed between the two opens

@@ -6,10 +6,11 @@ each table's key order, columns sorted by name, values exactly as stored (JSON c
 SQLite holds). The same knowledge therefore always exports to the same bytes.
 
 `import_rows(store, rows)` reads the rows twice, never holding them all (`ExportReader`: one open
-file, refused if it changed between the passes): first it checks every row (required columns, JSON
-columns, a lesson's text as `lesson add` checks it, every lesson with its versions), then it writes
-everything in one transaction; a row the database refuses is a one-line InvalidInputError naming
-its table and key:
+file, refused if it changed between the passes): first it checks every row (required columns, each
+value of the type its column declares, JSON columns holding JSON of the shape the store reads, the
+row read back by the store's own reader where it has one, a lesson's text as `lesson add` checks
+it, every lesson with its versions), then it writes everything in one transaction; a row refused
+is a one-line InvalidInputError naming its table, key and column:
 
 - into an empty database (no row in any exported table), every row goes in as it was, ids included,
   so that exporting the result reproduces the file byte for byte;
@@ -284,14 +285,16 @@ def _refusal(source: str, table: str, row: dict):
 def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: dict[str, list[dict]],
                source: str) -> set:
     """Every row checked before anything is written: its table and columns exist here, its key and
-    required columns are there, its values are plain SQLite values, its JSON columns hold JSON, a
-    lesson's text passes the checks `lesson add` makes, every lesson comes with its version rows and
-    says what its current version says, and each project's context history replays to the catalogue
-    hashes it records (what `db check` verifies). Returns the projects the rows bring history for
+    required columns are there, each value is of its column's declared type (INTEGER, REAL, TEXT;
+    NULL only where allowed), its JSON columns hold JSON of the shape the store reads, the store's
+    reader of its table (READERS) reads it, a lesson's text passes the checks `lesson add` makes,
+    every lesson comes with its version rows and says what its current version says, and each
+    project's context history replays to the catalogue hashes it records (what `db check` verifies). Returns the projects the rows bring history for
     (what a merge needs to know up front)."""
     required = {t: set(TABLES[t]) | {c["name"] for c in cols if c["notnull"] and c["dflt_value"] is None}
                 for t, cols in info.items()}
-    json_columns = {t: {c["name"] for c in cols if (c["type"] or "").upper() == "JSON"} for t, cols in info.items()}
+    declared = {t: {c["name"]: _Column.of(t, c) for c in cols} for t, cols in info.items()}
+    defaults = {t: {c["name"]: _sql_literal(c["dflt_value"]) for c in cols} for t, cols in info.items()}
     lessons, versioned, with_history = [], set(), set()
     current: dict[str, tuple] = {}   # lesson id -> (its version, the digest of its content)
     said: dict[tuple, bytes] = {}    # (lesson id, version) -> the digest of that version's content
@@ -311,13 +314,10 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
         if missing:
             raise bad(f"{missing[0]} is missing")
         for column, value in row.items():
-            if value is not None and not isinstance(value, (str, int, float, bytes)):
-                raise bad(f"{column} holds a {type(value).__name__}, not a stored value")
-            if column in json_columns[table] and value is not None:
-                try:
-                    json.loads(value)
-                except (TypeError, ValueError):
-                    raise bad(f"{column} is not JSON") from None
+            problem = _value_problem(declared[table][column], value)
+            if problem:
+                raise bad(f"{column} {problem}")
+        _read_back(table, {**defaults[table], **row}, bad)
         if table == "context_history":
             _replay_row(replays, row, bad)
         if table in ("lessons", "lesson_versions"):
@@ -351,6 +351,161 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
             raise InvalidInputError(f"{source}: lesson {lesson_id} says other than its version {version} "
                                     "(`db check` would fail); nothing was imported")
     return with_history
+
+
+# JSON columns without a default whose value the store reads as one shape (the others' default,
+# '[]' or '{}', says theirs).
+JSON_SHAPES = {("rem_findings", "options"): list, ("rem_state", "last_run_result"): dict}
+LARGEST = 2 ** 63  # SQLite's integers are 64-bit
+
+
+@dataclass(frozen=True)
+class _Column:
+    """What a column takes, from its declaration: INTEGER, REAL, TEXT or JSON (text holding JSON of
+    `shape`), and whether it may be NULL."""
+
+    kind: str
+    notnull: bool
+    shape: type | None = None
+
+    @classmethod
+    def of(cls, table: str, info: dict) -> _Column:
+        kind = (info["type"] or "").upper()
+        shape = JSON_SHAPES.get((table, info["name"])) or {"'[]'": list, "'{}'": dict}.get(info["dflt_value"])
+        return cls(kind, bool(info["notnull"]) or bool(info["pk"]), shape if kind == "JSON" else None)
+
+
+_SHAPE_NAMES = {list: "a JSON list", dict: "a JSON object"}
+
+
+def _value_problem(column: _Column, value) -> str | None:
+    """What is wrong with `value` as this column's, as the store reads it back; None when nothing.
+    (An export holds every value as SQLite gave it: an integer column's integers, a text column's
+    text; a value of another type would go in as it is, and fail every read of its row.)"""
+    if value is None:
+        return "is missing (null), and this column cannot be null" if column.notnull else None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, bytes)):
+        return f"holds a {type(value).__name__}, not a stored value"
+    if column.kind == "INTEGER":
+        if not isinstance(value, int):
+            return f"is not an integer ({_shown(value)})"
+        if not -LARGEST <= value < LARGEST:
+            return f"is {value}, past SQLite's 64-bit integers"
+    elif column.kind == "REAL":
+        if not isinstance(value, (int, float)):
+            return f"is not a number ({_shown(value)})"
+        if value != value or value in (float("inf"), float("-inf")):
+            return f"is {value}, not a finite number"
+    elif column.kind in ("TEXT", "JSON"):
+        if not isinstance(value, str):
+            return f"is not text ({_shown(value)})"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "is not valid Unicode text (it holds a lone surrogate)"
+    if column.kind == "JSON":
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return f"is not JSON ({_shown(value)})"
+        if column.shape and not isinstance(parsed, column.shape):
+            return f"is not {_SHAPE_NAMES[column.shape]} ({_shown(value)})"
+    return None
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _sql_literal(text: str | None):
+    """A column's declared default as the value it gives (what a row without the column reads)."""
+    if text is None or text.upper() == "NULL":
+        return None
+    if text.startswith("'") and text.endswith("'"):
+        return text[1:-1].replace("''", "'")
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return None  # an expression (CURRENT_TIMESTAMP): nothing the readers below look at
+
+
+def _lesson(row: dict):
+    from mgcp.persistence.lessons import lesson_from_row
+
+    # the columns lesson_from_row reads from the other tables, as a lesson without those rows has them
+    return lesson_from_row({"status": "active", "superseded_by": None, "lc_project_id": None, "kind": "pattern",
+                            "confidence": 0.8, "helped": 0, "failed": 0, "streak": 0, **row})
+
+
+def _version(row: dict):
+    from mgcp.persistence.lessons import version_from_row
+
+    return version_from_row(row)
+
+
+def _status(row: dict):
+    from mgcp.models import LessonStatus
+
+    try:
+        return LessonStatus(row["status"])
+    except ValueError:
+        raise InvalidInputError(f"status {row['status']!r} is not one of "
+                                f"{', '.join(s.value for s in LessonStatus)}") from None
+
+
+def _project(row: dict):
+    from mgcp.persistence.context import project_from_row
+
+    return project_from_row(row)
+
+
+def _snapshot(row: dict):
+    from mgcp.persistence.context import snapshot_from_row
+
+    return snapshot_from_row(row)
+
+
+def _finding(row: dict):
+    from mgcp.persistence.rem import finding_from_row
+
+    return finding_from_row(row)
+
+
+def _pattern(row: dict):
+    from mgcp.persistence.patterns import pattern_from_row
+
+    return pattern_from_row(row)
+
+
+# table -> the store's own reader of its rows (what `lesson list`, `context show`, `rem review`...
+# build from a row): a row they cannot read is refused, whatever its column types.
+READERS: dict[str, Callable[[dict], object]] = {
+    "lessons": _lesson, "lesson_versions": _version, "lesson_lifecycle": _status, "project_contexts": _project,
+    "context_history": _snapshot, "rem_findings": _finding, "reinforced_patterns": _pattern,
+}
+
+
+def _read_back(table: str, row: dict, bad: Callable[[str], InvalidInputError]) -> None:
+    """Read the row as the store would, once it is in; a row the store could not read is refused,
+    naming the column (and the place in its JSON) the reader stopped at."""
+    from pydantic import ValidationError
+
+    reader = READERS.get(table)
+    if reader is None:
+        return
+    try:
+        reader(row)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+        raise bad(f"{where} cannot be read back: {error['msg']}") from None
+    except InvalidInputError as exc:
+        raise bad(str(exc)) from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise bad(f"cannot be read back ({type(exc).__name__}: {exc})") from None
 
 
 def _replay_row(replays: dict, row: dict, bad: Callable[[str], InvalidInputError]) -> None:
