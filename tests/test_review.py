@@ -382,3 +382,25 @@ def test_auto_never_merges_the_same_words_ordered_the_other_way_round(tmp_path):
     code, out, err = mgcp("rem", "run", "--auto", "--op", "duplicate_detection", "--project", "/p", "--db", db, "--json")
     result = json.loads(out)
     assert result["applied"] == [] and len(result["left_pending"]) >= 2, out
+
+
+# -- the reason a staleness answer records ---------------------------------------------------------
+
+@pytest.mark.parametrize("uses, reason", [
+    (0, "REM staleness scan: never retrieved in the "),
+    (12, "REM staleness scan: retrieved 12 times but not refined for "),
+])
+def test_a_new_trigger_records_the_reason_of_the_findings_kind(db, run, uses, reason):
+    assert mgcp("lesson", "add", "old-one", "--trigger", "when deploying the billing service",
+                "--action", "Drain the queue before stopping the workers", "--db", db)[0] == 0
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE lessons SET created_at = '2020-01-01T00:00:00+00:00', "
+                 "last_refined = '2020-01-01T00:00:00+00:00', usage_count = ?", [uses])
+    conn.commit()
+    assert mgcp("rem", "run", "--op", "staleness_scan", "--project", "/p/x", "--db", db)[0] == 0
+    [f] = run(db, lambda s: engine.pending_findings(s, "/p/x"))
+    code, out, err = mgcp("rem", "resolve", f.id, "--option", option_of(f, "update_trigger"),
+                          "--input", "when the billing workers are redeployed", "--project", "/p/x", "--db", db)
+    assert code == 0, err
+    first = run(db, lambda s: s.lessons.versions("old-one"))[0]
+    assert first.refinement_reason.startswith(reason) and "query" not in first.refinement_reason

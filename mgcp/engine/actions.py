@@ -101,12 +101,25 @@ async def _delete(store, config, finding, text, selection):
     return f"deleted {lesson_id} (its history is kept; `mgcp rem undo {finding.id}` restores it)", {}
 
 
+def _staleness_reason(finding: RemFinding) -> str:
+    """Why a staleness finding's lesson is refined: what the scan found, in the finding's words (its
+    kind first, then any other reason it names)."""
+    data = finding.data
+    said = {
+        "stale_unused": f"never retrieved in the {data.get('age_days')} days since it was created",
+        "popular_unrefined": (f"retrieved {data.get('usage_count')} times but not refined for "
+                              f"{data.get('unrefined_days')} days"),
+        "unmatched_trigger": "trigger keywords matched no recent query",
+    }
+    reasons = [finding.kind] + [r for r in data.get("reasons") or [] if r != finding.kind]
+    return "REM staleness scan: " + "; ".join(said.get(r, r.replace("_", " ")) for r in reasons)
+
+
 async def _update_trigger(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
     trigger = check_text("trigger", text, limit=1000)
     gate(trigger, None, required=False)
-    await store.lessons.refine(lesson_id, reason="REM staleness scan: trigger keywords matched no recent query",
-                              trigger=trigger)
+    await store.lessons.refine(lesson_id, reason=_staleness_reason(finding), trigger=trigger)
     return f"refined {lesson_id} with a new trigger", {}
 
 
