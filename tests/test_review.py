@@ -434,6 +434,11 @@ def test_a_draft_edit_the_gate_refuses_is_named_as_the_edit(drafted):
     assert code == 2 and "the drafted lesson with these edits cannot be added: the action is under 10" in err
 
 
+def test_a_draft_edit_holding_a_nul_is_refused(drafted):
+    code, out, err = resolve_draft(drafted, '{"action": "Use WAL mode\\u0000 for every database"}')
+    assert code == 2 and "action holds a NUL character (\\x00) at character 13" in err
+
+
 def add_taken(path):
     assert mgcp("lesson", "add", DRAFT["id"], "--trigger", "when a setting is given twice",
                 "--action", "The command line overrides the config file", "--db", path)[0] == 0
