@@ -1,4 +1,5 @@
-"""Checks on text that users and agents store: empty, oversized, secret-bearing, malformed ids.
+"""Checks on text that users and agents store: empty, oversized, holding a NUL, secret-bearing,
+malformed ids. Other control characters are stored as given (the CLI shows them escaped).
 
 Pure functions; they raise InvalidInputError with a one-line message naming the field.
 """
@@ -58,8 +59,18 @@ def check_text(field: str, value: str | None, *, required: bool = True, limit: i
     value = value.strip()
     if required and not value:
         raise InvalidInputError(f"{field} must not be empty")
+    check_no_nul(field, value)
     _check_size_and_secrets(field, value, limit)
     return value
+
+
+def check_no_nul(what: str, text: str) -> str:
+    """Text holds no NUL character: a command line cannot carry one, so the CLI never stores it, and
+    SQLite's text functions stop at it; through MCP it is refused the same way."""
+    if "\0" in text:
+        raise InvalidInputError(f"{what} holds a NUL character (\\x00) at character "
+                                f"{text.index(chr(0)) + 1}, which cannot be stored")
+    return text
 
 
 def check_unicode(what: str, text: str) -> str:

@@ -1,4 +1,5 @@
 import json
+import sqlite3
 
 import pytest
 
@@ -81,3 +82,53 @@ def test_corrupt_or_foreign_db_is_refused(tmp_path, content):
     code, out, err = mgcp("lesson", "list", "--db", path)
     assert code == 2 and err.startswith("Error: ") and err.count("\n") == 1
     assert path.read_bytes() == content
+
+
+# -- control characters: stored as given, shown harmlessly ----------------------------------------
+
+TITLE, COLOUR = "when colour \x1b]0;pwned\x07 title", "Use \x1b[31mred\x1b[0m for errors \x9b2J\x7f"
+SHOWN_TITLE, SHOWN_COLOUR = "when colour \\x1b]0;pwned\\x07 title", "Use \\x1b[31mred\\x1b[0m for errors \\x9b2J\\x7f"
+
+
+def terminal_controls(text: str) -> list[str]:
+    """The characters a terminal acts on, but newline and tab."""
+    return [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0]
+
+
+@pytest.fixture
+def coloured(dbp):
+    assert mgcp("lesson", "add", "esc1", "--trigger", TITLE, "--action", COLOUR, "--db", dbp)[0] == 0
+    return dbp
+
+
+@pytest.mark.parametrize("args", [["lesson", "add", "esc2", "--trigger", TITLE + " again", "--action", COLOUR],
+                                  ["lesson", "show", "esc1"], ["lesson", "list"], ["lesson", "history", "esc1"],
+                                  ["lesson", "query", "colour title"]])
+def test_control_characters_in_a_lesson_are_printed_escaped(coloured, args):
+    code, out, err = mgcp(*args, "--db", coloured)
+    assert code == 0 and terminal_controls(out + err) == []
+    assert SHOWN_TITLE in out
+
+
+def test_control_characters_are_stored_as_given_and_json_escapes_every_one(coloured):
+    row = sqlite3.connect(coloured).execute("SELECT trigger, action FROM lessons WHERE id = 'esc1'").fetchone()
+    assert row == (TITLE, COLOUR)
+    code, out, err = mgcp("lesson", "show", "esc1", "--db", coloured, "--json")
+    assert code == 0 and terminal_controls(out) == []  # DEL and U+009B too, which JSON leaves raw
+    assert (json.loads(out)["trigger"], json.loads(out)["action"]) == (TITLE, COLOUR)
+
+
+def test_a_review_shows_control_characters_escaped(coloured):
+    sqlite3.connect(coloured).execute(
+        "UPDATE lessons SET created_at = '2020-01-01T00:00:00+00:00', last_refined = '2020-01-01T00:00:00+00:00'"
+    ).connection.commit()
+    assert mgcp("rem", "run", "--op", "staleness_scan", "--project", "/p/x", "--db", coloured)[0] == 0
+    code, out, err = mgcp("rem", "review", "--project", "/p/x", "--db", coloured, stdin="q\n")
+    assert code == 0 and terminal_controls(out + err) == [] and SHOWN_TITLE in out
+    code, out, err = mgcp("rem", "show", out.split("finding ")[1].split()[0], "--db", coloured)
+    assert code == 0 and terminal_controls(out + err) == [] and SHOWN_TITLE in out
+
+
+def test_an_error_message_shows_control_characters_escaped(dbp):
+    code, out, err = mgcp("context", "save", "--project", "/p", "--catalogue", "/no/such\x1b]0;x\x07.json", "--db", dbp)
+    assert code == 2 and terminal_controls(err) == [] and "/no/such\\x1b]0;x\\x07.json" in err

@@ -500,13 +500,16 @@ def test_every_raw_request_gets_an_answer_and_the_server_goes_on(lessons_db):
         server.send(server.call(53, b"rem_undo", b'{"run_id": %d}' % 2**70))
         answer = server.reply()
         assert answer["id"] == 53 and answer["result"]["isError"]
-        server.send(server.call(52, b"add_lesson", b'{"lesson_id": "fine", "trigger": "when \\u00e9 \\u0000", "action": "a safe action"}'))
+        server.send(server.call(54, b"add_lesson", b'{"lesson_id": "nul", "trigger": "when \\u0000", "action": "a safe action"}'))
+        answer = server.reply()  # a command line cannot carry a NUL: refused as the CLI would
+        assert answer["id"] == 54 and answer["result"]["isError"] and "NUL" in answer["result"]["content"][0]["text"]
+        server.send(server.call(52, b"add_lesson", b'{"lesson_id": "fine", "trigger": "when \\u00e9 \\u001b", "action": "a safe action"}'))
         answer = server.reply()
         assert answer["id"] == 52 and not answer["result"]["isError"], answer
     finally:
         server.close()
     rows = sqlite3.connect(lessons_db).execute("SELECT id, trigger FROM lessons ORDER BY id").fetchall()
-    assert rows == [("fine", "when \u00e9 \u0000"), ("keep-me", "when x")]
+    assert rows == [("fine", "when \u00e9 \u001b"), ("keep-me", "when x")]
 
 
 def test_a_tool_given_text_that_is_not_unicode_refuses_it():

@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from clihelp import mgcp
-from conftest import ROOT
+from conftest import ROOT, dump
 from mgcp.persistence.migrate import open_and_migrate
 
 SERVE = ["-c", "from mgcp.surfaces.cli import main; main()", "serve"]
@@ -367,6 +367,30 @@ def test_every_tool_refuses_a_relative_project_path(client, db, tool, arguments)
 ])
 def test_a_bad_argument_is_named_with_its_value_and_what_is_allowed(client, db, tool, arguments, message):
     assert client.error(tool, **arguments) == message
+
+
+def nul(field: str, at: int) -> str:
+    return f"{field} holds a NUL character (\\x00) at character {at}, which cannot be stored"
+
+
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("add_lesson", {"lesson_id": "nul", "trigger": "when a \x00 byte", "action": "Refuse it, clearly"}, nul("trigger", 8)),
+    ("add_lesson", {"lesson_id": "nul", "trigger": "when a byte", "action": "Refuse it\x00"}, nul("action", 10)),
+    ("add_lesson", {"lesson_id": "nul", "trigger": "when a byte", "action": "Refuse it, clearly", "tags": ["x\x00"]},
+     nul("tag", 2)),
+    ("save_project_context", {"project_path": PROJECT, "notes": "done\x00"}, nul("notes", 5)),
+    ("save_project_context", {"project_path": PROJECT, "todos": [{"content": "\x00x"}]}, nul("todo", 1)),
+    ("save_project_context", {"project_path": PROJECT, "decisions": ["x\x00"]}, nul("decision", 2)),
+    ("save_project_context", {"project_path": PROJECT, "active_files": ["a\x00.py"]}, nul("active file", 2)),
+    ("save_project_context", {"project_path": PROJECT, "notes": "n", "session_id": "s\x00"}, nul("session id", 2)),
+    ("save_project_context", {"project_path": PROJECT + "\x00", "notes": "n"}, nul("project_path", len(PROJECT) + 1)),
+    ("query_lessons", {"text": "a\x00"}, nul("text", 2)),  # a query is logged
+])
+def test_a_nul_character_is_refused_as_a_command_line_would_and_nothing_is_written(client, db, tool, arguments,
+                                                                                    message):
+    before = dump(db)
+    assert client.error(tool, **arguments) == message
+    assert dump(db) == before
 
 
 def test_an_argument_the_tool_does_not_take_is_refused_and_nothing_is_written(client, db):

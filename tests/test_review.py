@@ -399,3 +399,100 @@ def test_auto_links_a_small_cluster_and_leaves_a_larger_one_to_a_person():
     config = parse_config({}, "test")
     assert auto_decision(cluster(AUTO_CLUSTER), config, "/p") == f"links are additive ({AUTO_CLUSTER} lessons)"
     assert auto_decision(cluster(AUTO_CLUSTER + 1), config, "/p") is None  # 10 links or more: a person decides
+
+
+# -- a drafted lesson the gate refuses; an id that is taken ---------------------------------------
+
+DRAFT = {"id": "mgcp-overrides-defaults", "trigger": "When working on the write-ahead log", "action": "use WAL",
+         "rationale": "Came up in the notes of 3 sessions.", "tags": ["wal"]}
+GOOD_ACTION = "Use WAL mode so that readers never block the writer"
+
+
+@pytest.fixture
+def drafted(db, run):
+    """A theme finding of /p/x whose draft's action is under the gate's 10 characters."""
+    from mgcp.models import RemFinding
+    from mgcp.operations import draft_options
+
+    assert mgcp("context", "save", "--project", "/p/x", "--notes", "WAL again", "--db", db)[0] == 0
+
+    async def insert(store):
+        project = await store.context.find_project("/p/x")
+        await store.rem.insert_finding(RemFinding(
+            id="a1b2c3d4e5f60718", operation="knowledge_extraction", kind="theme", title='Recurring theme "wal"',
+            description="Your notes mention WAL.", options=draft_options(DRAFT["id"]), data={"draft": DRAFT},
+            fingerprint="theme-wal", project_id=project.project_id))
+    run(db, insert)
+    return db
+
+
+def resolve_draft(path, *edits):
+    return mgcp("rem", "resolve", "a1b2c3d4e5f60718", "--option", "1", *(["--input", *edits] if edits else []),
+                "--project", "/p/x", "--db", path)
+
+
+def test_a_draft_the_gate_refuses_says_how_to_edit_it_and_writes_nothing(drafted):
+    before = dump(drafted)
+    code, out, err = resolve_draft(drafted)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "the drafted lesson as it is cannot be added: the action is under 10 characters" in err
+    assert '{"action": "..."}' in err and "`--input` of `mgcp rem resolve`" in err and "rem_answer" in err
+    assert dump(drafted) == before
+
+
+def test_a_draft_refused_as_it_is_is_added_with_the_edit_the_message_names(drafted, run):
+    code, out, err = resolve_draft(drafted, json.dumps({"action": GOOD_ACTION}))
+    assert (code, out, err) == (0, "added lesson mgcp-overrides-defaults\n", "")
+    assert run(drafted, lambda s: s.lessons.get("mgcp-overrides-defaults")).action == GOOD_ACTION
+
+
+def test_a_draft_edit_the_gate_refuses_is_named_as_the_edit(drafted):
+    code, out, err = resolve_draft(drafted, "too short")
+    assert code == 2 and "the drafted lesson with these edits cannot be added: the action is under 10" in err
+
+
+def test_a_draft_edit_holding_a_nul_is_refused(drafted):
+    code, out, err = resolve_draft(drafted, '{"action": "Use WAL mode\\u0000 for every database"}')
+    assert code == 2 and "action holds a NUL character (\\x00) at character 13" in err
+
+
+def add_taken(path):
+    assert mgcp("lesson", "add", DRAFT["id"], "--trigger", "when a setting is given twice",
+                "--action", "The command line overrides the config file", "--db", path)[0] == 0
+
+
+def test_an_id_the_user_names_that_is_taken_is_refused_not_renamed(drafted):
+    add_taken(drafted)
+    before = dump(drafted)
+    code, out, err = resolve_draft(drafted, json.dumps({"id": DRAFT["id"], "action": GOOD_ACTION}))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"Error: lesson id {DRAFT['id']!r} is taken") and "name another id" in err
+    assert dump(drafted) == before
+
+
+def test_the_drafts_own_id_when_taken_is_numbered_and_the_message_says_so(drafted):
+    add_taken(drafted)
+    code, out, err = resolve_draft(drafted, json.dumps({"action": GOOD_ACTION}))
+    assert (code, out) == (0, f"added lesson {DRAFT['id']}-2 (the draft's id {DRAFT['id']!r} is taken)\n")
+
+
+# -- the reason a staleness answer records ---------------------------------------------------------
+
+@pytest.mark.parametrize("uses, reason", [
+    (0, "REM staleness scan: never retrieved in the "),
+    (12, "REM staleness scan: retrieved 12 times but not refined for "),
+])
+def test_a_new_trigger_records_the_reason_of_the_findings_kind(db, run, uses, reason):
+    assert mgcp("lesson", "add", "old-one", "--trigger", "when deploying the billing service",
+                "--action", "Drain the queue before stopping the workers", "--db", db)[0] == 0
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE lessons SET created_at = '2020-01-01T00:00:00+00:00', "
+                 "last_refined = '2020-01-01T00:00:00+00:00', usage_count = ?", [uses])
+    conn.commit()
+    assert mgcp("rem", "run", "--op", "staleness_scan", "--project", "/p/x", "--db", db)[0] == 0
+    [f] = run(db, lambda s: engine.pending_findings(s, "/p/x"))
+    code, out, err = mgcp("rem", "resolve", f.id, "--option", option_of(f, "update_trigger"),
+                          "--input", "when the billing workers are redeployed", "--project", "/p/x", "--db", db)
+    assert code == 0, err
+    first = run(db, lambda s: s.lessons.versions("old-one"))[0]
+    assert first.refinement_reason.startswith(reason) and "query" not in first.refinement_reason

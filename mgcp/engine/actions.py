@@ -101,12 +101,25 @@ async def _delete(store, config, finding, text, selection):
     return f"deleted {lesson_id} (its history is kept; `mgcp rem undo {finding.id}` restores it)", {}
 
 
+def _staleness_reason(finding: RemFinding) -> str:
+    """Why a staleness finding's lesson is refined: what the scan found, in the finding's words (its
+    kind first, then any other reason it names)."""
+    data = finding.data
+    said = {
+        "stale_unused": f"never retrieved in the {data.get('age_days')} days since it was created",
+        "popular_unrefined": (f"retrieved {data.get('usage_count')} times but not refined for "
+                              f"{data.get('unrefined_days')} days"),
+        "unmatched_trigger": "trigger keywords matched no recent query",
+    }
+    reasons = [finding.kind] + [r for r in data.get("reasons") or [] if r != finding.kind]
+    return "REM staleness scan: " + "; ".join(said.get(r, r.replace("_", " ")) for r in reasons)
+
+
 async def _update_trigger(store, config, finding, text, selection):
     lesson_id = _lesson(finding)
     trigger = check_text("trigger", text, limit=1000)
     gate(trigger, None, required=False)
-    await store.lessons.refine(lesson_id, reason="REM staleness scan: trigger keywords matched no recent query",
-                              trigger=trigger)
+    await store.lessons.refine(lesson_id, reason=_staleness_reason(finding), trigger=trigger)
     return f"refined {lesson_id} with a new trigger", {}
 
 
@@ -221,53 +234,68 @@ async def _link_suggested(store, config, finding, text, selection):
 DRAFT_FIELDS = ("id", "trigger", "action", "rationale", "tags")
 
 
-def draft_with_edits(draft: dict, text: str | None) -> dict:
-    """Apply the user's edits to a drafted lesson: a JSON object overrides fields; plain text
-    replaces the action. An edit that would be lost or mangled (a misspelt field, tags given as
-    one string) is refused rather than half-applied."""
-    draft = dict(draft)
-    if text and text.strip():
-        text = text.strip()
-        if text.startswith("{"):
-            try:
-                edits = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"the draft edits are not valid JSON ({exc.msg})") from None
-            if not isinstance(edits, dict):
-                raise InvalidInputError("the draft edits must be a JSON object")
-            problems = []
-            unknown = [k for k in edits if k not in DRAFT_FIELDS]
-            if unknown:
-                problems.append(f"the draft edits name an unknown field{'s' if len(unknown) > 1 else ''} "
-                                f"{', '.join(map(repr, unknown))} (a draft has {', '.join(DRAFT_FIELDS[:-1])} "
-                                f"and {DRAFT_FIELDS[-1]})")
-            tags = edits.get("tags")
-            if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
-                problems.append('a draft\'s tags must be a list of strings, e.g. ["testing"] '
-                                f"(got {json.dumps(tags, ensure_ascii=False)[:80]})")
-            if problems:
-                raise InvalidInputError("; ".join(problems))
-            draft.update(edits)
-        else:
-            draft["action"] = text
-    return draft
+def draft_edits(text: str | None) -> dict:
+    """The user's edits to a drafted lesson: a JSON object overrides fields; plain text replaces
+    the action. An edit that would be lost or mangled (a misspelt field, tags given as one string)
+    is refused rather than half-applied."""
+    if not text or not text.strip():
+        return {}
+    text = text.strip()
+    if not text.startswith("{"):
+        return {"action": text}
+    try:
+        edits = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"the draft edits are not valid JSON ({exc.msg})") from None
+    if not isinstance(edits, dict):
+        raise InvalidInputError("the draft edits must be a JSON object")
+    problems = []
+    unknown = [k for k in edits if k not in DRAFT_FIELDS]
+    if unknown:
+        problems.append(f"the draft edits name an unknown field{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} (a draft has {', '.join(DRAFT_FIELDS[:-1])} "
+                        f"and {DRAFT_FIELDS[-1]})")
+    tags = edits.get("tags")
+    if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        problems.append('a draft\'s tags must be a list of strings, e.g. ["testing"] '
+                        f"(got {json.dumps(tags, ensure_ascii=False)[:80]})")
+    if problems:
+        raise InvalidInputError("; ".join(problems))
+    return edits
+
+
+# How to edit a draft, in the words of each surface: the option takes the edits as its input.
+EDIT_HINT = ('edit it by giving the option JSON input such as {"action": "..."} (`--input` of '
+             '`mgcp rem resolve`, the prompt of `mgcp rem review`, `input` of the MCP tool rem_answer)')
 
 
 async def _draft_lesson(store, config, finding, text, selection):
-    draft = draft_with_edits(finding.data.get("draft") or {}, text)
-    lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
-    trigger, action = gate(draft.get("trigger"), draft.get("action"))
+    """Add the drafted lesson, with the user's edits. A draft the gate refuses says how to edit it.
+    An id the user named must be free (a lesson is never added under an id they did not give); the
+    draft's own id, when taken, gets a number (-2, -3, ...) and the message says so."""
+    edits = draft_edits(text)
+    draft = {**(finding.data.get("draft") or {}), **edits}
+    try:
+        lesson_id = check_lesson_id(draft.get("id") or f"lesson-{finding.id}")
+        trigger, action = gate(draft.get("trigger"), draft.get("action"))
+        rationale = check_text("rationale", draft.get("rationale"), required=False)
+        tags = [check_text("tag", t, limit=100) for t in draft.get("tags") or []]
+    except InvalidInputError as exc:
+        what = "the drafted lesson with these edits" if edits else "the drafted lesson as it is"
+        raise InvalidInputError(f"{what} cannot be added: {exc}; {EDIT_HINT}") from None
     held = (await store.queue.same_texts([(trigger, action)])).get((trigger, action))
     if held is not None:  # another finding's draft (or a person) already wrote it
         raise ConflictError(f"finding {finding.id} is stale: lesson {held} already says this "
                             "(the same trigger and action)")
     base, n = lesson_id, 2
+    if edits.get("id") and await store.lessons.exists(lesson_id):
+        raise InvalidInputError(f"lesson id {lesson_id!r} is taken (by an active, archived or deleted lesson): "
+                                "name another id in the edits, or leave id out to take the draft's, numbered")
     while await store.lessons.exists(lesson_id):
         lesson_id, n = f"{base}-{n}", n + 1
-    lesson = await store.lessons.add(
-        lesson_id, trigger, action, check_text("rationale", draft.get("rationale"), required=False),
-        tags=[check_text("tag", t, limit=100) for t in draft.get("tags") or []])
-    return f"added lesson {lesson.id}", {"lesson": lesson.id}
+    lesson = await store.lessons.add(lesson_id, trigger, action, rationale, tags=tags)
+    renamed = f" (the draft's id {base!r} is taken)" if lesson.id != base else ""
+    return f"added lesson {lesson.id}{renamed}", {"lesson": lesson.id}
 
 
 async def _todo_change(store, finding, close: bool):

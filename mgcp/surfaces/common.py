@@ -21,8 +21,19 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+# JSON escapes the C0 controls, but leaves DEL and the C1 controls raw under ensure_ascii=False; a
+# terminal may act on those (U+009B is a CSI). They only occur inside strings, where \\u escapes
+# read back as the same text.
+_RAW_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7f, 0xa0)}
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """`value` as JSON for a terminal: non-ASCII text as is, every control character escaped."""
+    return json.dumps(value, indent=indent, ensure_ascii=False).translate(_RAW_CONTROLS)
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_text(to_jsonable(value), indent=2) + "\n")
 
 
 def read_catalogue(source: str) -> dict:

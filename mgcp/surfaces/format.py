@@ -1,4 +1,8 @@
-"""Plain-text rendering of models for the terminal (the CLI's human output)."""
+"""Plain-text rendering of models for the terminal (the CLI's human output).
+
+Stored text is kept exactly as given, control characters included; `terminal_safe` is what makes
+it harmless to print, and the CLI's output helpers pass every line through it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: formatting a status needs no pydantic
     from mgcp.models import (ContextAt, ContextSnapshot, Lesson, LessonVersion, ProjectContext, RemCycleReport,
                              RemFinding, RemReport, RemRun, RemStatus)
+
+
+# C0 controls but tab and newline, DEL and the C1 controls: a terminal acts on them (ESC begins a
+# sequence that can retitle the window, recolour, move the cursor or rewrite the screen; BEL rings;
+# CR returns over what was printed; U+009B is a CSI by itself on terminals that read C1 codes).
+CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7f, 0xa0)) if chr(code) not in "\t\n"}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with each control character a terminal would act on shown as an escape (ESC as
+    `\\x1b`, BEL as `\\x07`); newlines and tabs, which the layout uses, stay."""
+    return text.translate(CONTROLS)
 
 
 def field(label: str, value: str) -> str:

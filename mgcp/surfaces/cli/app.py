@@ -5,9 +5,12 @@ Exit codes: 0 success; 1 a failure the message explains (MgcpError); 2 bad usage
 (InvalidInputError, and Typer's usage errors); 130 interrupted. Results go to stdout (`--json`: one
 document), progress and logs to stderr; under `--json` an error is a JSON document on stderr too.
 Command modules (one per noun) import this module; this module imports none of them.
+
+Every line printed for a person goes through `echo`, `note` or `_fail`, which show control
+characters in stored text as escapes (`format.terminal_safe`): a lesson holding ESC sequences can
+neither retitle nor recolour the terminal. `--json` output is JSON, which escapes them.
 """
 
-import json as jsonlib
 import os
 import sys
 from typing import Annotated, Any, Awaitable, Callable, Optional
@@ -15,7 +18,8 @@ from typing import Annotated, Any, Awaitable, Callable, Optional
 import typer
 
 from mgcp.errors import MgcpError
-from mgcp.surfaces.common import print_json  # noqa: F401  (the commands' JSON output)
+from mgcp.surfaces.common import json_text, print_json  # noqa: F401  (the commands' JSON output)
+from mgcp.surfaces.format import terminal_safe
 
 app = typer.Typer(help="mgcp: versioned lessons and project context for coding agents, with REM consolidation.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -52,12 +56,13 @@ def noun(name: str, help: str) -> typer.Typer:
 
 
 def echo(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    """A result for a person: stdout, control characters shown as escapes."""
+    sys.stdout.write(terminal_safe(text) + "\n")
 
 
 def note(text: str) -> None:
     """Progress and remarks: stderr, so that stdout stays the result."""
-    print(text, file=sys.stderr, flush=True)
+    print(terminal_safe(text), file=sys.stderr, flush=True)
 
 
 def with_store(db: str | None, work: Callable[[Any], Awaitable[Any]], create: bool = True) -> Any:
@@ -89,9 +94,9 @@ def load_config(path: str | None):
 
 def _fail(message: str, code: int) -> None:
     if "--json" in sys.argv[1:]:
-        print(jsonlib.dumps({"error": message, "exit_code": code}, ensure_ascii=False), file=sys.stderr)
+        print(json_text({"error": message, "exit_code": code}), file=sys.stderr)
     else:
-        print(f"Error: {message}", file=sys.stderr)
+        print(f"Error: {terminal_safe(message)}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -7,7 +7,7 @@ import typer
 
 from mgcp.errors import ConflictError, InvalidInputError, MgcpError
 from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config, noun, note, print_json,
-                                   project_path, with_store)
+                                   project_path, terminal_safe, with_store)
 from mgcp.surfaces.cli.progress import reporter
 
 PENDING_EXIT = 3  # `rem run --auto --fail-on-pending`: nothing failed, but people have findings to review
@@ -81,7 +81,7 @@ def report(project: Project = None, db: Db = None, json: Json = False):
 def _ask(prompt: str) -> str | None:
     """One line from stdin (None at end of input). Read outside any event loop or transaction, so
     Ctrl-C interrupts it at once and nothing is held while a person thinks."""
-    sys.stdout.write(prompt)
+    sys.stdout.write(terminal_safe(prompt))
     sys.stdout.flush()
     line = sys.stdin.readline()
     if not line:  # end of input (Ctrl-D or the pipe ran dry)
