@@ -415,7 +415,8 @@ class _State:
             claim_start_ = ints(claim_start, "<i8")
             pos_, start_ = ints(pos, "<i4"), ints(start, "<i8")
             number = _number(words)
-            stem_start_, stem_word_, word_ = ints(stem_start, "<i8"), ints(stem_word, number), ints(word, number)
+            stem_start_, word_ = ints(stem_start, "<i8"), ints(word, number)
+            stem_word_ = np.frombuffer(stem_word, dtype=number)  # the most numbers: as written, not widened
             read_ = np.frombuffer(was_read, dtype="u1")
             quads_ = ints(quads, "<i8").reshape(-1, 4)
             pairs = [(u, k, v, l, o)

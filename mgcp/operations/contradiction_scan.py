@@ -87,8 +87,8 @@ from pathlib import Path
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import WORDS, CycleCache
-from mgcp.operations.similarity import LexicalBackend, dot
+from mgcp.operations.shared import WORDS, CycleCache, terms, tf_idf, ticker
+from mgcp.operations.similarity import dot
 
 OPERATION = "contradiction_scan"
 NEGATORS = frozenset({"not", "no", "avoid", "disable", "forbid", "prohibit", "disallow", "deprecated",
@@ -393,10 +393,18 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
                     strongest[key] = entry
     if not strongest:
         return []
-    # the trigger vectors of all the lessons (their IDF is all the triggers'), rows in `lessons` order
+    # the trigger vectors of all the lessons (their IDF is all the triggers'), rows in `lessons`
+    # order: the matrix `LexicalBackend.matrix` makes of them, without a dict of 100k ids for it
     triggers = list(map(attrgetter("trigger"), lessons))
-    vectors = LexicalBackend(cache).matrix(dict(zip(ids, [trigger or "" for trigger in triggers]
-                                                    if None in triggers else triggers)))
+    if None in triggers:
+        triggers = [trigger or "" for trigger in triggers]
+    tick = ticker(cache)
+
+    def read(i: int) -> tuple[str, ...]:
+        tick(i, len(triggers))
+        return terms(cache, triggers[i])
+
+    vectors = tf_idf(cache, triggers, read)
     out = []
     for (a, b), (score, k, l, u, v) in strongest.items():
         trigger = dot(vectors.vector(place[a]), vectors.vector(place[b]))
