@@ -11,6 +11,7 @@ import pytest
 import planted
 from clihelp import mgcp
 from mgcp import engine
+from mgcp import text
 from mgcp.config import DEFAULTS, parse_config
 from mgcp.engine import cycle
 from mgcp.models import Lesson
@@ -302,22 +303,60 @@ def test_the_repeat_findings_do_not_depend_on_the_hash_seed():
     assert outputs[0] == outputs[1] == outputs[2]
 
 
+def _kept_claims(state, t: int) -> list[tuple[bool, frozenset[str]]]:
+    """The compared claims a state keeps of action t: (polarity, words)."""
+    rows = range(state.claim_start[t], state.claim_start[t + 1])
+    return [(bool(state.table.positive[c]),
+             frozenset(state.vocab[w] for w in state.table.word[state.table.start[c]:state.table.start[c + 1]]))
+            for c in rows]
+
+
 def test_the_kept_claims_of_a_repeat_are_each_actions_own():
-    """The JSON claims a repeat keeps (copied from the kept state in runs, new ones written) are,
-    action by action, those the action's read gives, over random changes of the actions."""
+    """What a repeat keeps of each action (kept ones carried over, new ones read) is what reading
+    the action gives: its compared claims when it was read, else its stems; and each claim a repeat
+    gives of a kept action is the one its text reads as."""
     rng = random.Random(5)
     actions = list(dict.fromkeys(_action(rng) for _ in range(80)))
     search = KeptClaims()
     search.search(actions, 0.6, contradiction_scan)
+    unread = 0
     for _ in range(6):
         kept = claim_search._State.decode(search.keep, 0.6, claim_search.rules(contradiction_scan))
         actions = [a for a in actions if rng.random() > 0.1] + [_action(rng) + f" ({n})" for n in range(5)]
         rng.shuffle(actions) if rng.random() < 0.3 else None
         actions = list(dict.fromkeys(actions))
         search = KeptClaims(search.keep or kept.encode())
-        search.search(actions, 0.6, contradiction_scan)
+        claims_of, _ = search.search(actions, 0.6, contradiction_scan)
         state = claim_search._State.decode(search.keep, 0.6, claim_search.rules(contradiction_scan))
+        assert state.read.any()
         for t, action in enumerate(actions):
-            blob = state.blob[state.json_start[t]:state.json_start[t + 1]]
-            if blob:
-                assert blob.decode() == contradiction_scan.encode_claims(contradiction_scan._compared(action)), action
+            compared = contradiction_scan._compared(action)
+            if state.read[t]:
+                assert _kept_claims(state, t) == [(c.positive, c.about) for c in compared], action
+                assert claims_of(t) == compared
+            else:
+                unread += 1
+                stems = {text.stem(w) for w in contradiction_scan._screen(action)}
+                assert {state.vocab[w] for w in state.stem_word[state.stem_start[t]:state.stem_start[t + 1]]} == stems
+    assert unread
+
+
+@pytest.mark.parametrize("spoil", ["a read flag past 1", "claims of an unread action"])
+def test_a_kept_claim_state_whose_parts_disagree_is_ignored(spoil, full_searches):
+    rng = random.Random(6)
+    lessons = [lesson(f"l{i:02d}", rng.choice(TRIGGERS), _action(rng)) for i in range(40)]
+    search = KeptClaims()
+    expected = _json(contradiction_scan.run(lessons, SETTINGS, kept=search))
+    made_by = claim_search.rules(contradiction_scan)
+    state = claim_search._State.decode(search.keep, SETTINGS["claim_threshold"], made_by)
+    assert state is not None
+    read = state.read.astype("u1")
+    if spoil == "a read flag past 1":
+        read[0] = 2
+    else:
+        read[int(state.table.text[0])] = 0
+    state.read = read
+    calls = len(full_searches)
+    again = KeptClaims(state.encode())
+    assert _json(contradiction_scan.run(lessons, SETTINGS, kept=again)) == expected
+    assert len(full_searches) == calls + 1 and again.fresh is None

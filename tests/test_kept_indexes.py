@@ -43,6 +43,49 @@ def test_a_lesson_is_known_by_its_id_creation_time_and_texts():
         assert lesson_digests([lesson._replace(**change)])[0] != digests[0], change
 
 
+# Lessons that differ only in where a NUL, an empty field or a tag boundary falls, or in how a
+# character beyond the BMP is written (one code point, or two surrogates).
+TRICKY = [("a", "b\0c", "t", "x", []), ("a\0b", "c", "t", "x", []), ("a", "b", "c\0t", "x", []),
+          ("a", "b", "t", "x", ["\0"]), ("a", "b", "t", "x", ["", ""]), ("a", "b", "t", "x", [""]),
+          ("a", "b", "t", "x", []), ("a", "b", "t", "x\0", []), ("a", "b", "t\0", "x", []),
+          ("a", "b", "t", "x", ["a\0", "b"]), ("a", "b", "t", "x", ["a", "\0b"]), ("a", "b", "t", "x", ["a\0\0b"]),
+          ("a", "b", "tx", "", []), ("a", "b", "", "tx", []), ("a", "b", "t", "x", ["x"]), ("a", "b", "t", "xx", []),
+          ("a", "b", "t", "x\0x", []), ("a", "b", "t", "x", ["\U0001f600"]), ("a", "b", "t", "x", ["\ud83d\ude00"]),
+          ("a", "b", "t", "x", ["\ud83d"]), ('["a", "b", "t", "x", []]', "", "", "", []), ("a", "b", "t", "x", ["\\u0000"])]
+
+
+def _with(fields) -> LessonRow:
+    lesson_id, created_at, trigger, action, tags = fields
+    return _lesson(0)._replace(id=lesson_id, created_at=created_at, trigger=trigger, action=action, tags=tags)
+
+
+def test_no_two_lessons_read_alike_wherever_their_fields_split():
+    digests = lesson_digests([_with(fields) for fields in TRICKY])
+    assert len(set(digests)) == len(TRICKY)
+    assert digests == [lesson_digest(_with(fields)) for fields in TRICKY]  # alone or among others alike
+
+
+def test_no_two_random_lessons_of_nuls_and_short_fields_read_alike():
+    """Fields drawn from a few characters, NUL among them: different lessons, different digests;
+    the same lesson, the same digest, whatever lessons come with it."""
+    import random
+
+    rng = random.Random(8)
+
+    def field() -> str:
+        return "".join(rng.choice("a\0b") for _ in range(rng.randrange(3)))
+
+    drawn = [(field(), field(), field(), field(), [field() for _ in range(rng.randrange(3))]) for _ in range(3000)]
+    digests = lesson_digests([_with(fields) for fields in drawn])
+    by_digest = {}
+    for fields, digest in zip(drawn, digests):
+        assert by_digest.setdefault(digest, fields) == fields
+    assert len(by_digest) > 1000
+    shuffled = list(range(len(drawn)))
+    rng.shuffle(shuffled)
+    assert lesson_digests([_with(drawn[k]) for k in shuffled]) == [digests[k] for k in shuffled]
+
+
 def test_the_word_index_built_from_a_kept_one_is_the_one_built_from_nothing():
     lessons = [_lesson(i) for i in range(60)]
     kept = LessonWords(lessons).state()
@@ -82,6 +125,40 @@ def test_a_kept_word_index_made_otherwise_is_ignored(spoil):
     index = LessonWords(lessons, kept)
     assert index.read == len(lessons)
     _same_index(index, LessonWords(lessons))
+
+
+def _framed_state(lessons, counts, holders, words) -> bytes:
+    from mgcp.operations import framed
+
+    return framed.frame({"rules": RULES, "lessons": len(lessons), "words": words},
+                        [b"".join(lesson_digests(lessons)), np.array(counts, dtype="<i4").tobytes(),
+                         np.array(holders, dtype="<i4").tobytes()])
+
+
+@pytest.mark.parametrize("counts, holders", [([2, 1], [1, 0, 2]), ([1, 2], [0, 2, 2]), ([2, 1], [0, 3, 1]),
+                                             ([3, 0], [0, 1, 2]), ([2, 2], [0, 1, 2])])
+def test_a_kept_word_index_whose_parts_disagree_is_ignored(counts, holders):
+    """A state intact as bytes whose word's lessons do not rise, a lesson past the lessons kept, a
+    word with no lesson or counts that do not add up is ignored: the index is read anew."""
+    lessons = [_lesson(i) for i in range(3)]
+    kept = _framed_state(lessons, counts, holders, ["pool", "cache"])
+    index = LessonWords(lessons, kept)
+    assert index.read == 3
+    _same_index(index, LessonWords(lessons))
+    # the same lessons rising, as a kept state gives them, are taken as they are
+    assert LessonWords(lessons, _framed_state(lessons, [2, 1], [0, 2, 1], ["pool", "cache"])).read == 0
+
+
+def test_kept_lessons_whose_digests_share_their_first_8_bytes_are_read_again_never_taken_for_another():
+    from mgcp.operations import lesson_words
+
+    now = [bytes(8) + bytes([i]) * 8 for i in range(4)] + [bytes(range(16))]
+    kept = b"".join([now[2], now[0], bytes(8) + b"\xff" * 8, now[4]])
+    places = lesson_words._places(kept, b"".join(now))
+    for digest, place in zip(now, places.tolist()):
+        assert place == -1 or kept[16 * place:16 * place + 16] == digest
+    assert places[4] == 3
+    assert lesson_words._places(b"", b"".join(now)).tolist() == [-1] * 5
 
 
 def test_a_kept_word_index_with_a_changed_byte_is_ignored():

@@ -21,7 +21,7 @@ from mgcp.operations import framed, sparse
 from mgcp.operations.shared import WORDS
 from mgcp.operations.shared import digests as keyed_digests
 
-FORMAT = 3
+FORMAT = 4
 _OWN = Path(__file__).read_bytes()
 
 
@@ -226,9 +226,11 @@ class KeptClaims:
 
     A search keeps, for its actions (each by the digest the kept corpora know its text by,
     `shared.digest(WORDS, text)`; the state names the `rules` it was made by: this module's, the
-    scan's and the words' rules): the compared claims of each action it read (as `encode_claims`
-    writes them, and as numbers of their words); the stems of each it did not (its *unread*
-    actions); and every contradicting claim pair among them. Two invariants hold of what is kept:
+    scan's and the words' rules): which actions it read, and their compared claims as numbers of
+    their words (a claim itself, when a pair asks for it, is read again from its action's text: the
+    state is kept under the rules that read it); the stems of each action it did not read (its
+    *unread* actions); and every contradicting claim pair among them. Two invariants hold of what
+    is kept:
 
     1. the kept pairs are all the contradicting claim pairs among the kept actions;
     2. an unread action holds no claim contradicting any claim of a kept action.
@@ -261,13 +263,13 @@ class KeptClaims:
         self.keep: bytes | None = None
         self.fresh: int | None = None
 
-    def search(self, actions: list[str], claim_at: float, scan: ModuleType, digests: list[bytes] | None = None):
+    def search(self, actions: list[str], claim_at: float, scan: ModuleType, digests: bytes | None = None):
         """What `search(actions, claim_at, scan)` returns, from the kept state when it holds.
-        `digests`: each action's `shared.digest(WORDS, action)`, when the caller has them."""
+        `digests`: each action's `shared.digest(WORDS, action)`, joined, when the caller has them."""
         made_by = rules(scan)
         if digests is None:
-            digests = keyed_digests(WORDS, actions)
-        digests = np.frombuffer(b"".join(digests), dtype="S16")
+            digests = b"".join(keyed_digests(WORDS, actions))
+        digests = np.frombuffer(digests, dtype="S16")
         old = _State.decode(self.state, claim_at, made_by)
         if old is None:
             found = _Search(actions, claim_at, scan)
@@ -279,12 +281,11 @@ class KeptClaims:
             unread = np.flatnonzero(kept[found.rest])
             lengths[found.rest[unread]] = np.diff(found.rest_start)[unread]
             stems = sparse.starts(lengths)
-            encoded = [scan.encode_claims(found.said[u]).encode() if u in found.said else b""
-                       for u in range(len(actions))]
+            read = np.zeros(len(actions), dtype=bool)
+            read[list(found.said)] = True
             self.keep = _State.made(claim_at, made_by, digests, found.ids, stems,
                                     found.rest_word[sparse.expand(found.rest_start, unread)], found.table,
-                                    np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
-                                    b"".join(encoded), found.pairs).encode()
+                                    read, found.pairs).encode()
             return found.said.__getitem__, found.pairs
         was = sparse.digest_places(old.digests.tobytes(), digests.tobytes())  # each action's kept index, or -1
         now = np.full(len(old.digests), -1, dtype=np.int64)  # each kept action's index now, or -1
@@ -294,7 +295,7 @@ class KeptClaims:
         ids = {w: i for i, w in enumerate(old.vocab)}
         said = {u: scan._compared(actions[u]) for u in new}
         refused = [claim.about for u in new for claim in said[u] if not claim.positive]
-        read = np.diff(old.json_start) > 0
+        read = old.read
         met = _meeting(refused, ids, old.stem_start, old.stem_word, claim_at)
         met = met[(now[met] >= 0) & ~read[met]]
         for u in now[met].tolist():
@@ -305,15 +306,14 @@ class KeptClaims:
         table = kept.joined(_Table.of(said, ids))
         fresh = np.zeros(len(table.text), dtype=bool)
         fresh[len(kept.text):] = np.isin(table.text[len(kept.text):], new)
-        decoded: dict[int, list] = {}
+        again: dict[int, list] = {}  # the claims of kept actions, read again from their text when asked for
 
         def claims_of(u: int) -> list:
             if u in said:
                 return said[u]
-            if u not in decoded:
-                t = int(was[u])
-                decoded[u] = scan.decode_claims(old.blob[old.json_start[t]:old.json_start[t + 1]].decode("utf-8"))
-            return decoded[u]
+            if u not in again:
+                again[u] = scan._compared(actions[u])
+            return again[u]
 
         pairs = old.pairs_among(now) + table.contradicting(*table.candidates(claim_at, fresh), claim_at, claims_of,
                                                            scan._contradiction)
@@ -326,42 +326,21 @@ class KeptClaims:
         lengths[now[unread]] = np.diff(old.stem_start)[unread]
         stems = sparse.starts(lengths)
         by_now = unread[np.argsort(now[unread], kind="stable")]
+        read_now = np.zeros(len(actions), dtype=bool)
+        read_now[now[kept_read]] = True
+        read_now[list(said)] = True
         self.keep = _State.made(claim_at, made_by, digests, ids, stems,
-                                old.stem_word[sparse.expand(old.stem_start, by_now)],
-                                table, *_claims_kept(old, was, said, scan), pairs).encode()
+                                old.stem_word[sparse.expand(old.stem_start, by_now)], table, read_now, pairs).encode()
         return claims_of, pairs
-
-
-def _claims_kept(old: "_State", was: np.ndarray, said: dict[int, list], scan: ModuleType) -> tuple[np.ndarray, bytes]:
-    """(each action's length of JSON claims, the claims one after the other) of the actions of now
-    (`was`: each one's kept index, or -1): those read now (`said`) as `encode_claims` writes them, the
-    kept read ones as kept. The kept ones come in runs of consecutive kept actions (a repeat changes
-    a few in a hundred thousand), each copied from the kept JSON as one slice."""
-    n = len(was)
-    now_read = np.zeros(n, dtype=bool)
-    now_read[list(said)] = True
-    plain = ~now_read & (was >= 0)  # kept, and not read again
-    lengths = np.zeros(n, dtype=np.int64)
-    lengths[plain] = np.diff(old.json_start)[was[plain]]
-    follows = np.zeros(n, dtype=bool)  # continues the run of the action before it
-    follows[1:] = plain[1:] & plain[:-1] & (was[1:] == was[:-1] + 1)
-    ends = plain & ~np.append(follows[1:], False)
-    pieces = [(int(u), old.blob[old.json_start[was[u]]:old.json_start[was[v] + 1]])
-              for u, v in zip(np.flatnonzero(plain & ~follows).tolist(), np.flatnonzero(ends).tolist())]
-    for u, claims in said.items():
-        encoded = scan.encode_claims(claims).encode()
-        lengths[u] = len(encoded)
-        pieces.append((u, encoded))
-    pieces.sort(key=lambda piece: piece[0])
-    return lengths, b"".join([piece for _, piece in pieces])
 
 
 @dataclass
 class _State:
     """What `KeptClaims` keeps (see there), per action (`digests`): its stems when unread
-    (stem_word[stem_start[t]:stem_start[t + 1]]), its claims when read (`table`, by action, and
-    claim_start[t]: its first; `blob`, as JSON, from json_start[t]); the words by number (`vocab`);
-    and the contradicting claim pairs (`pairs`, as `ClaimPair`s)."""
+    (stem_word[stem_start[t]:stem_start[t + 1]]), whether it was read (`read`: its claims are then
+    those its text gives) and its compared claims (`table`, by action, and claim_start[t]: its
+    first); the words by number (`vocab`); and the contradicting claim pairs (`pairs`, as
+    `ClaimPair`s)."""
 
     claim_at: float
     rules: bytes
@@ -371,17 +350,14 @@ class _State:
     stem_word: np.ndarray
     table: _Table
     claim_start: np.ndarray
-    json_start: np.ndarray
-    blob: bytes
+    read: np.ndarray  # bool
     pairs: list[ClaimPair]
 
     @classmethod
     def made(cls, claim_at: float, made_by: bytes, digests: np.ndarray, ids: dict[str, int], stem_start: np.ndarray,
-             stem_word: np.ndarray, table: _Table, json_lengths: np.ndarray, blob: bytes,
-             pairs: list[ClaimPair]) -> "_State":
+             stem_word: np.ndarray, table: _Table, read: np.ndarray, pairs: list[ClaimPair]) -> "_State":
         """The state of actions `digests` from their stems (unread ones), claims (`table`, any
-        order; `blob`: each read action's claims as JSON one after the other, `json_lengths` long
-        each, 0 for the others) and pairs; the words no action holds any longer are dropped."""
+        order), which were read, and pairs; the words no action holds any longer are dropped."""
         table = table.rows(np.lexsort((table.pos, table.text)))
         used = np.zeros(len(ids) + 1, dtype=bool)
         used[stem_word] = True
@@ -390,8 +366,7 @@ class _State:
         vocab = [w for w, i in ids.items() if used[i]]
         table.word = number[table.word]
         return cls(claim_at, made_by, digests, vocab, stem_start, number[stem_word], table,
-                   np.searchsorted(table.text, np.arange(len(digests) + 1)), sparse.starts(json_lengths), blob,
-                   sorted(pairs))
+                   np.searchsorted(table.text, np.arange(len(digests) + 1)), read, sorted(pairs))
 
     def pairs_among(self, now: np.ndarray) -> list[ClaimPair]:
         """The kept pairs whose actions are both still there (`now`: each one's index now, or -1),
@@ -412,7 +387,7 @@ class _State:
                  self.stem_start.astype("<i8").tobytes(), self.stem_word.astype(number).tobytes(),
                  self.claim_start.astype("<i8").tobytes(), self.table.pos.astype("<i4").tobytes(),
                  self.table.positive.astype("u1").tobytes(), self.table.start.astype("<i8").tobytes(),
-                 self.table.word.astype(number).tobytes(), self.json_start.astype("<i8").tobytes(), self.blob,
+                 self.table.word.astype(number).tobytes(), self.read.astype("u1").tobytes(),
                  quads.astype("<i8").tobytes(), np.array([p[4] for p in self.pairs], dtype="<f8").tobytes()]
         return framed.frame({"format": FORMAT, "rules": self.rules.hex(), "claim_at": self.claim_at,
                              "texts": len(self.digests), "words": len(self.vocab), "claims": len(self.table.pos),
@@ -422,7 +397,7 @@ class _State:
     def decode(cls, state: bytes | None, claim_at: float, made_by: bytes) -> "_State | None":
         """The state kept in `state`, or None when there is none, it is unreadable or damaged
         (`framed.unframe`), or it was made by other rules or for another claim threshold."""
-        read = framed.unframe(state, 13)
+        read = framed.unframe(state, 12)
         if read is None:
             return None
         header, parts = read
@@ -430,7 +405,7 @@ class _State:
                 or header.get("claim_at") != claim_at):
             return None
         try:
-            (digests, vocab, stem_start, stem_word, claim_start, pos, positive, start, word, json_start, blob,
+            (digests, vocab, stem_start, stem_word, claim_start, pos, positive, start, word, was_read,
              quads, overlaps) = parts
             n, claims, words = int(header["texts"]), int(header["claims"]), int(header["words"])
 
@@ -438,27 +413,29 @@ class _State:
                 return np.frombuffer(part, dtype=dtype).astype(np.int64)
 
             claim_start_ = ints(claim_start, "<i8")
-            pos_, start_, json_start_ = ints(pos, "<i4"), ints(start, "<i8"), ints(json_start, "<i8")
+            pos_, start_ = ints(pos, "<i4"), ints(start, "<i8")
             number = _number(words)
-            stem_start_, stem_word_, word_ = ints(stem_start, "<i8"), ints(stem_word, number), ints(word, number)
+            stem_start_, word_ = ints(stem_start, "<i8"), ints(word, number)
+            stem_word_ = np.frombuffer(stem_word, dtype=number)  # the most numbers: as written, not widened
+            read_ = np.frombuffer(was_read, dtype="u1")
             quads_ = ints(quads, "<i8").reshape(-1, 4)
             pairs = [(u, k, v, l, o)
                      for (u, k, v, l), o in zip(quads_.tolist(), np.frombuffer(overlaps, "<f8").tolist())]
             vocab_ = vocab.decode("utf-8", "surrogatepass").split("\n") if words else []
             ok = (len(digests) == 16 * n and len(vocab_) == words and len(stem_start_) == n + 1 == len(claim_start_)
-                  and len(json_start_) == n + 1 and len(pos_) == claims == len(positive) and len(start_) == claims + 1
+                  and len(read_) == n and len(pos_) == claims == len(positive) and len(start_) == claims + 1
                   and len(pairs) == header["pairs"] == len(quads_)
                   and stem_start_[-1] == len(stem_word_) and claim_start_[-1] == claims and start_[-1] == len(word_)
-                  and json_start_[-1] == len(blob)
-                  and all(np.all(np.diff(a) >= 0) for a in (stem_start_, claim_start_, start_, json_start_))
+                  and all(np.all(np.diff(a) >= 0) for a in (stem_start_, claim_start_, start_))
                   and all(np.all((a >= 0) & (a < words)) for a in (stem_word_, word_))
+                  and np.all(read_ <= 1) and np.all(read_.astype(bool) | (np.diff(claim_start_) == 0))
                   and np.all((quads_ >= 0) & (quads_[:, [0, 2]] < n).repeat(2, axis=1)))
             if not ok:
                 return None
             table = _Table(np.repeat(np.arange(n, dtype=np.int64), np.diff(claim_start_)), pos_,
                            np.frombuffer(positive, dtype="u1").astype(bool), start_, word_)
             return cls(claim_at, made_by, np.frombuffer(digests, dtype="S16"), vocab_, stem_start_,
-                       stem_word_, table, claim_start_, json_start_, blob, pairs)
+                       stem_word_, table, claim_start_, read_.astype(bool), pairs)
         except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError):
             return None
 

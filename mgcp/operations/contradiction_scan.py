@@ -78,7 +78,6 @@ experience outweighs age. `--auto` never applies them: which rule is right is a 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -88,8 +87,8 @@ from pathlib import Path
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import WORDS, CycleCache
-from mgcp.operations.similarity import LexicalBackend, dot
+from mgcp.operations.shared import WORDS, CycleCache, terms, tf_idf, ticker
+from mgcp.operations.similarity import dot
 
 OPERATION = "contradiction_scan"
 NEGATORS = frozenset({"not", "no", "avoid", "disable", "forbid", "prohibit", "disallow", "deprecated",
@@ -344,7 +343,8 @@ def run(lessons: list[Lesson], settings: dict, cache: CycleCache | None = None,
 def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: float,
                         cache: CycleCache | None = None, kept=None):
     """[((id a, id b), (claim overlap, trigger similarity, claim of a, claim of b))], strongest first;
-    `lessons` sorted by id (the order duplicate detection vectorises them in, so a cycle shares it).
+    `lessons` sorted by id, each id once (the order duplicate detection vectorises them in, so a
+    cycle shares it).
 
     Claims are compared between the distinct actions (`claim_search.search`, or `kept.search` from what an
     earlier cycle kept: the same claim pairs); two lessons contradict when their actions hold a
@@ -352,40 +352,62 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     their triggers are alike, scored on the trigger vectors of all the lessons. Of the claim pairs
     of one lesson pair, the strongest (claim overlap, rounded) wins, and of those equally strong
     the earliest claims in their actions."""
-    texts = [lesson.action or "" for lesson in lessons]
-    holders: dict[str, list[str]] = {}
-    for action, lesson_id in zip(texts, map(attrgetter("id"), lessons)):
-        holders.setdefault(action, []).append(lesson_id)
-    actions = list(holders)
-    from mgcp.operations.claim_search import search
+    import numpy as np
 
+    from mgcp.operations.claim_search import search
+    from mgcp.operations.sparse import starts
+
+    texts = list(map(attrgetter("action"), lessons))
+    if None in texts:
+        texts = [action or "" for action in texts]
+    ids = list(map(attrgetter("id"), lessons))
+    actions = list(dict.fromkeys(texts))
+    number = dict(zip(actions, range(len(actions))))
+    # each action's lessons (their places in `lessons`, ascending), found for the few pairs only
+    action_of = np.fromiter(map(number.__getitem__, texts), dtype=np.int64, count=len(texts))
+    by_action = np.argsort(action_of, kind="stable")
+    bounds = starts(np.bincount(action_of, minlength=len(actions)))
     scan = sys.modules[__name__]  # the search reads actions by this module's rules
     if kept is not None:
         # the actions' digests, from the corpus of every action when the cycle built one (duplicate
-        # detection reads the same actions in the same order)
+        # detection reads the same actions in the same order): the digest of each one's first lesson
         corpus = cache.reader.built_corpus(texts) if cache is not None and cache.reader is not None else None
         digests = None
         if corpus is not None:
-            digests = list(map(dict(zip(texts, corpus.digests)).__getitem__, actions))
+            digests = np.frombuffer(corpus.joined, dtype="S16")[by_action[bounds[:-1]]].tobytes()
         claims_of, pairs = kept.search(actions, claim_at, scan, digests)
     else:
         claims_of, pairs = search(actions, claim_at, scan)
     strongest: dict[tuple[str, str], tuple] = {}
+    place: dict[str, int] = {}  # the lessons of the pairs, by id
     for u, k, v, l, overlap in pairs:
         score = -round(overlap, 4)
-        for x in holders[actions[u]]:
-            for y in holders[actions[v]]:
+        for p in by_action[bounds[u]:bounds[u + 1]].tolist():
+            for q in by_action[bounds[v]:bounds[v + 1]].tolist():
+                x, y = ids[p], ids[q]
                 if x == y:
                     continue
+                place[x], place[y] = p, q
                 key, entry = ((x, y), (score, k, l, u, v)) if x < y else ((y, x), (score, l, k, v, u))
                 if key not in strongest or entry < strongest[key]:
                     strongest[key] = entry
     if not strongest:
         return []
-    vectors = LexicalBackend(cache).vectors({lesson.id: lesson.trigger or "" for lesson in lessons})
+    # the trigger vectors of all the lessons (their IDF is all the triggers'), rows in `lessons`
+    # order: the matrix `LexicalBackend.matrix` makes of them, without a dict of 100k ids for it
+    triggers = list(map(attrgetter("trigger"), lessons))
+    if None in triggers:
+        triggers = [trigger or "" for trigger in triggers]
+    tick = ticker(cache)
+
+    def read(i: int) -> tuple[str, ...]:
+        tick(i, len(triggers))
+        return terms(cache, triggers[i])
+
+    vectors = tf_idf(cache, triggers, read)
     out = []
     for (a, b), (score, k, l, u, v) in strongest.items():
-        trigger = dot(vectors[a], vectors[b])
+        trigger = dot(vectors.vector(place[a]), vectors.vector(place[b]))
         if trigger >= trigger_at - 1e-9:
             out.append(((a, b), (-score, round(min(trigger, 1.0), 4), claims_of(u)[k], claims_of(v)[l])))
     return sorted(out, key=lambda item: (-item[1][0], -item[1][1], item[0]))
@@ -440,18 +462,6 @@ def _screen(action: str | None) -> set[str]:
 # The rules an action's claims are read by (this module's and the words' own, see
 # `mgcp.operations.shared.WORDS`): what the claim search keeps is kept under them.
 READING = hashlib.blake2b(Path(__file__).read_bytes() + WORDS, digest_size=16).digest()
-
-
-def encode_claims(claims: list[Claim]) -> str:
-    """Claims as JSON (sets as sorted lists), so that `decode_claims` gives them back equal."""
-    return json.dumps([[c.positive, sorted(c.about), c.words, list(c.phrase), c.compared, c.judged, sorted(c.versus),
-                        c.insists, [sorted(c.order[0]), sorted(c.order[1])] if c.order else None] for c in claims])
-
-
-def decode_claims(encoded: str) -> list[Claim]:
-    return [Claim(positive, frozenset(about), words, tuple(phrase), compared, judged, frozenset(versus), insists,
-                  (frozenset(order[0]), frozenset(order[1])) if order else None)
-            for positive, about, words, phrase, compared, judged, versus, insists, order in json.loads(encoded)]
 
 
 def _compared(action: str | None) -> list[Claim]:

@@ -18,6 +18,8 @@ numbers).
 from __future__ import annotations
 
 import hashlib
+import json
+from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
 
@@ -35,18 +37,33 @@ def source(lesson) -> str:
 
 
 def lesson_digest(lesson) -> bytes:
-    """What a lesson's entries are kept under: its id, its creation time, its trigger, its action
-    and its tags (each part's length first, so that no two lessons read alike)."""
+    """What a lesson's entries are kept under: a digest of its id, its creation time, its trigger,
+    its action and its tags (strings all), each followed by a NUL, so that no two lessons read
+    alike; a lesson with a NUL inside one of them is digested from its fields as JSON instead, by
+    another hash (`_ESCAPED`), so that it reads alike with no other lesson either."""
     return lesson_digests([lesson])[0]
 
 
+_ESCAPED = b"mgcp nul in text"  # the personalisation of a lesson's digest made from JSON
+
+
 def lesson_digests(lessons: list) -> list[bytes]:
-    """`lesson_digest` of each lesson, in one loop (100k lessons)."""
-    blake2b, nul = hashlib.blake2b, chr(0)
-    fields = attrgetter("id", "created_at", "trigger", "action", "tags")
-    return [blake2b(f"{len(i)}:{len(c or '')}:{len(t)}:{len(a)}:{len(g)}:{i}{c or ''}{t}{a}{nul.join(g)}"
-                    .encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            for i, c, t, a, g in map(fields, lessons)]
+    """`lesson_digest` of each lesson, in one loop (100k lessons). Each one's NUL-separated fields
+    hold four NULs and one per tag exactly when no field holds one: when the NULs of all of them
+    are more than that, the lessons holding the others are digested again from JSON."""
+    blake2b, nul = hashlib.blake2b, "\0"
+    read = [f"{lesson.id}\0{lesson.created_at}\0{lesson.trigger}\0{lesson.action}\0{nul.join(lesson.tags)}"
+            f"{nul if lesson.tags else ''}".encode("utf-8", "surrogatepass") for lesson in lessons]
+    digests = [blake2b(said, digest_size=16).digest() for said in read]
+    tags = list(map(len, map(attrgetter("tags"), lessons)))
+    if sum(map(bytes.count, read, repeat(b"\0"))) != 4 * len(read) + sum(tags):
+        for number, (said, count) in enumerate(zip(read, tags)):
+            if said.count(b"\0") != 4 + count:
+                lesson = lessons[number]
+                fields = [lesson.id, lesson.created_at, lesson.trigger, lesson.action, list(lesson.tags)]
+                escaped = json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                digests[number] = blake2b(escaped, digest_size=16, person=_ESCAPED).digest()
+    return digests
 
 
 class LessonWords:
@@ -56,45 +73,46 @@ class LessonWords:
     def __init__(self, lessons: list, kept: bytes | None = None, digests: list[bytes] | None = None):
         import numpy as np
 
+        from mgcp.operations.sparse import starts
+
         self.lessons = lessons
         self.digests = digests if digests is not None else lesson_digests(lessons)
         n = len(lessons)
         old = _unpack(kept)
         if old is None:
             self.words: dict[str, int] = {}
-            word_of = holders = np.zeros(0, dtype=np.int64)
+            counts = holders = np.zeros(0, dtype=np.int64)
             fresh = range(n)
             self.gone = 0
         else:
-            vocabulary, old_digests, word_of, holders = old
+            vocabulary, old_digests, counts, holders = old
             self.words = {word: number for number, word in enumerate(vocabulary)}
-            # each lesson's kept number, found among the kept digests sorted (16-byte strings: equal
-            # as numpy compares them exactly when their bytes are)
-            now = np.frombuffer(b"".join(self.digests), dtype="S16")
-            order = np.argsort(old_digests, kind="stable")
-            place = np.minimum(np.searchsorted(old_digests[order], now), max(len(old_digests) - 1, 0))
-            found = old_digests[order][place] == now if len(old_digests) else np.zeros(n, dtype=bool)
-            moved = np.full(len(old_digests) + 1, -1, dtype=np.int64)  # kept lesson number -> now
-            moved[order[place[found]]] = np.flatnonzero(found)
-            fresh = np.flatnonzero(~found).tolist()
-            numbered = moved[:-1][moved[:-1] >= 0]
-            if len(numbered) > 1 and not bool(np.all(numbered[1:] > numbered[:-1])):
+            was = _places(old_digests, b"".join(self.digests))  # each lesson's kept number, or -1
+            found = np.flatnonzero(was >= 0)
+            if len(found) > 1 and not bool(np.all(was[found[1:]] > was[found[:-1]])):
                 # the kept lessons come in another order: their words are read anew
                 self.__init__(lessons, None, self.digests)
                 return
-            self.gone = len(old_digests) - len(numbered)
+            fresh = np.flatnonzero(was < 0).tolist()
+            moved = np.full(len(old_digests) // 16, -1, dtype=np.int64)  # kept lesson number -> now
+            moved[was[found]] = found
+            self.gone = len(moved) - len(found)
             # Lessons kept their order, so each word's lessons stay ascending.
             holders = moved[holders]
-            kept_ = holders >= 0
-            word_of, holders = word_of[kept_], holders[kept_]
+            lost = np.flatnonzero(holders < 0)  # the entries of the lessons gone
+            counts = counts - np.bincount(np.searchsorted(starts(counts), lost, "right") - 1, minlength=len(counts))
+            holders = np.delete(holders, lost)
         self.read = len(fresh)  # lessons whose words were read anew (`gone`: kept ones no longer here)
         add_words, add_holders = self._read([lessons[number] for number in fresh], np.asarray(fresh, dtype=np.int64))
         if len(add_words):  # each new pair where it sorts among the kept ones, by (word, lesson)
             size = max(n, 1)
-            at = np.searchsorted(word_of * size + holders, add_words * size + add_holders)
-            word_of, holders = np.insert(word_of, at, add_words), np.insert(holders, at, add_holders)
+            word_of = np.repeat(np.arange(len(counts), dtype=np.int64) * size, counts)
+            holders = np.insert(holders, np.searchsorted(word_of + holders, add_words * size + add_holders),
+                                add_holders)
+        total = np.bincount(add_words, minlength=len(self.words))
+        total[:len(counts)] += counts
         self._holders = holders
-        self._bounds = np.searchsorted(word_of, np.arange(len(self.words) + 1))
+        self._bounds = starts(total)
 
     def _read(self, lessons: list, numbers):
         """The (word, lesson number) pairs of `lessons` (numbered `numbers`), sorted, each once."""
@@ -148,10 +166,29 @@ class LessonWords:
         return self._holders[self._bounds[number]:self._bounds[number + 1]]
 
 
+def _places(kept: bytes, now: bytes):
+    """For each 16-byte digest of `now` (joined), its place among those of `kept` (joined), or -1:
+    found by their first 8 bytes (both sides sorted by them, which makes the search a merge) and
+    checked on all 16. Should two kept digests share their first 8 bytes, a digest may be taken as
+    not kept (its lesson is read again), never as another."""
+    import numpy as np
+
+    held = np.frombuffer(kept, dtype=np.uint64).reshape(-1, 2)
+    asked = np.frombuffer(now, dtype=np.uint64).reshape(-1, 2)
+    if not len(held):
+        return np.full(len(asked), -1, dtype=np.int64)
+    key, wanted = held[:, 0].copy(), asked[:, 0].copy()
+    order, asked_order = np.argsort(key), np.argsort(wanted)
+    at = np.empty(len(asked), dtype=np.int64)
+    at[asked_order] = order[np.minimum(np.searchsorted(key[order], wanted[asked_order]), len(order) - 1)]
+    return np.where((held[at] == asked).all(axis=1), at, -1)
+
+
 def _unpack(state: bytes | None):
-    """(vocabulary, digests, word numbers, lesson numbers) of a kept state made by these rules, else
-    None: also when it is damaged (`framed.unframe`), or its parts disagree with each other (a count
-    that is not positive, a lesson number out of range, or a word's lessons not ascending)."""
+    """(vocabulary, digests (joined), each word's count of lessons, their lesson numbers) of a kept
+    state made by these rules, else None: also when it is damaged (`framed.unframe`), or its parts
+    disagree with each other (a count that is not positive, a lesson number out of range, or a
+    word's lessons not ascending)."""
     import numpy as np
 
     read = framed.unframe(state, 3)
@@ -166,16 +203,18 @@ def _unpack(state: bytes | None):
                 or len(digests) != 16 * n or len(counts) != 4 * len(words) or len(holders) % 4):
             return None
         counts_ = np.frombuffer(counts, dtype="<i4").astype(np.int64)
-        holders_ = np.frombuffer(holders, dtype="<i4").astype(np.int64)
+        holders_ = np.frombuffer(holders, dtype="<i4")
         if len(counts_) and (counts_.min() <= 0 or counts_.sum() != len(holders_)):
             return None
         if not len(counts_) and len(holders_):
             return None
-        word_of = np.repeat(np.arange(len(words), dtype=np.int64), counts_)
         if len(holders_):
-            rising = np.diff(holders_) > 0
-            if holders_.min() < 0 or holders_.max() >= n or not np.all(rising | (np.diff(word_of) > 0)):
+            # a lesson number no higher than the one before it opens a word (counts are positive,
+            # so no two words open at one place)
+            falls = np.flatnonzero(holders_[1:] <= holders_[:-1]) + 1
+            if (holders_.min() < 0 or holders_.max() >= n
+                    or not np.all(np.isin(falls, np.cumsum(counts_)[:-1], assume_unique=True))):
                 return None
-        return words, np.frombuffer(digests, dtype="S16"), word_of, holders_
+        return words, digests, counts_, holders_
     except (ValueError, KeyError, TypeError):
         return None
