@@ -56,41 +56,28 @@ def test_restore_leaves_counters_and_refuses_a_content_change(db):
     assert details == ["lessons row x changed since (action)"] and after["action"] == "later"
 
 
-def test_an_insert_into_an_append_only_table_records_its_key_and_its_undo_deletes_it(db):
+def test_an_insert_into_an_append_only_table_is_recorded_without_its_bulk_and_undone_by_the_rest(db):
     communities = '[{"community_id": "c1", "member_ids": ["a", "b"]}]' * 50
+    run_row = {"run_id": None, "graph_hash": "h", "modularity": 0.5, "communities": communities, "created_at": "now"}
 
     async def work(d):
         async with d.recording() as changes:
-            run_id = await d.insert("community_runs", {"run_id": None, "graph_hash": "h", "modularity": 0.5,
-                                                       "communities": communities, "created_at": "now"})
+            run_id = await d.insert("community_runs", run_row)
             await d.insert("lessons", lesson("x"))
         recorded = {c["table"]: c for c in changes}
+        # another row under the recorded id (as an import's record may name): refused, kept
+        await d.conn.execute("UPDATE community_runs SET graph_hash = 'another run' WHERE id = ?", [run_id])
+        with pytest.raises(ConflictError) as refused:
+            await d.restore(changes)
+        kept = await d.fetchall("SELECT count(*) FROM community_runs")
+        await d.conn.execute("UPDATE community_runs SET graph_hash = 'h' WHERE id = ?", [run_id])
         await d.restore(changes)
         left = await d.fetchall("SELECT count(*) FROM community_runs")
-        return run_id, recorded, left[0][0], await names(d)
+        return run_id, recorded, refused.value.details, kept[0][0], left[0][0], await names(d)
 
-    run_id, recorded, left, lessons = run(db, work)
-    assert recorded["community_runs"]["after"] == {"id": run_id}  # the key, not a copy of the partition
+    run_id, recorded, details, kept, left, lessons = run(db, work)
+    assert recorded["community_runs"]["after"] == {"id": run_id, **{k: v for k, v in run_row.items()
+                                                                    if k != "communities"}}  # no partition copy
     assert recorded["lessons"]["after"]["action"] == "a"  # any other table: the whole row
+    assert details == ["community_runs row 1 changed since (graph_hash)"] and kept == 1
     assert left == 0 and lessons == []
-
-
-def test_records_a_migration_skips_are_one_line_at_each_open(tmp_path, capsys):
-    """Every command opens the database and retries the pending migration: it says so in one line
-    pointing at `mgcp db migrate`, not a line per record it skipped."""
-    import sqlite3
-
-    from legacy import build_legacy
-
-    path = tmp_path / "legacy.db"
-    build_legacy(path)
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE project_contexts SET catalogue = 'not json'")  # both projects
-    conn.commit()
-    conn.close()
-    for _ in range(2):
-        run(path, names)
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("mgcp: migration 0005_seed_context_history skipped 2 records, "
-                                                        "the first project "), err
-        assert "`mgcp db migrate` lists what it skips" in err

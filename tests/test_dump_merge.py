@@ -262,3 +262,21 @@ def test_a_project_here_only_as_hook_sessions_takes_the_imported_history(tmp_pat
     mgcp("context", "save", "--project", "/p/shop", "--notes", "a's newest notes", "--db", a)
     report = merge(a, b, tmp_path)
     assert report["replaced"] == [] and [s["id"] for s in report["skipped"] if s["kind"] == "project"]
+
+
+def test_undoing_an_imported_run_never_deletes_the_receiving_databases_own_partition(tmp_path):
+    """A merge renumbers imported rows; an imported action's record of a community run may still
+    name the receiving database's own row by its id: the undo must refuse, not delete that row."""
+    dbs = {name: tmp_path / f"{name}.db" for name in ("a", "b")}
+    topics = ["pool", "retry", "cache", "queue", "index", "schema"]
+    for name, db in dbs.items():
+        for i, topic in enumerate(topics):
+            assert mgcp("lesson", "add", f"{name}-{topic}", "--trigger", f"when the {topic} misbehaves",
+                        "--action", f"Check the {topic} settings and the {topics[i - 1]} limits first", "--db", db,
+                        "--tag", topic)[0] == 0
+        assert mgcp("rem", "run", "--op", "community_detection", "--project", f"/{name}", "--db", db)[0] == 0
+    export(dbs["a"], tmp_path / "a.jsonl")
+    assert mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", dbs["b"])[0] == 0
+    own = count(dbs["b"], "SELECT count(*) FROM community_runs WHERE id = 1")
+    code, out, err = mgcp("rem", "undo", "--run", "2", "--db", dbs["b"])
+    assert own == 1 and count(dbs["b"], "SELECT count(*) FROM community_runs WHERE id = 1") == 1, (code, out, err)

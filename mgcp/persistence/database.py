@@ -39,10 +39,11 @@ KEYS = {
 }
 
 # Tables whose rows are only ever inserted (a run's history: each community partition, each context
-# summary). A recorded insert into one holds the row's key as its after image, not the row: nothing
-# can have changed the row since, so an undo deletes it without comparing, and a cycle's record does
-# not hold a second copy of a partition of 100k lessons.
-APPEND_ONLY = frozenset({"community_runs", "context_summaries"})
+# summary), with their bulky columns. A recorded insert into one holds the row without those as its
+# after image: nothing changes such a row once written, so its other columns tell it from another
+# row that took its id (an import's), and a cycle's record does not hold a second copy of a
+# partition of 100k lessons.
+APPEND_ONLY = {"community_runs": ("communities",), "context_summaries": ("narrative", "data")}
 
 
 def utcnow() -> str:
@@ -221,7 +222,9 @@ class Database:
             if "id" in KEYS[table] and "id" not in key:
                 key["id"] = rowid
             key = self.key_of(table, key)
-            after = dict(key) if table in APPEND_ONLY else await self.row(table, key)
+            after = await self.row(table, key)
+            if table in APPEND_ONLY:
+                after = {c: v for c, v in after.items() if c not in APPEND_ONLY[table]}
             self._changes.append({"table": table, "key": key, "before": None, "after": after})
         return rowid
 
@@ -286,9 +289,9 @@ class Database:
         would overwrite that change, so the whole restore is refused (ConflictError listing every
         such row, nothing written) unless `force`. A row the change created that is gone since
         is no conflict: the undo wanted it gone; one an insert into an APPEND_ONLY table created is
-        deleted without comparing (its record holds only its key). Retrieval counters (COUNTERS)
-        are not content: they never conflict and keep their current values. A row that rows written
-        since depend on (a foreign key) cannot be put back, forced or not: ConflictError naming it.
+        compared by the columns its record holds. Retrieval counters (COUNTERS) are not content:
+        they never conflict and keep their current values. A row that rows written since depend on
+        (a foreign key) cannot be put back, forced or not: ConflictError naming it.
         """
         conflicts, blocked, touched = [], [], []
         async with self.transaction():
@@ -298,9 +301,11 @@ class Database:
                 before = change["before"]
                 if before is None and current is None:
                     continue  # created by the change, gone since: as the undo would leave it
-                appended = before is None and table in APPEND_ONLY
-                if not appended and not same_content(table, current, change["after"]):
-                    conflicts.append(_describe_conflict(table, key, change["after"], current))
+                after = change["after"]
+                if current is not None and before is None and table in APPEND_ONLY:
+                    current = {c: current[c] for c in after if c in current}  # the columns recorded
+                if not same_content(table, current, after):
+                    conflicts.append(_describe_conflict(table, key, after, current))
                 if before is not None and current is not None:
                     before = {**before, **{c: current[c] for c in COUNTERS.get(table, ()) if c in current}}
                 try:
