@@ -56,10 +56,10 @@ def check_text(field: str, value: str | None, *, required: bool = True, limit: i
         return None
     if not isinstance(value, str):
         raise InvalidInputError(f"{field} must be text")
+    check_no_nul(field, value)  # before stripping: the position it names is in the text as given
     value = value.strip()
     if required and not value:
         raise InvalidInputError(f"{field} must not be empty")
-    check_no_nul(field, value)
     _check_size_and_secrets(field, value, limit)
     return value
 

@@ -1,4 +1,5 @@
 import json
+import os
 import sqlite3
 
 from clihelp import mgcp
@@ -46,6 +47,10 @@ def test_neither_export_writes_over_the_database_itself_even_with_force(db):
             code, out, err = mgcp("export", kind, "--out", target, "--force", "--db", db)
             assert code == 2 and err.strip() == f"Error: --out {target} is the database itself; write the " \
                                                  "export to another file", (kind, target, err)
+    linked = db.with_name("same-file.db")
+    os.link(db, linked)  # another name of the very file
+    code, _, err = mgcp("export", "jsonl", "--out", linked, "--force", "--db", db)
+    assert code == 2 and "is the database itself" in err
     assert db.read_bytes() == before
     code, out, _ = mgcp("lesson", "show", "a1", "--db", db)
     assert code == 0 and "do a thing properly" in out

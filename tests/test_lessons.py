@@ -225,3 +225,14 @@ def test_listed_lessons_equal_field_by_field_validation_on_odd_rows(db, run):
     assert run(db, lambda s: s.lessons.get("legacy-number-tags")) == by_id["legacy-number-tags"].model_copy(
         update={"importance": run(db, lambda s: s.lessons.get("legacy-number-tags")).importance})
     assert gc.isenabled()  # the collector paused while reading is running again
+
+
+def test_a_nul_is_refused_at_its_place_in_the_text_as_given():
+    import pytest
+
+    from mgcp.errors import InvalidInputError
+    from mgcp.validation import check_text
+
+    with pytest.raises(InvalidInputError) as refused:
+        check_text("trigger", "   ab\x00c")
+    assert str(refused.value) == "trigger holds a NUL character (\\x00) at character 6, which cannot be stored"

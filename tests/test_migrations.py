@@ -140,6 +140,8 @@ def test_foreign_sqlite_file_is_refused(tmp_path):
 
 @pytest.mark.parametrize("schema", [
     ["CREATE TABLE lessons (id INTEGER PRIMARY KEY, title TEXT)"],  # another application's lessons
+    ["CREATE TABLE lessons (id TEXT, trigger TEXT, action TEXT, rationale TEXT, version INTEGER, "  # some of
+     "created_at TEXT, last_refined TEXT, tags TEXT, relationships TEXT)"],  # the legacy columns only
     ["CREATE TABLE _sqlite_migrations (migration_set TEXT, name TEXT, applied_at TEXT)",  # sqlite-utils'
      "INSERT INTO _sqlite_migrations VALUES ('shop', '0001_init', 'x')", "CREATE TABLE customers (id INTEGER)"],
 ])

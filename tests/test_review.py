@@ -399,6 +399,9 @@ def test_auto_links_a_small_cluster_and_leaves_a_larger_one_to_a_person():
     config = parse_config({}, "test")
     assert auto_decision(cluster(AUTO_CLUSTER), config, "/p") == f"links are additive ({AUTO_CLUSTER} lessons)"
     assert auto_decision(cluster(AUTO_CLUSTER + 1), config, "/p") is None  # 10 links or more: a person decides
+    unlisted = cluster(AUTO_CLUSTER + 1)
+    unlisted.data = {}  # no members listed: "link them all" links the subject's lessons, as many
+    assert auto_decision(unlisted, config, "/p") is None
 
 
 # -- a drafted lesson the gate refuses; an id that is taken ---------------------------------------

@@ -189,8 +189,13 @@ async def _link(store, members: list[str]) -> list[tuple[str, str]]:
     return made
 
 
+def _members(finding: RemFinding) -> list[str]:
+    """The lessons a cluster finding's "link them all" links."""
+    return finding.data.get("members") or list(finding.subject)
+
+
 async def _link_all(store, config, finding, text, selection):
-    members = finding.data.get("members") or list(finding.subject)
+    members = _members(finding)
     made = await _link(store, members)
     return f"linked {len(members)} lessons ({len(made)} new links)", {"links": made}
 
@@ -443,7 +448,7 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     if option.action == "link_suggested":
         return "links are additive"
     if option.action == "link_all":
-        members = len(finding.data.get("members") or ())
+        members = len(_members(finding))
         return f"links are additive ({members} lessons)" if members <= AUTO_CLUSTER else None
     return None
 

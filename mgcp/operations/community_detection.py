@@ -59,7 +59,8 @@ unless it is the `full_every`-th run since the last full one (a full run then re
 What titles are drawn from, as read from the lessons, is kept too (`Kept.readings`, each lesson
 known by its content digest, whatever the settings): every lesson's keywords, which the idf counts
 (`_idf`, `_Keywords`), and each title sample member's phrases (`_Phrases`); each is kept again only
-once it lacks, or holds no longer, more than a share `shared.BEHIND` of what it would hold. A run,
+once it is more than a share `shared.BEHIND` behind (the keywords: the lessons they lack and those
+they hold no longer; the phrases: the sample members they lack). A run,
 incremental or full, reads only the texts of lessons added or changed since they were kept; what it
 takes from these is exactly what reading the texts gives (the same idf, the same phrases), so they
 add no drift.

@@ -43,7 +43,8 @@ class Corpus:
         self.ids = ids if ids.dtype == np.int32 else np.asarray(ids, dtype=np.int32)
         self.vocabulary = vocabulary
         self.kept = False  # decoded from what an earlier cycle kept
-        # how many of its texts the corpus kept under its name lacks (None: not known to hold any)
+        # how many of its texts the corpus kept under its name lacks, plus how many texts that one
+        # holds and this one does not (None: it holds none known)
         self.behind: int | None = None
         self.start = sparse.starts(self.lengths)
 
@@ -157,7 +158,9 @@ def build(name: str, digests: list[bytes], read: Callable[[int], Sequence[str]],
         _copy_rows(base, rows, found, corpus)
     corpus.ids[sparse.expand(corpus.start, missing)] = new_ids
     if base is not None and (base.kept or base.behind is not None):
-        corpus.behind = len(missing) + (base.behind or 0)
+        # the texts the kept corpus lacks, and those it holds that this one does not
+        unused = len(base.lengths) - (len(np.unique(rows[found])) if len(found) else 0)
+        corpus.behind = len(missing) + unused + (base.behind or 0)
     return corpus
 
 

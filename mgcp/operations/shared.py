@@ -196,9 +196,10 @@ class Reader:
     def keep_corpora(self) -> tuple[dict[str, bytes], list[str]]:
         """What to keep of the corpora: the states to write by name, and the names to drop: of the
         kept corpora this cycle did not build, those kept under other rules, and those beyond
-        MAX_CORPORA (by name). A corpus built in this cycle is written unless the corpus kept under
-        its name lacks at most BEHIND of its texts (the words of a text are what its digest says,
-        however old the corpus they come from, so this changes no result)."""
+        MAX_CORPORA (by name). A corpus built in this cycle is written unless the texts the corpus
+        kept under its name lacks, and those it holds no longer used, are at most BEHIND of its
+        texts (the words of a text are what its digest says, however old the corpus they come from,
+        so this changes no result)."""
         write = {name: corpus.encode(WORDS) for name, corpus in sorted(self.built.items())
                  if corpus.behind is None or corpus.behind > BEHIND * len(corpus.lengths)}
         others = sorted(self._kept_names - set(self.built))

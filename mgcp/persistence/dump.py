@@ -779,9 +779,16 @@ def _renumber_changes(changes, new_ids: dict[str, dict[int, int]]):
 # -- backup ----------------------------------------------------------------------------------------
 
 def is_database_file(path: str | os.PathLike, other: str | os.PathLike) -> bool:
-    """`other` names the database at `path` or its -wal or -shm file."""
+    """`other` is the database at `path` or its -wal or -shm file: by name, or, for files that
+    exist, by identity (a hard link, another spelling on a case-insensitive file system)."""
     database, target = Path(path).resolve(), Path(other).resolve()
-    return target in (database, Path(f"{database}-wal"), Path(f"{database}-shm"))
+    files = (database, Path(f"{database}-wal"), Path(f"{database}-shm"))
+    if target in files:
+        return True
+    try:
+        return target.exists() and any(f.exists() and os.path.samefile(f, target) for f in files)
+    except OSError:
+        return False
 
 
 def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = False) -> dict:

@@ -33,9 +33,9 @@ MIGRATION_SET = "mgcp"
 MIGRATIONS_TABLE = "_sqlite_migrations"
 SQLITE_HEADER = b"SQLite format 3\x00"
 LEGACY_MARKER_TABLE = "lessons"
-# The columns of an MGCP v1.2 lessons table that the upgrade reads
-LEGACY_COLUMNS = ("id", "trigger", "action", "rationale", "version", "created_at", "last_refined", "tags",
-                  "relationships")
+# The columns of an MGCP v1.2 lessons table (the upgrade and the store read them all)
+LEGACY_COLUMNS = ("id", "trigger", "action", "rationale", "examples", "version", "created_at", "last_refined",
+                  "last_used", "usage_count", "tags", "parent_id", "related_ids", "relationships")
 BUSY_TIMEOUT_MS = 10_000
 
 
