@@ -276,6 +276,7 @@ class RemReport(BaseModel):
     project_path: str
     last_run: RemCycleReport | None = None
     pending: list[RemFinding] = Field(default_factory=list)
+    unfinished_run: int | None = None  # a later run that never finished (its finished operations' findings are pending)
 
 
 class AutoResult(BaseModel):

@@ -354,6 +354,8 @@ def test_repair_yes_fixes_and_checks_again(copy, ids):
 
 def test_a_lesson_with_no_versions_is_backfilled(copy):
     sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ?", LESSON)
+    code, out, err = mgcp("lesson", "history", LESSON, "--db", copy)
+    assert (code, out) == (0, "") and "has no versions recorded; `mgcp db check`" in err  # not silence
     code, out, err = check(copy, "--repair", "--yes", "--json")
     assert (code, err) == (0, "")
     document = json.loads(out)

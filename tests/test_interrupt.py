@@ -70,3 +70,23 @@ def test_ctrl_c_in_review_exits_130_with_a_message_and_applies_nothing(db):
                                                  "applied half-way."), err
     code, out, _ = mgcp("rem", "status", "--project", "/p", "--db", db, "--json")
     assert code == 0 and json.loads(out)["pending_findings"] == 1, out
+
+
+def test_a_run_that_never_finished_is_named_by_the_report(db):
+    """A run killed mid-way keeps what its finished operations wrote: the report says it did not
+    finish, instead of "no REM run yet" beside the findings it raised."""
+    import sqlite3
+
+    for lesson_id, each in (("one", "every"), ("two", "each")):
+        assert mgcp("lesson", "add", lesson_id, "--trigger", "when the pool runs dry",
+                    "--action", f"Raise the connection pool size and add a timeout to {each} call", "--db", db)[0] == 0
+    assert mgcp("rem", "run", "--op", "duplicate_detection", "--project", "/p", "--db", db)[0] == 0
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE rem_runs SET finished_at = NULL")  # as a kill -9 before the run's last write leaves it
+    conn.commit()
+    conn.close()
+    code, out, _ = mgcp("rem", "report", "--project", "/p", "--db", db)
+    assert code == 0 and out.startswith("no REM run of this project finished yet\nrun 1 did not finish"), out
+    assert "1 finding(s) waiting for review" in out
+    code, out, _ = mgcp("rem", "report", "--project", "/p", "--db", db, "--json")
+    assert json.loads(out)["unfinished_run"] == 1

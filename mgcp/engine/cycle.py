@@ -322,8 +322,8 @@ async def _store_findings(store: Store, findings: list[RemFinding], project_id: 
 
 
 async def report(store: Store, project_path: str) -> RemReport:
-    """The project's last finished run with the findings it raised (their status now), and every
-    finding waiting for the project's review, whichever run raised it."""
+    """The project's last finished run with the findings it raised (their status now), a later run
+    that never finished, and every finding waiting for the project's review, whichever run raised it."""
     project = await store.queue.project(project_path)
     pending = await review.pending_findings(store, project_path)
     run = await store.rem.last_run(project.project_id)
@@ -336,7 +336,8 @@ async def report(store: Store, project_path: str) -> RemReport:
             operations=[OperationResult(**o) for o in json.loads(run["operations"]) if isinstance(o, dict)],
             findings=await store.rem.findings(None, None, run_id=run["id"]))
     return RemReport(project_id=project.project_id, project_path=project.project_path,
-                     last_run=last, pending=pending)
+                     last_run=last, pending=pending,
+                     unfinished_run=await store.rem.unfinished_since(project.project_id, run and run["id"]))
 
 
 # -- operation runners: data from the store in, findings out ---------------------------------------

@@ -94,6 +94,14 @@ class RemLedger:
             [project_id])
         return dict(row) if row else None
 
+    async def unfinished_since(self, project_id: str, run_id: int | None) -> int | None:
+        """The latest run of the project after `run_id` (None: any) that never finished (interrupted,
+        killed, or still running), or None."""
+        row = await self.db.fetchone(
+            "SELECT max(id) FROM rem_runs WHERE project_id = ? AND finished_at IS NULL AND id > ?",
+            [project_id, run_id or 0])
+        return row[0] if row else None
+
     async def get_run(self, run_id: int) -> dict:
         row = await self.db.fetchone("SELECT * FROM rem_runs WHERE id = ?", [run_id])
         if row is None:

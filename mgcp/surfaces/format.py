@@ -205,11 +205,19 @@ def rem_run(result: RemRun) -> str:
     return "\n".join(lines)
 
 
+def unfinished(run_id: int) -> str:
+    return (f"run {run_id} did not finish (interrupted, or still running): what its finished operations "
+            "found is among the findings waiting")
+
+
 def rem_report(result: RemReport) -> str:
     lines = [cycle(result.last_run) if result.last_run else
-             "no REM run yet for this project; start one with `mgcp rem run`"]
+             "no REM run yet for this project; start one with `mgcp rem run`" if not result.unfinished_run else
+             "no REM run of this project finished yet"]
     if result.last_run:
         lines += [f"  {f.id}  [{f.status.value:8}] {f.operation:20} {f.title}" for f in result.last_run.findings]
+    if result.unfinished_run:
+        lines.append(unfinished(result.unfinished_run))
     lines.append("")
     lines.append(f"{len(result.pending)} finding(s) waiting for review"
                  + (" - run `mgcp rem review`:" if result.pending else "."))

@@ -325,14 +325,20 @@ class Tools:
         finding waiting for this project's review, without running anything. Returns
         {"report": last run or null, "pending": [...], "message"}."""
         from mgcp import engine
+        from mgcp.surfaces import format
 
         result = await self.service.run(lambda s: engine.report(s, _path(project_path)), create=False)
         waiting = f"{len(result.pending)} finding(s) waiting for review"
-        if result.last_run is None:
+        if result.last_run is None and not result.unfinished_run:
             message = f"no REM run yet for this project (start one with rem_run); {waiting}"
+        elif result.last_run is None:
+            message = f"no REM run of this project finished yet; {waiting}"
         else:
             message = (f"last run {result.last_run.run_id} at session {result.last_run.session_number}: "
                        f"{len(result.last_run.findings)} finding(s); {waiting}")
+        if result.unfinished_run:
+            message += f" ({format.unfinished(result.unfinished_run)})"
+
         return {"report": to_jsonable(result.last_run), "pending": to_jsonable(result.pending), "message": message}
 
     def _step(self, step: ReviewStep) -> dict[str, Any]:

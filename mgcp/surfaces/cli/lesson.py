@@ -91,6 +91,8 @@ def history(lesson_id: LessonId, db: Db = None, json: Json = False):
         return print_json(versions)
     from mgcp.surfaces import format
 
+    if not versions:  # only a database damaged or changed by hand (`db check` names it)
+        return note(f"{lesson_id} has no versions recorded; `mgcp db check` says why and what it can repair")
     echo("\n\n".join(format.version(v) for v in versions))
 
 
