@@ -6,6 +6,7 @@ it harmless to print, and the CLI's output helpers pass every line through it.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -17,13 +18,15 @@ if TYPE_CHECKING:  # annotations only: formatting a status needs no pydantic
 # C0 controls but tab and newline, DEL and the C1 controls: a terminal acts on them (ESC begins a
 # sequence that can retitle the window, recolour, move the cursor or rewrite the screen; BEL rings;
 # CR returns over what was printed; U+009B is a CSI by itself on terminals that read C1 codes).
-CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7f, 0xa0)) if chr(code) not in "\t\n"}
+# Found by a pattern's scan: once the text holds anything beyond ASCII, `str.translate` goes a
+# character at a time through a dict (0.55 s over an 11 MB report; the scan: 0.02-0.05 s).
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def terminal_safe(text: str) -> str:
     """`text` with each control character a terminal would act on shown as an escape (ESC as
     `\\x1b`, BEL as `\\x07`); newlines and tabs, which the layout uses, stay."""
-    return text.translate(CONTROLS)
+    return CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def field(label: str, value: str) -> str:
