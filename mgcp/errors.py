@@ -28,6 +28,13 @@ class DatabaseError(MgcpError):
     exit_code = 2
 
 
+class StorageError(DatabaseError):
+    """The database cannot be read or written just now: the disk is full, another process holds
+    the lock too long, an I/O error. Nothing the user typed was wrong: exit code 1."""
+
+    exit_code = 1
+
+
 class ConflictError(MgcpError):
     """An action would overwrite later changes (a stale finding, an undo after later edits).
     `details` lists what would be overwritten, one line each, when known."""

@@ -26,7 +26,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from mgcp.errors import DatabaseError, NotFoundError
+from mgcp.errors import DatabaseError, NotFoundError, StorageError
 from mgcp.resources import migrations_dir
 
 MIGRATION_SET = "mgcp"
@@ -155,7 +155,7 @@ def explain(exc: BaseException, path: str | os.PathLike) -> DatabaseError:
     if name.startswith("SQLITE_IOERR") and _free_bytes(folder) < 64 * 1024:
         kind = "FULL"  # a write that failed for want of space is often reported as an I/O error
     if name.startswith("SQLITE_FULL") or kind == "FULL":
-        return DatabaseError(f"the disk is full (writing {path}); the change was not made")
+        return StorageError(f"the disk is full (writing {path}); the change was not made")
     if name.startswith("SQLITE_READONLY") or name.startswith("SQLITE_CANTOPEN") or kind in ("READONLY", "DENIED"):
         if Path(path).exists() and not os.access(path, os.W_OK):
             return DatabaseError(f"{path} is read-only; mgcp needs to write to it")
@@ -168,11 +168,11 @@ def explain(exc: BaseException, path: str | os.PathLike) -> DatabaseError:
     if kind == "NOTDIR":
         return DatabaseError(f"cannot use {path}: a part of the path is a file, not a directory")
     if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
-        return DatabaseError(f"{path} is locked by another process; try again")
+        return StorageError(f"{path} is locked by another process; try again")
     if name.startswith("SQLITE_CORRUPT") or name.startswith("SQLITE_NOTADB"):
         return DatabaseError(f"{path} is corrupt ({exc}); `mgcp db check` says what is damaged")
     if name.startswith("SQLITE_IOERR") or isinstance(exc, OSError):
-        return DatabaseError(f"cannot read or write {path} ({exc})")
+        return StorageError(f"cannot read or write {path} ({exc})")
     return DatabaseError(f"database error on {path}: {exc}")
 
 
