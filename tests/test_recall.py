@@ -4,6 +4,7 @@ import json
 import re
 import shutil
 import sqlite3
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -54,6 +55,17 @@ def project(conn, path, notes=None, todos=(), decisions=(), files=()):
                   json.dumps(list(decisions)), TS, notes])
 
 
+@contextmanager
+def writing(path):
+    """A connection to the database at `path` whose writes inside the block are one transaction."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
 def build(path, budget, project_path=None, match=None, **kw):
     conn = sqlite3.connect(path, isolation_level=None)
     try:
@@ -72,12 +84,10 @@ lesson_st = st.tuples(text_st, text_st, st.sampled_from(KINDS), st.floats(0, 1),
 def test_never_over_budget_and_the_strongest_constraint_is_always_in(template, tmp_path, lessons, budget,
                                                                    notes, todos, task):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         for n, (trigger, action, kind, confidence, usage) in enumerate(lessons):
             add(conn, f"l{n:03d}", trigger, action * 3, kind, round(confidence, 3), usage)
         project(conn, "/work/p", notes, todos, ["use WAL"] * 2, ["a.py"])
-    conn.close()
     result = build(path, budget, "/work/p", match='"retry" OR "cache"' if task else None)
     assert len(result.text) <= budget
     constraints = [(-round(c, 3), f"l{n:03d}") for n, (_, _, kind, c, _) in enumerate(lessons)
@@ -92,8 +102,7 @@ def test_never_over_budget_and_the_strongest_constraint_is_always_in(template, t
 
 def test_sections_in_order_with_reserved_shares_and_trim_marks(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         for n in range(40):
             add(conn, f"tip-{n:02d}", f"handling {WORDS[n % 24]} {WORDS[(n * 7) % 24]} case {n}",
                 f"Do the careful {WORDS[(n * 5) % 24]} thing number {n}, then check {WORDS[(n * 3) % 24]}.", usage=n)
@@ -103,7 +112,6 @@ def test_sections_in_order_with_reserved_shares_and_trim_marks(template, tmp_pat
         add(conn, "never-force-push", "pushing to main", "Never force-push to main; open a pull request.",
             kind="constraint", confidence=0.97)
         project(conn, "/work/p", "Working on retries. Is the backoff cap right?", ["load test"], ["use WAL"])
-    conn.close()
     result = build(path, 1500, "/work/p")
     text = result.text
     assert len(text) <= 1500
@@ -117,10 +125,8 @@ def test_sections_in_order_with_reserved_shares_and_trim_marks(template, tmp_pat
 
 def test_a_huge_constraint_is_shortened_not_dropped(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         add(conn, "huge", "deploying", "Always " + "check everything twice " * 500, kind="constraint", confidence=1.0)
-    conn.close()
     result = build(path, 400)
     assert len(result.text) <= 400 and "[huge] When deploying: Always check" in result.text
     assert "…" in result.text
@@ -128,12 +134,10 @@ def test_a_huge_constraint_is_shortened_not_dropped(template, tmp_path):
 
 def test_near_duplicates_are_never_both_included(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         add(conn, "a", "calling an unfamiliar API", "Read its signature first, then one call site.", usage=9)
         add(conn, "b", "calling an unknown API", "Read its signature first, then one real call site.", usage=8)
         add(conn, "c", "writing a migration", "Add new tables; never alter legacy ones.", usage=7)
-    conn.close()
     result = build(path, 4000)
     assert sorted(result.lessons) == ["a", "c"]
 
@@ -148,10 +152,8 @@ def billing_rules(conn, modules, confidence=0.94, usage=0):
 
 def test_constraints_that_read_alike_but_differ_are_all_shown(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         billing_rules(conn, [7, 8])
-    conn.close()
     result = build(path, 8000)
     assert sorted(result.lessons) == ["k7", "k8"] and result.trimmed == {}
 
@@ -160,11 +162,9 @@ def test_with_a_task_the_matching_constraint_comes_before_its_twin(template, tmp
     from mgcp.persistence.lessons import Lessons
 
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         billing_rules(conn, [7], usage=5)  # used more: it would come first without the task
         billing_rules(conn, [8])
-    conn.close()
     match = Lessons.match_expression("updating module m8 of billing")
     assert build(path, 8000, match=match).lessons[:2] == ["k8", "k7"]
     tight = build(path, 400, match=match)  # room for one of them only
@@ -173,11 +173,9 @@ def test_with_a_task_the_matching_constraint_comes_before_its_twin(template, tmp
 
 def test_an_exact_copy_of_a_constraint_is_left_out_and_said_so(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:  # written before lessons were checked for copies at write
+    with writing(path) as conn:  # written before lessons were checked for copies at write
         add(conn, "a", "pushing to main", "Never force-push to main.", kind="constraint", confidence=0.97)
         add(conn, "b", "Pushing to  main", "never force-push to main!", kind="constraint", confidence=0.95)
-    conn.close()
     result = build(path, 4000)
     assert result.lessons == ["a"] and result.trimmed == {"constraints": 1}
     assert "- … 1 more constraint trimmed, including 1 exact copy of another" in result.text
@@ -185,32 +183,26 @@ def test_an_exact_copy_of_a_constraint_is_left_out_and_said_so(template, tmp_pat
 
 def test_constraints_use_the_budget_before_any_is_trimmed(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         billing_rules(conn, range(10, 22))
-    conn.close()
     result = build(path, 2000)
     assert result.sections == {"constraints": 12} and result.trimmed == {} and "trimmed" not in result.text
 
 
 def test_short_preferences_use_the_budget_before_any_is_trimmed(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         for n in range(12):
             add(conn, f"pref-{n}", f"writing code {n}", f"Prefer style number {n} with {WORDS[n]} names.",
                 kind="preference")
-    conn.close()
     result = build(path, 2000)
     assert result.sections == {"preferences": 12} and result.trimmed == {}
 
 
 def test_when_constraints_are_trimmed_no_room_is_left_for_another(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         billing_rules(conn, range(100, 160))
-    conn.close()
     result = build(path, 2000)
     line = len("- [k100] When updating module m100 of billing: Run the billing contract suite for module "
                "m100 before merging (confidence 0.94)\n")
@@ -220,8 +212,7 @@ def test_when_constraints_are_trimmed_no_room_is_left_for_another(template, tmp_
 
 def test_constraints_are_listed_strongest_first(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:  # the later ones share words with the first: an overlap penalty would reorder them
+    with writing(path) as conn:  # the later ones share words with the first: an overlap penalty would reorder them
         add(conn, "c90", "writing release notes", "Name every breaking change first.", kind="constraint",
             confidence=0.90)
         add(conn, "c97", "changing the billing schema", "Write a migration; never alter legacy tables.",
@@ -230,7 +221,6 @@ def test_constraints_are_listed_strongest_first(template, tmp_path):
             kind="constraint", confidence=0.94)
         add(conn, "c94-used", "changing the billing schema of reports", "Write a migration for reports too.",
             kind="constraint", confidence=0.94, usage=3)
-    conn.close()
     result = build(path, 4000)
     assert result.lessons == ["c97", "c94-used", "c94", "c90"]
     confidences = re.findall(r"\(confidence (0\.\d\d)\)", result.text)
@@ -239,12 +229,10 @@ def test_constraints_are_listed_strongest_first(template, tmp_path):
 
 def test_without_a_task_lessons_are_titled_and_ordered_by_their_ranking(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         add(conn, "twice", "tagging a release", "Tag every release before deploying it.", confidence=0.5, usage=2)
         add(conn, "once", "writing a migration", "Add new tables; never alter legacy ones.", confidence=0.9, usage=1)
         add(conn, "never", "calling an unfamiliar API", "Read its signature first.", confidence=1.0, usage=0)
-    conn.close()
     result = build(path, 4000)
     assert "### Top-ranked lessons" in result.text and "Most used" not in result.text
     rows = recall.rank(recall_data.Reader(sqlite3.connect(path)).most_used(10))
@@ -253,13 +241,11 @@ def test_without_a_task_lessons_are_titled_and_ordered_by_their_ranking(template
 
 def test_archived_lessons_and_secrets_stay_out(template, tmp_path):
     path = fresh(template, tmp_path)
-    conn = sqlite3.connect(path)
-    with conn:
+    with writing(path) as conn:
         add(conn, "gone", "deploying", "An archived lesson about deploys.", usage=50, status="archived")
         add(conn, "kept", "deploying", "Tag every release before deploying it.", usage=5)
         # written by an older mgcp that did not check for secrets
         project(conn, "/work/p", notes="Staging key is AKIAABCDEFGHIJKLMNOP for now.")
-    conn.close()
     result = build(path, 4000, "/work/p")
     assert "gone" not in result.lessons and "kept" in result.lessons
     assert "AKIAABCDEFGHIJKLMNOP" not in result.text and "[redacted]" in result.text
