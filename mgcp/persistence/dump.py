@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import json
 import os
 import sqlite3
@@ -440,12 +441,6 @@ def _lesson(row: dict):
                             "confidence": 0.8, "helped": 0, "failed": 0, "streak": 0, **row})
 
 
-def _version(row: dict):
-    from mgcp.persistence.lessons import version_from_row
-
-    return version_from_row(row)
-
-
 def _status(row: dict):
     from mgcp.models import LessonStatus
 
@@ -456,35 +451,23 @@ def _status(row: dict):
                                 f"{', '.join(s.value for s in LessonStatus)}") from None
 
 
-def _project(row: dict):
-    from mgcp.persistence.context import project_from_row
+def _reader(module: str, name: str) -> Callable[[dict], object]:
+    """The store's reader `name` in `module`, imported when it is first called (the models are not
+    on every command's path)."""
+    def read(row: dict):
+        return getattr(importlib.import_module(module), name)(row)
 
-    return project_from_row(row)
-
-
-def _snapshot(row: dict):
-    from mgcp.persistence.context import snapshot_from_row
-
-    return snapshot_from_row(row)
-
-
-def _finding(row: dict):
-    from mgcp.persistence.rem import finding_from_row
-
-    return finding_from_row(row)
-
-
-def _pattern(row: dict):
-    from mgcp.persistence.patterns import pattern_from_row
-
-    return pattern_from_row(row)
+    return read
 
 
 # table -> the store's own reader of its rows (what `lesson list`, `context show`, `rem review`...
 # build from a row): a row they cannot read is refused, whatever its column types.
 READERS: dict[str, Callable[[dict], object]] = {
-    "lessons": _lesson, "lesson_versions": _version, "lesson_lifecycle": _status, "project_contexts": _project,
-    "context_history": _snapshot, "rem_findings": _finding, "reinforced_patterns": _pattern,
+    "lessons": _lesson, "lesson_versions": _reader("mgcp.persistence.lessons", "version_from_row"),
+    "lesson_lifecycle": _status, "project_contexts": _reader("mgcp.persistence.context", "project_from_row"),
+    "context_history": _reader("mgcp.persistence.context", "snapshot_from_row"),
+    "rem_findings": _reader("mgcp.persistence.rem", "finding_from_row"),
+    "reinforced_patterns": _reader("mgcp.persistence.patterns", "pattern_from_row"),
 }
 
 
