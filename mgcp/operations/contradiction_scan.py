@@ -87,8 +87,8 @@ from pathlib import Path
 from mgcp import text
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, fingerprint, parse_time, subject_identity, subject_of
-from mgcp.operations.shared import WORDS, CycleCache, terms, tf_idf, ticker
-from mgcp.operations.similarity import dot
+from mgcp.operations.shared import WORDS, CycleCache
+from mgcp.operations.similarity import dot, matrix_of
 
 OPERATION = "contradiction_scan"
 NEGATORS = frozenset({"not", "no", "avoid", "disable", "forbid", "prohibit", "disallow", "deprecated",
@@ -398,13 +398,7 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
     triggers = list(map(attrgetter("trigger"), lessons))
     if None in triggers:
         triggers = [trigger or "" for trigger in triggers]
-    tick = ticker(cache)
-
-    def read(i: int) -> tuple[str, ...]:
-        tick(i, len(triggers))
-        return terms(cache, triggers[i])
-
-    vectors = tf_idf(cache, triggers, read)
+    vectors = matrix_of(cache, triggers)
     out = []
     for (a, b), (score, k, l, u, v) in strongest.items():
         trigger = dot(vectors.vector(place[a]), vectors.vector(place[b]))

@@ -73,6 +73,19 @@ class SimilarityBackend(ABC):
         return top_k(self.pairs(docs, min_similarity), k)
 
 
+def matrix_of(cache: CycleCache | None, texts: list[str]):
+    """The texts' TF-IDF vectors as a `mgcp.operations.sparse.Matrix`, a row per text in order:
+    `shared.tf_idf` over each text's `text.terms`, read once per text in a cycle (through the cache's
+    `Reader`: only the texts no kept corpus holds), the reading ticking the cache's progress."""
+    tick = ticker(cache)
+
+    def read(i: int) -> tuple[str, ...]:
+        tick(i, len(texts))
+        return terms(cache, texts[i])
+
+    return tf_idf(cache, texts, read)
+
+
 class LexicalBackend(SimilarityBackend):
     """TF-IDF cosine over stemmed words, all-pairs by prefix filtering (see the module docstring).
     With a `cache`, the operations of one cycle vectorise the same lessons once."""
@@ -110,19 +123,9 @@ class LexicalBackend(SimilarityBackend):
         for kept_keys, kept_texts, m in self._matrices:  # the same objects again, mostly: cheap to compare
             if kept_keys == keys and kept_texts == texts:
                 return m
-        m = self._matrix_of(docs)
+        m = matrix_of(self.cache, texts)
         self._matrices.append((keys, texts, m))
         return m
-
-    def _matrix_of(self, docs: dict[Doc, str]):
-        tick = ticker(self.cache)
-        texts = list(docs.values())
-
-        def read(i: int) -> tuple[str, ...]:
-            tick(i, len(texts))
-            return terms(self.cache, texts[i])
-
-        return tf_idf(self.cache, texts, read)
 
     # -- all pairs -------------------------------------------------------------------------------
 
