@@ -37,6 +37,30 @@ def test_a_failed_inner_block_rolls_back_only_its_own_writes(db):
     assert run(db, work) == ["outer"]
 
 
+def test_a_commit_interrupted_while_sqlite_runs_it_ends_cancelled_with_its_outcome_kept(db):
+    """Ctrl-C cancels the task while the COMMIT waits in SQLite's own thread, where it goes on:
+    the cancellation is passed on (not a "no transaction is active" error from a ROLLBACK queued
+    behind it), and what was committed is there."""
+    import time
+
+    async def work(d):
+        async def write():
+            async with d.transaction():
+                await d.insert("lessons", lesson("kept"))
+                # SQLite's thread is busy for a moment, so the COMMIT waits behind it
+                asyncio.ensure_future(d.conn._execute(time.sleep, 0.3))
+                await asyncio.sleep(0)  # queued before the COMMIT
+
+        task = asyncio.create_task(write())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return d.conn.in_transaction, await names(d)
+
+    assert run(db, work) == (False, ["kept"])
+
+
 def test_restore_leaves_counters_and_refuses_a_content_change(db):
     async def work(d):
         async with d.recording() as changes:

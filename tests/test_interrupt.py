@@ -72,6 +72,19 @@ def test_ctrl_c_in_review_exits_130_with_a_message_and_applies_nothing(db):
     assert code == 0 and json.loads(out)["pending_findings"] == 1, out
 
 
+def test_ctrl_c_under_json_says_so_as_json(db, monkeypatch):
+    from mgcp.surfaces.cli import rem
+
+    def pressed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rem, "with_store", pressed)
+    code, out, err = mgcp("rem", "run", "--project", "/p", "--db", db, "--json")
+    assert (code, out) == (130, "")
+    assert json.loads(err) == {"error": "interrupted; what was written before is kept, nothing was applied half-way",
+                               "exit_code": 130}
+
+
 def test_a_run_that_never_finished_is_named_by_the_report(db):
     """A run killed mid-way keeps what its finished operations wrote: the report says it did not
     finish, instead of "no REM run yet" beside the findings it raised."""

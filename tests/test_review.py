@@ -173,6 +173,11 @@ def test_resolve_cli_says_a_finding_id_under_eight_characters_is_too_short(plant
      "the draft edits name an unknown field 'actoin' (a draft has id, trigger, action, rationale and tags)"),
     ('{"tags": "time"}', 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got "time")'),
     ('{"tags": ["time", 3]}', 'a draft\'s tags must be a list of strings, e.g. ["testing"] (got ["time", 3])'),
+    ('{"id": ""}', "the draft edits give an empty id: name one, or leave id out to take the draft's"),
+    ('{"id": "  "}', "the draft edits give an empty id: name one, or leave id out to take the draft's"),
+    ('{"id": 7}', "a draft's id must be a string (got 7)"),
+    ('{"action": null}', "a draft's action must be a string (got null)"),
+    ('{"trigger": ["when"]}', 'a draft\'s trigger must be a string (got ["when"])'),
 ])
 def test_resolve_cli_refuses_draft_edits_it_cannot_apply_and_writes_nothing(planted, run, edits, message):
     f = by_kind(pending(run, planted), "uncaptured_decision")[0]

@@ -260,6 +260,13 @@ def draft_edits(text: str | None) -> dict:
         problems.append(f"the draft edits name an unknown field{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))} (a draft has {', '.join(DRAFT_FIELDS[:-1])} "
                         f"and {DRAFT_FIELDS[-1]})")
+    for key in ("id", "trigger", "action", "rationale"):
+        value = edits.get(key)
+        if key in edits and not isinstance(value, str) and not (key == "rationale" and value is None):
+            problems.append(f"a draft's {key} must be a string (got {json.dumps(value, ensure_ascii=False)[:80]})")
+        elif key == "id" and isinstance(value, str) and not value.strip():
+            # an empty id would silently fall back to the draft's own: say so instead
+            problems.append("the draft edits give an empty id: name one, or leave id out to take the draft's")
     tags = edits.get("tags")
     if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
         problems.append('a draft\'s tags must be a list of strings, e.g. ["testing"] '

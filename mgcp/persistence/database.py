@@ -129,9 +129,15 @@ class Database:
                 await self.conn.execute("ROLLBACK")
             raise
         self._depth = 0
+        commit = asyncio.ensure_future(self.conn.execute("COMMIT"))
         try:
-            await self.conn.execute("COMMIT")
-        except BaseException:
+            await asyncio.shield(commit)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                # Cancelled (Ctrl-C) while the COMMIT waits in SQLite's thread, where it goes on:
+                # its outcome stands, and a ROLLBACK queued behind a COMMIT that succeeds would fail
+                await asyncio.wait([commit])
+                commit.exception()  # read here; a failed COMMIT is handled below as any other
             if self.conn.in_transaction:  # a failed COMMIT (disk full) leaves the transaction open
                 await self.conn.execute("ROLLBACK")
             raise

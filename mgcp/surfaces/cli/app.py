@@ -180,5 +180,8 @@ def main() -> None:
     except UnicodeError as exc:  # e.g. an argument that is not valid UTF-8
         _fail(f"input is not valid text ({exc.reason})", 2)
     if code == INTERRUPTED:
-        print("Interrupted; what was written before is kept, nothing was applied half-way.", file=sys.stderr)
+        said = "what was written before is kept, nothing was applied half-way"
+        if "--json" in sys.argv[1:]:  # a program reading --json output reads the error as JSON too
+            _fail(f"interrupted; {said}", INTERRUPTED)
+        print(f"Interrupted; {said}.", file=sys.stderr)
     sys.exit(code if isinstance(code, int) else 0)
