@@ -24,18 +24,19 @@ RULES = {  # layer -> the other mgcp layers it may import
     "resources": set(),
     "models": set(),
     "validation": {"errors"},
+    "shown": set(),  # stdlib only: JSON safe to show in a terminal, for files and surfaces
     "config": {"errors", "schedule", "ranking", "reinforcement"},  # reinforcement: min_count's range
     "quality": set(),  # stdlib only: the SessionStart hook imports it
     "ranking": {"quality", "reinforcement"},  # stdlib only: the SessionStart hook imports it
     "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook
     "export": {"models"},
     "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking",
-                    "reinforcement", "collector"},
+                    "reinforcement", "collector", "shown"},
     "operations": {"models", "text", "reinforcement", "collector"},
     "engine": {"__init__", "errors", "config", "schedule", "models", "validation", "persistence", "operations",
                "quality", "ranking", "recall", "reinforcement", "collector", "text"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
-                 "persistence", "engine", "quality", "ranking", "recall"},
+                 "persistence", "engine", "quality", "ranking", "recall", "validation", "shown"},
     "__main__": {"surfaces"},
 }
 # `records`: the plain (stdlib-only) part of the data model, used wherever models are.

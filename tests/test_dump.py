@@ -63,6 +63,21 @@ def test_export_import_export_is_byte_identical(demo_db, tmp_path):
     assert mgcp("db", "check", "--db", tmp_path / "new.db")[0] == 0
 
 
+def test_an_export_shows_dels_and_c1_controls_escaped_and_imports_them_as_they_were(tmp_path):
+    """A terminal acts on U+009B (a CSI) and its kin: `export jsonl` to stdout, or `cat` of the file,
+    must not pass them on raw; \\u escapes read back as the same text."""
+    db = tmp_path / "x.db"
+    action = "Strip \x9b[31m and \x7f before logging"
+    assert mgcp("lesson", "add", "ctl", "--trigger", "when logs hold controls", "--action", action, "--db", db)[0] == 0
+    code, out, err = mgcp("export", "jsonl", "--db", db)
+    assert code == 0, err
+    assert "\x9b" not in out and "\x7f" not in out and "\\u009b[31m and \\u007f" in out
+    code, _, err = mgcp("import", "jsonl", "-", "--db", tmp_path / "new.db", stdin=out)
+    assert code == 0, err
+    code, out, _ = mgcp("lesson", "show", "ctl", "--db", tmp_path / "new.db", "--json")
+    assert code == 0 and json.loads(out)["action"] == action
+
+
 def test_an_export_read_from_stdin_imports_the_same(demo_db, tmp_path):
     first = export(demo_db, tmp_path / "a.jsonl")
     code, out, err = mgcp("import", "jsonl", "-", "--db", tmp_path / "new.db", stdin=first.decode())

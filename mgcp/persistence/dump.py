@@ -54,6 +54,7 @@ from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import check, migrate
 from mgcp.persistence.columns import json_list
 from mgcp.persistence.database import dumps
+from mgcp.shown import json_escaped
 from mgcp.validation import check_unicode
 
 FORMAT = "mgcp-export"
@@ -137,7 +138,9 @@ def header() -> str:
 
 
 def _line(obj: dict) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n"
+    """One line of an export: safe to show in a terminal (`mgcp export jsonl` to stdout, `cat` of
+    the file), the same values."""
+    return json_escaped(json.dumps(obj, ensure_ascii=False, sort_keys=True)) + "\n"
 
 
 def _value(value):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any
 
 from mgcp.errors import InvalidInputError
+from mgcp.shown import json_escaped
 
 
 def to_jsonable(value: Any) -> Any:
@@ -22,18 +22,9 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-# JSON escapes the C0 controls, but leaves DEL and the C1 controls raw under ensure_ascii=False; a
-# terminal may act on those (U+009B is a CSI). They only occur inside strings, where \\u escapes
-# read back as the same text. Found by a pattern's scan, not `str.translate`, which goes a character
-# at a time through a dict once the text holds anything beyond ASCII (0.55 s over the 11 MB report
-# of a run at 100k lessons).
-_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
-
-
 def json_text(value: Any, indent: int | None = None) -> str:
     """`value` as JSON for a terminal: non-ASCII text as is, every control character escaped."""
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
-    return _RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return json_escaped(json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def print_json(value: Any) -> None:

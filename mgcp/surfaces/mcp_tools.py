@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from mgcp.errors import InvalidInputError
 from mgcp.models import RelationshipType, RemFinding, ReviewStep
 from mgcp.surfaces.common import to_jsonable
+from mgcp.validation import check_no_nul
 
 # AskUserQuestion headers are short chips (at most 12 characters).
 HEADERS = {
@@ -114,22 +115,13 @@ class Service:
         return load_config(self.config)
 
 
-def _no_nul(what: str, text: str) -> str:
-    """An argument that a command line could not carry either: the CLI never sees a NUL character,
-    so no tool takes one where the stored-text checks do not look (a path, a logged query)."""
-    if "\0" in text:
-        raise InvalidInputError(f"{what} holds a NUL character (\\x00) at character "
-                                f"{text.index(chr(0)) + 1}, which cannot be stored")
-    return text
-
-
 def _path(project_path: str) -> str:
     """The project an agent's project_path names. It must be absolute: a relative or empty path
     would resolve against the server's own working directory, which on a shared server is no
     agent's project (the CLI's --project resolves against the user's own directory instead)."""
     from mgcp.config import normalize_path
 
-    _no_nul("project_path", project_path)
+    check_no_nul("project_path", project_path)
     if not os.path.isabs(project_path):
         raise InvalidInputError(f"project_path must be the project's absolute path "
                                 f"(got {json.dumps(project_path, ensure_ascii=False)[:200]})")
@@ -215,7 +207,7 @@ class Tools:
         returned lesson counts as retrieved (usage count, last used), and the query is logged for
         REM's staleness scan. Returns {"results": [lesson + score (+ score_parts)]}."""
         cfg = self.service.rem_config()
-        _no_nul("text", text)  # the query is logged
+        check_no_nul("text", text)  # the query is logged
         results = await self.service.run(
             lambda s: s.ranked(text, limit, _optional_path(project_path), cfg.ranking,
                                cfg.reinforcement), create=False)
