@@ -615,3 +615,42 @@ def test_pattern_reinforcement_runs_on_demand_only_when_forced_while_off(client,
     assert forced["finding"]["header"] == "Recurring" and "3 sessions" in forced["finding"]["question"]
     [pattern] = run(db, lambda s: s.patterns.list())
     assert pattern.reinforcement_count == 3
+
+
+def _piped(db: Path, messages: list[dict]) -> list[dict]:
+    """The replies of a server fed `messages` through a pipe closed right after them (as `printf ...
+    | mgcp serve` does), once it has stopped."""
+    import subprocess
+
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}, *messages]
+    proc = subprocess.Popen([sys.executable, *SERVE, "--db", str(db)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out, _ = proc.communicate("".join(json.dumps(m) + "\n" for m in lines).encode(), timeout=120)
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_requests_piped_in_before_the_input_ends_are_all_answered(db):
+    """The SDK stops at the end of its input and answers a request still running "Connection
+    closed": the server waits for every request it took before it stops."""
+    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    replies = _piped(db, [
+        {**call, "id": 1, "params": {"name": "add_lesson", "arguments": {
+            "lesson_id": "piped", "trigger": "when input comes through a pipe", "action": "Answer every request"}}},
+        {**call, "id": 2, "params": {"name": "rem_run", "arguments": {"project_path": PROJECT}}},
+        {**call, "id": 3, "params": {"name": "query_lessons", "arguments": {"text": "pipe"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+    ])
+    by_id = {r["id"]: r for r in replies}
+    assert sorted(by_id) == [0, 1, 2, 3, 4]
+    assert all("result" in r and not r["result"].get("isError") for r in by_id.values()), replies
+    assert mgcp("lesson", "show", "piped", "--db", db)[0] == 0
+
+
+def test_a_request_cancelled_before_the_input_ends_does_not_hold_the_server(db):
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "rem_run", "arguments": {"project_path": PROJECT}}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    replies = _piped(db, [call, cancel])  # returns: the server stopped (an answer to 1 or none)
+    assert [r["id"] for r in replies if r.get("id") != 1] == [0]

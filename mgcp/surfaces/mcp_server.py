@@ -348,17 +348,35 @@ async def _run_stdio(server: MCPServer) -> None:
     async with stdio_server(stdin=lines) as (read_stream, write_stream):
         lines.answer_through(write_stream)
         lowlevel = server._lowlevel_server
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        await lowlevel.run(read_stream, _Answers(write_stream, lines), lowlevel.create_initialization_options())
+
+
+DRAIN_SECONDS = 600  # how long requests still running at the end of the input are waited for
 
 
 class CheckedLines:
     """Standard input for the stdio transport, one JSON-RPC message a line. A line the SDK would
     reject is answered here with a JSON-RPC error and not passed on: the SDK only logs such a line,
-    and a client would wait for ever for the answer."""
+    and a client would wait for ever for the answer.
+
+    At the end of the input (a client that sends its requests and closes stdin: `printf ... | mgcp
+    serve`) the lines end only once every request passed on has been answered (`answered`): the
+    SDK stops at the end of its input and answers a request still running "Connection closed"."""
 
     def __init__(self):
         self._ready = anyio.Event()
         self._answers = None
+        self._open: dict = {}  # the id of each request passed on and not yet answered: how many
+        self._settled = anyio.Event()
+
+    def answered(self, request_id) -> None:
+        """The SDK has answered the request `request_id`."""
+        if request_id in self._open:
+            self._open[request_id] -= 1
+            if not self._open[request_id]:
+                del self._open[request_id]
+        if not self._open:
+            self._settled.set()
 
     def answer_through(self, write_stream) -> None:
         self._answers = write_stream
@@ -375,6 +393,7 @@ class CheckedLines:
                 continue
             refused = rejection(line)
             if refused is None:
+                self._passed_on(json.loads(line))
                 yield line
                 continue
             error, answer = refused
@@ -385,6 +404,45 @@ class CheckedLines:
                     await self._answers.send(SessionMessage(error))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
+        if self._open:
+            with anyio.move_on_after(DRAIN_SECONDS):  # a request never answered must not hold the exit
+                await self._settled.wait()
+
+    def _passed_on(self, message: dict) -> None:
+        if "method" in message and "id" in message:  # a request: the SDK answers it
+            self._open[message["id"]] = self._open.get(message["id"], 0) + 1
+            self._settled = anyio.Event()
+        elif message.get("method") == "notifications/cancelled":  # a cancelled request is not answered
+            params = message.get("params")
+            if isinstance(params, dict) and params.get("requestId") in self._open:
+                self.answered(params["requestId"])
+
+
+class _Answers:
+    """The SDK's side of the stdio transport's output stream, telling `CheckedLines` of each answer
+    sent (a response or an error with a request's id)."""
+
+    def __init__(self, stream, lines: CheckedLines):
+        self._stream, self._lines = stream, lines
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._stream.send(item)
+        message = item.message
+        if isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)) and message.id is not None:
+            self._lines.answered(message.id)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self):
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name):  # whatever else the SDK asks of its stream
+        return getattr(self._stream, name)
 
 
 def rejection(line: str) -> tuple[mcp_types.JSONRPCError, bool] | None:
