@@ -30,6 +30,29 @@ def test_refine_twice_keeps_every_version_with_reasons(db, run):
     assert row == (3, "Read the signature and one example.", "Guessing costs retries.")
 
 
+def test_refining_a_lesson_an_older_mgcp_wrote_without_versions_rebuilds_its_history_first(db, run):
+    """A v3 lesson written straight into `lessons` after the backfill ran (as an older mgcp did):
+    its first refinement writes rows 1..2 from the legacy markers, as the backfill would, not only
+    rows 3 and 4."""
+    from mgcp.persistence import migrate
+
+    migrate.open_and_migrate(db)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("""INSERT INTO lessons (id, trigger, action, rationale, tags, version, created_at, last_refined)
+                        VALUES ('old', 'when a test flakes', 'Quarantine it.', ?, 'testing, ci', 3,
+                                '2025-01-01T00:00:00+00:00', '2025-02-01T00:00:00+00:00')""",
+                     ["Flaky tests erode trust.\n\n[v2] said no cause\n\n[v3] hid real bugs"])
+    conn.close()
+    async def work(s):
+        await s.lessons.refine("old", "no ticket", action="Quarantine it and file a ticket.")
+        return await s.lessons.versions("old")
+    v = run(db, work)
+    assert [(x.version, x.reconstructed, x.refinement_reason) for x in v] == [
+        (1, True, "said no cause"), (2, True, "hid real bugs"), (3, False, "no ticket"), (4, False, None)]
+    assert v[1].rationale == "Flaky tests erode trust.\n\n[v2] said no cause" and v[0].tags == ["testing", "ci"]
+
+
 def test_refine_that_changes_nothing_is_refused(db, run):
     run(db, lambda s: add(s))
     with pytest.raises(InvalidInputError, match="changes nothing"):

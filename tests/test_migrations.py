@@ -168,19 +168,61 @@ def test_non_sqlite_file_is_refused(tmp_path):
 
 def test_bad_record_is_reported_skipped_and_retried(legacy):
     conn = sqlite3.connect(legacy)
-    conn.execute("UPDATE lessons SET tags = 'not json' WHERE id = 'plain-v1'")
+    conn.execute("UPDATE lessons SET version = -1 WHERE id = 'plain-v1'")
     conn.commit()
     conn.close()
     report = migrate.open_and_migrate(legacy)
     assert "plain-v1" in report.failures["0004_backfill_lesson_versions"][0]
-    assert "0004_backfill_lesson_versions" in migrate.status(legacy)["pending"]
+    assert {"0004_backfill_lesson_versions", "0020_complete_lesson_histories"} <= set(migrate.status(legacy)["pending"])
     assert versions(legacy, "three-versions")  # the good records went in
     conn = sqlite3.connect(legacy)
-    conn.execute("""UPDATE lessons SET tags = '["api"]' WHERE id = 'plain-v1'""")
+    conn.execute("UPDATE lessons SET version = 1 WHERE id = 'plain-v1'")
     conn.commit()
     conn.close()
-    assert migrate.open_and_migrate(legacy).applied == ["0004_backfill_lesson_versions"]
+    assert migrate.open_and_migrate(legacy).applied == ["0004_backfill_lesson_versions", "0020_complete_lesson_histories"]
     assert len(versions(legacy, "plain-v1")) == 1
+
+
+LEGACY_V3 = ("Original why.\n\n[v2] first reason\n\n[v3] second reason")
+
+
+def test_a_legacy_lesson_with_comma_separated_tags_gets_its_whole_history(legacy):
+    """0004 skips a lesson whose tags column is not a JSON list; 0020 rebuilds it with the tags
+    mgcp reads there, and 0004 has nothing left to do at the next start."""
+    conn = sqlite3.connect(legacy)
+    conn.execute("UPDATE lessons SET tags = 'deploy, database', version = 3, rationale = ? WHERE id = 'plain-v1'",
+                 [LEGACY_V3])
+    conn.commit()
+    conn.close()
+    before = dump(legacy, LEGACY_TABLES)
+    migrate.open_and_migrate(legacy)
+    rows = versions(legacy, "plain-v1")
+    assert [(r["version"], r["reconstructed"], r["refinement_reason"]) for r in rows] == [
+        (1, 1, "first reason"), (2, 1, "second reason"), (3, 0, None)]
+    assert rows[1]["rationale"] == "Original why.\n\n[v2] first reason"
+    assert {r["tags"] for r in rows} == {json.dumps(["deploy", "database"])}
+    assert migrate.open_and_migrate(legacy).applied == ["0004_backfill_lesson_versions"]
+    assert migrate.status(legacy)["pending"] == [] and dump(legacy, LEGACY_TABLES) == before
+
+
+def test_a_lesson_refined_before_its_first_rows_were_rebuilt_gets_them_back(legacy):
+    """A database where a refinement wrote only rows N and N+1 of a lesson no backfill reached:
+    0020 rebuilds rows 1..N-1 from row N's legacy rationale."""
+    migrate.open_and_migrate(legacy)
+    conn = sqlite3.connect(legacy)
+    with conn:
+        conn.execute("DELETE FROM lesson_versions WHERE lesson_id = 'three-versions' AND version < 3")
+        conn.execute("UPDATE lesson_versions SET refinement_reason = 'third reason' WHERE lesson_id = 'three-versions'")
+        conn.execute("""INSERT INTO lesson_versions (lesson_id, version, trigger, action, rationale, tags, timestamp)
+                        SELECT lesson_id, 4, trigger, 'Newer.', 'Newer why.', tags, timestamp FROM lesson_versions
+                        WHERE lesson_id = 'three-versions'""")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0020_complete_lesson_histories'")
+    conn.close()
+    assert migrate.open_and_migrate(legacy).applied == ["0020_complete_lesson_histories"]
+    rows = versions(legacy, "three-versions")
+    assert [(r["version"], r["reconstructed"], r["refinement_reason"]) for r in rows] == [
+        (1, 1, "did not say how to find the cause"), (2, 1, "quarantining alone hid real bugs"),
+        (3, 0, "third reason"), (4, 0, None)]
 
 
 def test_status_lists_applied_pending_and_counts(legacy):

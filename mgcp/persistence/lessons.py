@@ -277,13 +277,8 @@ class Lessons:
                 "SELECT id FROM lesson_versions WHERE lesson_id = ? AND version = ?",
                 [lesson_id, current.version],
             )
-            if row is None:  # a lesson written by an older mgcp after the backfill ran
-                await self.db.insert("lesson_versions", {
-                    "lesson_id": lesson_id, "version": current.version, "trigger": current.trigger,
-                    "action": current.action, "rationale": current.rationale,
-                    "tags": dumps(current.tags), "timestamp": current.last_refined,
-                    "refinement_reason": reason, "session_id": session_id,
-                })
+            if row is None:  # a lesson no backfill reached (an older mgcp wrote it after the backfill ran)
+                await self._backfill(current, reason, session_id)
             else:
                 await self.db.update("lesson_versions", {"id": row["id"]},
                                    {"refinement_reason": reason, "session_id": session_id})
@@ -306,6 +301,29 @@ class Lessons:
             "importance": quality.importance(new["trigger"], new["action"], new["rationale"], tags),
             **({"examples": examples} if examples is not None else {}),
             **({"relationships": [Relationship(**r) for r in relationships]} if relationships is not None else {}),
+        })
+
+    async def _backfill(self, current: Lesson, reason: str, session_id: str | None) -> None:
+        """The rows of a lesson that has none for its current version, as the backfill writes them:
+        versions 1..N-1 rebuilt from the legacy "[vK]" markers of its rationale (action text lost,
+        marked reconstructed; a row already there is kept), then version N as it stands, with the
+        reason for the refinement being made."""
+        from mgcp.persistence.migrate import legacy_versions
+
+        tags = dumps(current.tags)
+        held = {r[0] for r in await self.db.fetchall_tuples(
+            "SELECT version FROM lesson_versions WHERE lesson_id = ?", [current.id])}
+        for version, rationale, made_next in legacy_versions(current.version, current.rationale):
+            if version not in held:
+                await self.db.insert("lesson_versions", {
+                    "lesson_id": current.id, "version": version, "trigger": current.trigger, "action": "",
+                    "rationale": rationale, "tags": tags, "timestamp": current.created_at,
+                    "refinement_reason": made_next, "reconstructed": 1,
+                })
+        await self.db.insert("lesson_versions", {
+            "lesson_id": current.id, "version": current.version, "trigger": current.trigger,
+            "action": current.action, "rationale": current.rationale, "tags": tags,
+            "timestamp": current.last_refined, "refinement_reason": reason, "session_id": session_id,
         })
 
     async def import_with_history(self, lesson: Lesson, versions: list[LessonVersion]) -> None:

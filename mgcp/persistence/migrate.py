@@ -236,12 +236,22 @@ def pending_migrations(conn: sqlite3.Connection, path: str | os.PathLike = "the 
 
 
 def load_migration(name: str):
+    return _migration_module(name).migrate
+
+
+def _migration_module(name: str):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"mgcp_migration_{name}", migrations_dir() / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.migrate
+    return module
+
+
+def legacy_versions(version: int, rationale: str | None) -> list[tuple[int, str | None, str | None]]:
+    """The versions 1..version-1 of a legacy lesson, read from its rationale's "[vK]" markers as the
+    backfill reads them (migration 0004): (version, its rationale, the reason that made the next)."""
+    return _migration_module("0004_backfill_lesson_versions").reconstruct(version, rationale)
 
 
 def apply_migrations(conn: sqlite3.Connection) -> MigrationReport:
