@@ -245,6 +245,47 @@ def test_undo_refuses_to_overwrite_a_later_change(planted, run):
     assert dump(planted, DATA_TABLES) == before
 
 
+def context_of(path):
+    code, out, err = mgcp("context", "show", "--project", PROJECT, "--db", path, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def todo_status(context, todo):
+    return next(t["status"] for t in context["todos"] if t["content"] == todo)
+
+
+def test_undo_of_a_closed_todo_refuses_once_the_context_was_saved_since_even_saved_back(planted, run):
+    """Saves away and back leave the context as the action left it, but its history goes on from
+    the close: an undo deleting that save would leave history and context disagreeing."""
+    f = by_kind(pending(run, planted), "stale_todo")[0]
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "close_todo"), None))
+    notes = context_of(planted)["notes"]
+    for text in ("a passing note", notes):
+        assert mgcp("context", "save", "--project", PROJECT, "--notes", text, "--db", planted)[0] == 0
+    before = dump(planted, DATA_TABLES)
+    code, _, err = mgcp("rem", "undo", f.id, "--db", planted)
+    assert code == 1 and f"the context of {PROJECT} was saved 2 times since" in err, err
+    assert dump(planted, DATA_TABLES) == before
+
+
+def test_a_forced_undo_of_a_closed_todo_saves_it_open_again_and_keeps_the_history(planted, run):
+    f = by_kind(pending(run, planted), "stale_todo")[0]
+    todo = f.data["todo"]
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "close_todo"), None))
+    assert mgcp("context", "save", "--project", PROJECT, "--notes", "later notes", "--db", planted)[0] == 0
+    history = dump(planted, ["context_history"])["context_history"]
+    code, out, err = mgcp("rem", "undo", f.id, "--force", "--db", planted, stdin="y\n")
+    assert code == 0, err
+    now = context_of(planted)
+    assert todo_status(now, todo) == "pending" and now["notes"] == "later notes"
+    rows = dump(planted, ["context_history"])["context_history"]
+    assert set(history) < set(rows) and len(rows) == len(history) + 1  # nothing deleted, one save added
+    code, out, _ = mgcp("context", "at", "--project", PROJECT, "--session", str(now["session_count"]),
+                        "--db", planted, "--json")
+    assert code == 0 and todo_status(json.loads(out)["snapshot"], todo) == "pending"
+
+
 # -- --auto ---------------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -48,6 +48,13 @@ def _lesson_of(change: dict) -> str | None:
     return None
 
 
+def _project_of(change: dict) -> str | None:
+    """The project a recorded change of a context row belongs to."""
+    if change["table"] in ("project_contexts", "context_history"):
+        return (change["after"] or change["before"])["project_id"]
+    return None
+
+
 # The rows that refer to a lesson, by table: the column naming it, and the columns of a row's key
 # (as a recorded change names it). An undo cannot delete a lesson that rows it does not restore
 # refer to: a later version or lifecycle, what its use taught, a legacy tool's counts, a child.
@@ -105,17 +112,23 @@ class Store:
         A lesson the changes created that rows written since refer to (an outcome recorded for
         it, say) cannot be deleted without them: that conflicts too.
 
-        Forced over later changes, it never rewinds a lesson's history: a lesson whose content
-        changed since is brought back to its earlier content as a new version (`reason` says why),
-        or soft-deleted if the changes created it (and the links other lessons made to it since are
-        removed, as are links it made since: a link always holds both ways); every other row is
+        A project whose context was saved since the changes' own saves conflicts too, even when
+        its context reads as the changes left it (saved away and back): its history goes on from
+        what they wrote.
+
+        Forced over later changes, it never rewinds a history: a lesson whose content changed since
+        is brought back to its earlier content as a new version (`reason` says why), or
+        soft-deleted if the changes created it (and the links other lessons made to it since are
+        removed, as are links it made since: a link always holds both ways); a project's context
+        saved since gets what the changes changed of it back as a new save; every other row is
         restored as recorded."""
         async with self.db.transaction():
             referred = await self._referred_to_since(changes)
             changed = await self._lessons_changed_since(changes) if force else {}
             changed.update(dict.fromkeys(referred))  # forced: marked deleted, what refers to it kept
-            rows = [c for c in changes if _lesson_of(c) not in changed]
-            conflicts = list(referred.values())
+            saved = await self._contexts_saved_since(changes)
+            rows = [c for c in changes if _lesson_of(c) not in changed and _project_of(c) not in saved]
+            conflicts = list(referred.values()) + ([] if force else list(saved.values()))
             try:
                 touched = await self.db.restore(rows, force)
             except ConflictError as exc:
@@ -126,6 +139,47 @@ class Store:
                 await self.lessons.reindex(lesson_id)
             for lesson_id, earlier in changed.items():
                 await self._bring_back(lesson_id, earlier, reason)
+            for project_id in saved:
+                await self._bring_back_context(project_id, [c for c in changes if _project_of(c) == project_id])
+
+    async def _contexts_saved_since(self, changes: list[dict]) -> dict[str, str]:
+        """Projects with a context save written after the last one the changes wrote: id -> that,
+        in words."""
+        last: dict[str, int] = {}
+        for change in changes:
+            if change["table"] == "context_history" and change["before"] is None:
+                project_id = change["after"]["project_id"]
+                last[project_id] = max(last.get(project_id, 0), change["key"]["id"])
+        found = {}
+        for project_id, row_id in sorted(last.items()):
+            n = (await self.db.fetchone("SELECT count(*) FROM context_history WHERE project_id = ? AND id > ?",
+                                        [project_id, row_id]))[0]
+            if n:
+                row = await self.db.row("project_contexts", {"project_id": project_id})
+                found[project_id] = (f"the context of {row['project_path'] if row else project_id} was saved "
+                                     f"{n} time{'s' if n > 1 else ''} since")
+        return found
+
+    async def _bring_back_context(self, project_id: str, changes: list[dict]) -> None:
+        """A project's context saved since `changes` (its rows among them): what they changed of
+        it (todos, notes, active files, catalogue) as it was before them, in a new save."""
+        from mgcp.models import Todo
+
+        images = [c for c in changes if c["table"] == "project_contexts"]
+        if not images or images[0]["before"] is None:
+            return
+        earlier, later = images[0]["before"], images[-1]["after"] or {}
+        values = {}
+        if earlier["todos"] != later.get("todos"):
+            values["todos"] = [Todo.from_stored(t) for t in json.loads(earlier["todos"] or "[]")]
+        if earlier["notes"] != later.get("notes"):
+            values["notes"] = earlier["notes"] or ""
+        if earlier["active_files"] != later.get("active_files"):
+            values["active_files"] = json.loads(earlier["active_files"] or "[]")
+        if earlier["catalogue"] != later.get("catalogue"):
+            values["catalogue"] = json.loads(earlier["catalogue"] or "{}")
+        if values:
+            await self.context.save(earlier["project_path"], **values)
 
     async def _referred_to_since(self, changes: list[dict]) -> dict[str, str]:
         """Lessons the changes created that rows the changes do not restore refer to now (rows
