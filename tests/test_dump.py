@@ -179,6 +179,22 @@ def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
     assert mgcp("db", "check", "--db", b)[0] == 0
 
 
+def test_a_merge_leaves_out_a_parent_that_is_another_lesson_here(tmp_path):
+    """A lesson whose parent was kept out (this database has another lesson of that id) would
+    name that other lesson as its parent: the parent is left out, and said so."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    mgcp("lesson", "add", "p1", "--trigger", "when deploying", "--action", "Run the migrations first", "--db", a)
+    mgcp("lesson", "add", "c1", "--trigger", "when deploying on Fridays", "--action", "Do not deploy on a Friday", "--parent", "p1",
+         "--db", a)
+    mgcp("lesson", "add", "p1", "--trigger", "when reviewing", "--action", "Read the tests first", "--db", b)
+    export(a, tmp_path / "a.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", b)
+    assert code == 0, err
+    assert "skipped parent c1 -> p1: lesson p1 here is another lesson (this database's kept)" in out
+    assert json.loads(mgcp("lesson", "show", "c1", "--db", b, "--json")[1])["parent_id"] is None
+    assert mgcp("db", "check", "--db", b)[0] == 0
+
+
 def rem_history(db, project: str, prefix: str) -> str:
     """Three copies of one lesson under `prefix`, a REM run, and the merge it proposed applied."""
     for n in range(3):

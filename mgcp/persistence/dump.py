@@ -698,12 +698,17 @@ class _Merge:
 
     async def drop_links_to_others(self) -> None:
         """An imported lesson's links to a lesson left out because another lesson has its id here
-        would point at that other lesson: they are left out too (each reported)."""
+        would point at that other lesson: they are left out too, as is its parent when that is
+        such a lesson (each reported)."""
         others = self.skipped["lessons"] - self.identical
         if not others:
             return
-        for row in await self.db.fetchall_in("SELECT id, relationships FROM lessons WHERE id IN ({marks}) ORDER BY id",
-                                             self.lessons_in):
+        for row in await self.db.fetchall_in(
+                "SELECT id, relationships, parent_id FROM lessons WHERE id IN ({marks}) ORDER BY id", self.lessons_in):
+            if row["parent_id"] in others:
+                await self.db.update("lessons", {"id": row["id"]}, {"parent_id": None})
+                self.report.skipped.append({"kind": "parent", "id": f"{row['id']} -> {row['parent_id']}", "reason": (
+                    f"lesson {row['parent_id']} here is another lesson (this database's kept)")})
             links = json_list(row["relationships"])
             out = [link for link in links if isinstance(link, dict) and link.get("target") in others]
             if not out:
