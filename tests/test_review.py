@@ -245,6 +245,27 @@ def test_undo_refuses_to_overwrite_a_later_change(planted, run):
     assert dump(planted, DATA_TABLES) == before
 
 
+def test_a_forced_undo_refuses_what_changed_after_the_overwrite_was_confirmed(planted, run):
+    """The person agreed to overwrite the changes listed; one made while they read the list is not
+    among them."""
+    from mgcp.errors import ConflictError
+
+    f = by_kind(pending(run, planted), "stale_unused")[0]
+    lesson = f.data["lesson"]
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "update_trigger"), "when celery loses tasks"))
+    run(planted, lambda s: s.lessons.refine(lesson, "later edit", action="Later action."))
+    with pytest.raises(ConflictError) as shown:
+        run(planted, lambda s: engine.undo_finding(s, f.id))
+    run(planted, lambda s: s.lessons.refine(lesson, "edited meanwhile", trigger="when celery drops tasks"))
+    before = dump(planted, DATA_TABLES)
+    with pytest.raises(ConflictError, match="more changed since the overwrite was confirmed: lessons row"):
+        run(planted, lambda s: engine.undo_finding(s, f.id, True, shown.value.details))
+    assert dump(planted, DATA_TABLES) == before
+    with pytest.raises(ConflictError) as now:
+        run(planted, lambda s: engine.undo_finding(s, f.id))
+    assert "undid update_trigger" in run(planted, lambda s: engine.undo_finding(s, f.id, True, now.value.details))
+
+
 def context_of(path):
     code, out, err = mgcp("context", "show", "--project", PROJECT, "--db", path, "--json")
     assert code == 0, err

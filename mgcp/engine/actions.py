@@ -501,16 +501,16 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
 
 # -- undo -----------------------------------------------------------------------------------------
 
-async def undo_finding(store: Store, finding_id: str, force: bool = False) -> str:
+async def undo_finding(store: Store, finding_id: str, force: bool = False, confirmed: list[str] | None = None) -> str:
     """Restore what the finding's actions changed and make it pending again (--auto leaves it to a
     person from then on). A later change of content makes it refuse (ConflictError listing what
-    would be overwritten) unless `force`."""
-    finding = await store.rem.get_finding(finding_id)
-    actions = await store.rem.actions_for(finding_id=finding.id)
-    if not actions:
-        raise InvalidInputError(f"finding {finding.id} has no applied action to undo ({finding.status.value})")
-    async with store.transaction():
-        stale = await _undo(store, actions, force)
+    would be overwritten) unless `force` (`confirmed`: see `_undo`)."""
+    async with store.transaction():  # read under the write lock: two undos of one finding never both run
+        finding = await store.rem.get_finding(finding_id)
+        actions = await store.rem.actions_for(finding_id=finding.id)
+        if not actions:
+            raise InvalidInputError(f"finding {finding.id} has no applied action to undo ({finding.status.value})")
+        stale = await _undo(store, actions, force, confirmed)
     if finding.id in stale:  # a forced undo over a later change of its subject
         return (f"undid {', '.join(a['action'] for a in actions)} of finding {finding.id}; it no longer applies "
                 f"({stale[finding.id]}), so it is marked stale: a later run raises it again if it still holds")
@@ -518,33 +518,40 @@ async def undo_finding(store: Store, finding_id: str, force: bool = False) -> st
             "for a person to answer (--auto leaves it)")
 
 
-async def undo_run(store: Store, run_id: int, force: bool = False) -> str:
+async def undo_run(store: Store, run_id: int, force: bool = False, confirmed: list[str] | None = None) -> str:
     """Undo every action of a run (the answers to its findings given by a person, what it applied
-    with --auto, and its automatic outputs), in one transaction."""
-    await store.rem.get_run(run_id)
-    actions = await store.rem.actions_for(run_id=run_id)
-    if not actions:
-        raise InvalidInputError(f"run {run_id} has no applied action to undo")
-    async with store.transaction():
-        stale = await _undo(store, actions, force)
+    with --auto, and its automatic outputs), in one transaction (`force`, `confirmed`: see `_undo`)."""
+    async with store.transaction():  # read under the write lock, as `undo_finding`
+        await store.rem.get_run(run_id)
+        actions = await store.rem.actions_for(run_id=run_id)
+        if not actions:
+            raise InvalidInputError(f"run {run_id} has no applied action to undo")
+        stale = await _undo(store, actions, force, confirmed)
     what = [f"{a['action']} ({'finding ' + a['finding_id'] if a['finding_id'] else 'the run itself'}"
             f"{', by --auto' if a['auto'] and a['finding_id'] else ''})" for a in actions]
     what += [f"finding {fid} no longer applies ({why}), so it is marked stale" for fid, why in stale.items()]
     return f"undid {len(actions)} action(s) of run {run_id}: " + "; ".join(what)
 
 
-async def _undo(store: Store, actions: list[dict], force: bool) -> dict[str, str]:
+async def _undo(store: Store, actions: list[dict], force: bool, confirmed: list[str] | None = None) -> dict[str, str]:
     """Restore what the actions (oldest first) changed as one set of changes: a row that several of
     them changed is compared once, with what the last of them left, so that only a change made
-    since is named as a conflict. Their findings are pending again, but those whose subject a
+    since is named as a conflict. Forced, it overwrites the changes made since, but when
+    `confirmed` lists those a person agreed to overwrite, any other found now refuses. Their findings are pending again, but those whose subject a
     forced undo left changed, which are stale: returns those, with why."""
     names = ", ".join(dict.fromkeys(action["action"] for action in actions))
+    changes, reason = [c for action in actions for c in action["changes"]], f"forced undo of REM action {names}"
     try:
-        await store.restore([c for action in actions for c in action["changes"]], force,
-                            f"forced undo of REM action {names}")
+        await store.restore(changes, False, reason)  # a savepoint: refused, it writes nothing
     except ConflictError as exc:
-        raise ConflictError("undo would overwrite later changes: " + "; ".join(exc.details)
-                            + ". Nothing was undone; --force shows them and asks", details=exc.details) from None
+        if not force:
+            raise ConflictError("undo would overwrite later changes: " + "; ".join(exc.details)
+                                + ". Nothing was undone; --force shows them and asks", details=exc.details) from None
+        new = [c for c in exc.details if confirmed is not None and c not in confirmed]
+        if new:  # changed again while the person looked at the list: they did not agree to overwrite this
+            raise ConflictError("more changed since the overwrite was confirmed: " + "; ".join(new)
+                                + ". Nothing was undone", details=exc.details) from None
+        await store.restore(changes, True, reason)
     stale = {}
     for action in actions:
         await store.rem.mark_action_undone(action["id"])

@@ -196,9 +196,9 @@ def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_I
     if yes and not force:
         raise InvalidInputError("--yes goes with --force")
 
-    def undo_it(overwrite: bool) -> str:
-        return with_store(db, lambda s: engine.undo_finding(s, finding_id, overwrite) if finding_id
-                          else engine.undo_run(s, run, overwrite), create=False)
+    def undo_it(overwrite: bool, confirmed: list[str] | None = None) -> str:
+        return with_store(db, lambda s: engine.undo_finding(s, finding_id, overwrite, confirmed) if finding_id
+                          else engine.undo_run(s, run, overwrite, confirmed), create=False)
 
     overwritten: list[str] = []
     try:
@@ -212,7 +212,7 @@ def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_I
             note(f"  - {line}")
         if not yes and (_ask("Overwrite them? [y/N] ") or "").lower() not in ("y", "yes"):
             raise ConflictError("nothing was undone") from None
-        message = undo_it(True)
+        message = undo_it(True, overwritten)  # what changed since the list was shown is not overwritten
     if json:
         return print_json({"message": message, "overwritten": overwritten})
     echo(message)
