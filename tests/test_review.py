@@ -420,6 +420,26 @@ def test_auto_leaves_to_a_person_what_an_undo_took_back(fresh):
     assert code == 0, err
 
 
+def test_auto_leaves_a_pair_it_merged_and_a_person_took_apart_even_once_a_lesson_of_it_changed(fresh):
+    """The undone merge's pair asked again under new versions (a lesson refined since the undo) is
+    still the pair the person took apart: --auto leaves it to them."""
+    first = auto_run(fresh)
+    merge = next(a for a in first["applied"] if a["kind"] == "duplicate_merge")
+    [(data,)] = sqlite3.connect(fresh).execute("SELECT data FROM rem_findings WHERE id = ?", [merge["id"]]).fetchall()
+    other = json.loads(data)["other"]
+    assert mgcp("rem", "undo", "--run", first["report"]["run_id"], "--db", fresh)[0] == 0
+    code, _, err = mgcp("lesson", "refine", other, "--rationale", "Kept apart on purpose.", "--reason", "why",
+                        "--db", fresh)
+    assert code == 0, err
+    again = auto_run(fresh)
+    assert not [a for a in again["applied"] if a["kind"] == "duplicate_merge" and other in a["title"] + str(a)]
+    asked = sqlite3.connect(fresh).execute(
+        "SELECT id FROM rem_findings WHERE status = 'pending' AND kind = 'duplicate_merge' AND subject LIKE ?",
+        [f'%"{other}"%']).fetchall()
+    assert asked and all("undone" in next(a["result"] for a in again["left_pending"] if a["id"] == fid)
+                         for (fid,) in asked)
+
+
 def test_undo_of_a_run_names_only_the_changes_made_since(fresh):
     """Several actions of a run change one lesson (links, then a merge): a link made after the run
     is the one conflict named, not what the run's own later actions changed."""

@@ -476,7 +476,7 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     took back. A finding that another process answered or found stale meanwhile (another --auto, a
     person reviewing) is skipped and listed as such: a concurrent --auto is no failure."""
     applied, left, settled = [], [], []
-    undone = await store.rem.undone([f.fingerprint for f in findings])
+    undone = await store.rem.undone(findings)
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action in MERGING):
@@ -486,7 +486,7 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
         if why is None:
             left.append(entry)
             continue
-        if finding.fingerprint in undone:  # taking an answer back is a person's say: theirs to give again
+        if finding.id in undone:  # taking an answer back is a person's say: theirs to give again
             left.append(entry.model_copy(update={"result": "an earlier answer was undone: a person decides"}))
             continue
         try:

@@ -247,12 +247,18 @@ class RemLedger:
         rows = await self.db.fetchall(sql + " ORDER BY id", params)
         return [{**dict(r), "changes": json.loads(r["changes"])} for r in rows]
 
-    async def undone(self, fingerprints: list[str]) -> set[str]:
-        """Those of `fingerprints` whose finding had an action that was undone since."""
-        rows = await self.db.fetchall_in(
-            """SELECT DISTINCT f.fingerprint FROM rem_findings f JOIN rem_actions a ON a.finding_id = f.id
-               WHERE a.undone_at IS NOT NULL AND f.fingerprint IN ({marks})""", fingerprints)
-        return {row[0] for row in rows}
+    async def undone(self, findings: list[RemFinding]) -> set[str]:
+        """The ids of those of `findings` that ask again what a person took back: a finding of theirs
+        with the same fingerprint, or of the same kind about the same lessons (whatever their versions
+        are now: a lesson edited since the undo is still the pair they took apart), had an action
+        that was undone."""
+        rows = await self.db.fetchall(
+            """SELECT DISTINCT f.fingerprint, f.kind, f.subject FROM rem_findings f
+               JOIN rem_actions a ON a.finding_id = f.id WHERE a.undone_at IS NOT NULL""")
+        prints = {row[0] for row in rows}
+        subjects = {(row[1], frozenset(json.loads(row[2] or "{}"))) for row in rows}
+        return {f.id for f in findings
+                if f.fingerprint in prints or (f.subject and (f.kind, frozenset(f.subject)) in subjects)}
 
     async def mark_action_undone(self, action_id: int) -> None:
         await self.db.conn.execute("UPDATE rem_actions SET undone_at = ? WHERE id = ?", [utcnow(), action_id])
