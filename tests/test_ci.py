@@ -34,7 +34,7 @@ def workflow_steps() -> dict[str, dict]:
 def keyed(text: str) -> dict[tuple, str]:
     """Each exported row by (table, its ordering key) -> its line."""
     rows = {}
-    for line in text.splitlines()[1:]:
+    for line in text.splitlines()[1:-1]:
         item = json.loads(line)
         rows[(item["table"], *(item["row"][c] for c in TABLES[item["table"]]))] = line
     return rows

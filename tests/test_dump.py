@@ -29,7 +29,7 @@ def export(db, out) -> bytes:
 
 
 def rows(text: bytes, table: str) -> list[dict]:
-    return [line["row"] for line in map(json.loads, text.decode().splitlines()[1:]) if line["table"] == table]
+    return [line["row"] for line in map(json.loads, text.decode().splitlines()[1:-1]) if line["table"] == table]
 
 
 def test_every_table_is_exported_or_deliberately_left_out(tmp_path):
@@ -46,7 +46,8 @@ def test_export_holds_every_version_link_history_row_finding_and_action(demo_db,
     conn = sqlite3.connect(demo_db)
     counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in dump.TABLES}
     conn.close()
-    assert json.loads(text.splitlines()[0]) == {"format": "mgcp-export", "version": 1}
+    assert json.loads(text.splitlines()[0]) == {"format": "mgcp-export", "version": 2}
+    assert json.loads(text.splitlines()[-1]) == {"end": True, "rows": len(text.splitlines()) - 2}
     assert {t: len(rows(text, t)) for t in dump.TABLES} == counts
     assert counts["lesson_versions"] > counts["lessons"] and counts["rem_actions"] > 0
     assert any(json.loads(r["relationships"]) for r in rows(text, "lessons"))
@@ -239,6 +240,34 @@ def test_a_bad_file_is_refused_and_nothing_is_imported(tmp_path, text):
     assert export(tmp_path / "x.db", tmp_path / "after.jsonl") == before
 
 
+def test_out_dash_is_stdout(demo_db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = mgcp("export", "jsonl", "--out", "-", "--db", demo_db)
+    assert code == 0 and out.encode() == export(demo_db, tmp_path / "a.jsonl") and not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("cut", [1, 3, 10])
+def test_an_export_cut_short_is_refused_and_nothing_is_imported(demo_db, tmp_path, cut):
+    """A killed `export jsonl > f` or a partial copy ends at a line boundary: its last line is
+    missing (or, cut and mended by hand, counts other rows)."""
+    lines = export(demo_db, tmp_path / "a.jsonl").decode().splitlines(keepends=True)
+    (tmp_path / "cut.jsonl").write_text("".join(lines[:-cut]))
+    code, out, err = mgcp("import", "jsonl", tmp_path / "cut.jsonl", "--db", tmp_path / "new.db")
+    assert (code, out) == (2, "") and "is cut short or altered (it has no last line); nothing was imported" in err
+    (tmp_path / "mended.jsonl").write_text("".join(lines[:-cut - 1] + lines[-1:]))
+    code, out, err = mgcp("import", "jsonl", tmp_path / "mended.jsonl", "--db", tmp_path / "new.db")
+    assert (code, out) == (2, "") and f"it holds {len(lines) - 2 - cut}" in err
+    assert not list(tmp_path.glob("new.db*"))  # a refused import creates no database
+
+
+def test_an_export_of_format_version_1_still_imports(demo_db, tmp_path):
+    lines = export(demo_db, tmp_path / "a.jsonl").decode().splitlines(keepends=True)
+    (tmp_path / "v1.jsonl").write_text('{"format": "mgcp-export", "version": 1}\n' + "".join(lines[1:-1]))
+    code, out, err = mgcp("import", "jsonl", tmp_path / "v1.jsonl", "--db", tmp_path / "new.db")
+    assert code == 0, err
+    assert export(tmp_path / "new.db", tmp_path / "b.jsonl").decode().splitlines(keepends=True) == lines
+
+
 @pytest.mark.parametrize("table, column, value, says", [
     ("lessons", "version", "three", "version is not an integer ('three')"),
     ("lessons", "usage_count", 1.5, "usage_count is not an integer (1.5)"),
@@ -277,7 +306,8 @@ def test_a_lesson_whose_parent_is_missing_imports_nothing(tmp_path):
     version = {"id": 1, "lesson_id": "child", "version": 1, "trigger": "t", "action": "a",
                "timestamp": "2025-01-01T00:00:00+00:00"}
     (tmp_path / "x.jsonl").write_text(dump.header() + json.dumps({"table": "lessons", "row": lesson}) + "\n"
-                                      + json.dumps({"table": "lesson_versions", "row": version}) + "\n")
+                                      + json.dumps({"table": "lesson_versions", "row": version}) + "\n"
+                                      + json.dumps({"end": True, "rows": 2}) + "\n")
     code, _, err = mgcp("import", "jsonl", tmp_path / "x.jsonl", "--db", tmp_path / "x.db")
     assert code == 2 and "missing lessons row" in err
     assert not (tmp_path / "x.db").exists()  # a refused import creates no database

@@ -196,6 +196,8 @@ def history_out_of_order(lines):
 def test_a_bad_row_is_one_line_exit_2_and_no_database_is_created(tmp_path, valid, spoil, words):
     lines = json.loads(json.dumps(valid))
     spoil(lines)
+    lines = [x for x in lines if "end" not in x]  # a last line counting the rows as spoiled: the row is refused
+    lines.append({"end": True, "rows": len(lines) - 1})
     (tmp_path / "bad.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     code, out, err = mgcp("import", "jsonl", tmp_path / "bad.jsonl", "--db", tmp_path / "new.db")
     assert (code, out) == (2, "") and err.startswith("Error: ") and err.count("\n") == 1, err

@@ -1,9 +1,12 @@
 """The whole knowledge base as JSON Lines, back in again, and a consistent copy of the file.
 
-`export_lines(path)` reads one snapshot (other processes may go on writing) and yields a header line
-and then one line per row, `{"row": {...}, "table": "..."}`, tables in the order of TABLES and rows in
+`export_lines(path)` reads one snapshot (other processes may go on writing) and yields a header line,
+one line per row, `{"row": {...}, "table": "..."}`, tables in the order of TABLES and rows in
 each table's key order, columns sorted by name, values exactly as stored (JSON columns stay the text
-SQLite holds). The same knowledge therefore always exports to the same bytes.
+SQLite holds), and a last line `{"end": true, "rows": N}`: a file cut short (a killed export, a
+partial copy) lacks it or counts other rows, and is refused. The same knowledge therefore always
+exports to the same bytes. An export of format version 1 (before the last line existed) still
+imports.
 
 `import_rows(store, rows)` reads the rows twice, never holding them all (`ExportReader`: one open
 file, refused if it changed between the passes): first it checks every row (required columns, each
@@ -59,7 +62,8 @@ from mgcp.validation import check_unicode
 
 FORMAT = "mgcp-export"
 BATCH = 5000  # rows inserted per executemany into an empty database
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no last line, so a cut is not seen
 
 # table -> the columns that order its rows (a unique key)
 TABLES: dict[str, tuple[str, ...]] = {
@@ -176,11 +180,14 @@ def export_lines(path: str | os.PathLike) -> Iterator[str]:
         conn.row_factory = sqlite3.Row
         conn.execute("BEGIN")  # one snapshot for every table
         yield header()
+        count = 0
         for table in exported_tables(conn):
             order = ", ".join(TABLES[table])
             for row in conn.execute(f'SELECT * FROM "{table}" ORDER BY {order}'):
                 yield _line({"table": table, "row": {k: _value(row[k]) for k in row.keys()}})
+                count += 1
         conn.execute("COMMIT")
+        yield _line({"end": True, "rows": count})
     except sqlite3.Error as exc:
         raise migrate.explain(exc, path) from None
     finally:
@@ -234,7 +241,7 @@ class ExportReader:
 def parse(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict]]:
     """Every row of an export, checked as it is read: a clear InvalidInputError names the first bad
     line."""
-    seen_header = False
+    version, rows, end = None, 0, None
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -245,22 +252,31 @@ def parse(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict]]:
             raise InvalidInputError(f"{where} is not JSON ({exc.msg}); nothing was imported") from None
         if not isinstance(obj, dict):
             raise InvalidInputError(f"{where} is not a JSON object; nothing was imported")
-        if not seen_header:
+        if version is None:
             if obj.get("format") != FORMAT:
                 raise InvalidInputError(f"{source} is not an mgcp export (its first line is not the "
                                         f"{FORMAT} header); nothing was imported")
-            if obj.get("version") != FORMAT_VERSION:
-                raise InvalidInputError(f"{source} is export format version {obj.get('version')!r}; this mgcp "
-                                        f"reads version {FORMAT_VERSION}; nothing was imported")
-            seen_header = True
+            version = obj.get("version")
+            if version not in READABLE_VERSIONS or isinstance(version, bool):
+                raise InvalidInputError(f"{source} is export format version {version!r}; this mgcp reads "
+                                        f"versions {', '.join(map(str, READABLE_VERSIONS))}; nothing was imported")
             continue
+        if end is not None:
+            raise InvalidInputError(f"{where} follows the export's last line; nothing was imported")
+        if version >= 2 and "end" in obj:
+            end = obj
+            continue
+        rows += 1
         table, row = obj.get("table"), obj.get("row")
         if table not in TABLES or not isinstance(row, dict):
             raise InvalidInputError(f"{where}: expected {{\"table\": one of mgcp's tables, \"row\": {{...}}}}, "
                                     f"got table {table!r}; nothing was imported")
         yield table, {k: _stored(v) for k, v in row.items()}
-    if not seen_header:
+    if version is None:
         raise InvalidInputError(f"{source} is empty; nothing was imported")
+    if version >= 2 and (end is None or end.get("rows") != rows):
+        said = "it has no last line" if end is None else f"its last line counts {end.get('rows')!r} rows, it holds {rows}"
+        raise InvalidInputError(f"{source} is cut short or altered ({said}); nothing was imported")
 
 
 async def import_rows(store, rows: Callable[[], Iterable[tuple[str, dict]]], source: str) -> ImportReport:

@@ -61,7 +61,7 @@ def _write(out: str, lines) -> int:
 
 
 @export_app.command("dpo")
-def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default: stdout).")] = None,
+def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default, or -: stdout).")] = None,
         force: Force = False, db: Db = None):
     """Write one JSONL record per pair of consecutive real lesson versions (for DPO training).
 
@@ -72,6 +72,7 @@ def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (d
 
     from mgcp.export import dpo_records
 
+    out = None if out == "-" else out
     if out:
         _may_replace(out, force, lambda first: {"prompt", "chosen", "rejected"} <= set(first), db)
     records = dpo_records(with_store(db, lambda s: s.lessons.real_version_pairs(), create=False))
@@ -84,7 +85,7 @@ def dpo(out: Annotated[Optional[str], typer.Option("--out", help="Output file (d
 
 
 @export_app.command("jsonl")
-def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default: stdout).")] = None,
+def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file (default, or -: stdout).")] = None,
           force: Force = False, db: Db = None):
     """Write the whole knowledge base as JSON Lines: lessons with every version, links, context history, findings, actions.
 
@@ -96,6 +97,7 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
     from mgcp.config import db_path
     from mgcp.persistence.dump import FORMAT, export_lines
 
+    out = None if out == "-" else out
     if out:
         _may_replace(out, force, lambda first: first.get("format") == FORMAT, db)
     lines = export_lines(db_path(db))
@@ -104,6 +106,6 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
         for line in lines:
             sys.stdout.write(line)
             count += 1
-        return note(f"exported {count - 1} row(s)")
+        return note(f"exported {count - 2} row(s)")  # the header and the last line are no rows
     count = _write(out, lines)
-    note(f"wrote {count - 1} row(s) to {out}")
+    note(f"wrote {count - 2} row(s) to {out}")
