@@ -91,6 +91,14 @@ def test_a_near_match_is_added_and_named(dbp):
     assert unrelated["similar"] == []
 
 
+def test_a_near_match_that_denies_the_other_is_named_as_maybe_opposite_not_to_refine(dbp):
+    add(dbp, "read-tests", "--trigger", "changing code you did not write", "--action", "Read its tests before editing it")
+    never = add(dbp, "never-tests", "--trigger", "changing code you did not write",
+                "--action", "Never read its tests before editing it")
+    assert never["similar"] and never["similar"][0] == {**never["similar"][0], "id": "read-tests", "opposite": True}
+    assert "may say the opposite" in never["message"] and "consider refining" not in never["message"]
+
+
 @pytest.mark.parametrize("trigger, action, why", [
     ("hi", "Read its signature first.", "greeting or an acknowledgement"),
     ("calling an API", "ok thanks", "under 10 characters"),

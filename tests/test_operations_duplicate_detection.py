@@ -289,3 +289,14 @@ def test_the_same_words_ordered_the_other_way_round_are_not_recommended_for_a_me
     assert opposite.data["reordered"] and opposite.options[opposite.recommended - 1].action == "keep_both"
     assert "opposite" in opposite.title and "opposite" in opposite.description
     assert not same.data["reordered"] and same.options[same.recommended - 1].action == "merge"
+
+
+def test_a_rule_and_its_denial_are_not_recommended_for_a_merge():
+    """"Read its tests before editing it" / "Never read its tests before editing it" score as
+    duplicates in words; the finding says one denies the other and recommends keeping both."""
+    pairs = [lesson("read-tests", "changing code you did not write", "Read its tests before editing it"),
+             lesson("never-tests", "changing code you did not write", "Never read its tests before editing it")]
+    [finding] = [f for f in duplicate_detection.run(pairs, SETTINGS) if f.kind.startswith("duplicate")]
+    assert finding.data["opposite"] and not finding.data["reordered"]
+    assert finding.options[finding.recommended - 1].action == "keep_both"
+    assert "opposite" in finding.title and "says not to" in finding.description

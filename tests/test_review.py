@@ -465,7 +465,7 @@ def test_auto_never_merges_the_same_words_ordered_the_other_way_round(tmp_path):
         code, out, err = mgcp("lesson", "add", lesson_id, "--trigger", "deploying or formatting code", "--action", action,
                               "--db", db)
         assert code == 0, err
-    assert "other way round" in out + err  # said when the second of a pair is added
+    assert "may say the opposite" in out + err  # said when the second of a pair is added
     code, out, err = mgcp("rem", "run", "--auto", "--op", "duplicate_detection", "--project", "/p", "--db", db, "--json")
     result = json.loads(out)
     assert result["applied"] == [] and len(result["left_pending"]) >= 2, out

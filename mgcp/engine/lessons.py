@@ -21,7 +21,6 @@ from mgcp.config import RemConfig
 from mgcp.errors import InvalidInputError
 from mgcp.models import Lesson
 from mgcp.persistence.store import Store
-from mgcp.text import swapped
 from mgcp.validation import MAX_SHORT, check_text
 
 NEAR_CANDIDATES = 20
@@ -37,9 +36,9 @@ class AddResult:
             return (f"lesson {self.lesson.id} already says this (same trigger and action); "
                     "nothing was added")
         opposite = [s["id"] for s in self.similar if s.get("opposite")]
-        if opposite:  # "A before B" beside "B before A": alike in words, not a lesson to refine
-            return (f"added {self.lesson.id}; it orders the same words the other way round from "
-                    f"{', '.join(opposite)}: check which of them holds")
+        if opposite:  # "A before B" beside "B before A", "Do X" beside "Never do X": not a lesson to refine
+            return (f"added {self.lesson.id}; it is alike in words to {', '.join(opposite)} but may say the "
+                    "opposite: check which of them holds")
         if self.similar:
             names = ", ".join(f"{s['id']} ({s['similarity']:.2f})" for s in self.similar)
             return (f"added {self.lesson.id}; it is similar to {names}: consider refining that lesson "
@@ -99,7 +98,7 @@ async def near_matches(store: Store, config: RemConfig, lesson: Lesson) -> list[
         if lesson.id in (a, b) and score.value >= review_at:
             other = b if a == lesson.id else a
             found.append({"id": other, "similarity": round(score.value, 3),
-                          "opposite": swapped(lesson.action, actions[other])})
+                          "opposite": duplicate_detection.opposite(lesson.action, actions[other])})
     return sorted(found, key=lambda s: (-s["similarity"], s["id"]))[:3]
 
 

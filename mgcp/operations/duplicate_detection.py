@@ -36,10 +36,13 @@ term became rare enough to be looked up) again (both proved in `mgcp.operations.
 
 Findings, strongest first, at most `max_findings` of each kind (spread over tags; the rest in one
 summary, see `mgcp.operations.cap`):
-- `duplicate_merge` (score >= merge_threshold): recommended "merge", unless their actions put words
-  on opposite sides of the same order word (`text.swapped`: "A before B" / "B before A", "prefer A
-  over B" / "prefer B over A" score alike in words but say opposite things): then "keep_both", and
-  the title and description say why (`data["reordered"]`).
+- `duplicate_merge` (score >= merge_threshold): recommended "merge", unless their actions may say
+  opposite things (`opposite`): words on opposite sides of the same order word (`text.swapped`: "A
+  before B" / "B before A", "prefer A over B" / "prefer B over A" score alike in words), or a claim
+  of one that the other denies, as the contradiction scan reads them ("Read its tests first" /
+  "Never read its tests first"; read for the findings shown, not for those only counted in a
+  summary); then "keep_both", and the title and description say why (`data["reordered"]`,
+  `data["opposite"]`).
 - `duplicate_review` (review_threshold <= score < merge_threshold): recommended "keep_both".
 Each carries data {"similarity", "action_similarity", "trigger_similarity", "copy", "canonical",
 "other", "lessons": {id: {trigger, action, usage_count, version}}}; canonical is the one to keep:
@@ -53,6 +56,7 @@ from typing import TYPE_CHECKING
 
 from mgcp.models import FindingOption, Lesson, RemFinding
 from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identity, subject_of
+from mgcp.operations.contradiction_scan import opposed
 from mgcp.operations.shared import CycleCache, stage
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
 from mgcp.text import shorten, swapped
@@ -64,6 +68,14 @@ OPERATION = "duplicate_detection"
 CONTAINED_MIN_TERMS = 3     # a shorter action of fewer terms is not judged by containment
 CONTAINED_MAX_GROWTH = 2.0  # the longer action has at most this many times the shorter's terms
 CONTAINMENT = (CONTAINED_MIN_TERMS, CONTAINED_MAX_GROWTH, DISTINCTIVE_DF)  # the rule as `sparse.contained` takes it
+OPPOSED_AT = 0.6  # how alike two claims' words must be to oppose (the contradiction scan's default claim_threshold)
+
+
+def opposite(action_a: str | None, action_b: str | None) -> bool:
+    """Whether two actions alike in words may say opposite things: the same words ordered the
+    other way round ("A before B" / "B before A"), or a claim of one that the other denies ("Read
+    its tests first" / "Never read its tests first"), as the contradiction scan reads claims."""
+    return swapped(action_a, action_b) or opposed(action_a or "", action_b or "", OPPOSED_AT)
 
 
 @dataclass(frozen=True)
@@ -89,8 +101,19 @@ def run(lessons: list[Lesson], settings: dict, backend: SimilarityBackend | None
     found = [(a, b, score) for (a, b), score in scored.items() if score.value >= review_at]
     found.sort(key=lambda p: (-round(p[2].value, 9), -_shared_tags(by_id[p[0]], by_id[p[1]]), p[0], p[1]))
     findings = [_finding(by_id[a], by_id[b], score, merge_at) for a, b, score in found]
-    return cap(findings, int(settings.get("max_findings", 50)),
-               lambda f: _group(by_id[f.data["canonical"]]), settled)
+    scores = {(a, b): score for a, b, score in found}
+    shown = cap(findings, int(settings.get("max_findings", 50)),
+                lambda f: _group(by_id[f.data["canonical"]]), settled)
+    # Whether a pair may say opposite things is read from its actions' claims (a quarter of a
+    # millisecond a pair): only for the findings shown, whose recommendation a person reads. Those
+    # beyond the cap are only counted, and a summary's bulk merge takes copies alone.
+    return [_finding(by_id[f.data["canonical"]], by_id[f.data["other"]], scores[_pair(f)], merge_at, True)
+            if f.kind != "summary" else f for f in shown]
+
+
+def _pair(finding: RemFinding) -> tuple[str, str]:
+    a, b = finding.data["canonical"], finding.data["other"]
+    return (a, b) if a < b else (b, a)
 
 
 def _group(lesson: Lesson) -> str:
@@ -209,11 +232,15 @@ def _reason(keep: Lesson, other: Lesson) -> str:
     return "first by id"
 
 
-def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
+def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool = False) -> RemFinding:
+    """The finding of a pair; `claims`: whether its actions' claims are read to tell whether one
+    denies the other (`opposite`), else only their word order is."""
     keep, other = canonical_order(a, b)
     similarity = score.value
     kind = "duplicate_merge" if similarity >= merge_at else "duplicate_review"
     reordered = not score.copy and swapped(keep.action, other.action)
+    opposite = not score.copy and (reordered or (claims and opposed(keep.action or "", other.action or "",
+                                                                     OPPOSED_AT)))
     subject = subject_of(keep, other)
     why = ("the same action, word for word once normalised" if score.copy else
            f"actions {score.action:.2f} alike, triggers {score.trigger:.2f} alike")
@@ -232,6 +259,9 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
     if reordered:
         lines += ["", "Their actions put words on opposite sides of the same order word, and may say opposite "
                       'things ("A before B" / "B before A"): read both before merging.']
+    elif opposite:
+        lines += ["", "One action says to do what the other says not to (\"Do X\" / \"Never do X\"): they may "
+                      "say opposite things, which a merge would hide. Read both before merging."]
     options = [
         FindingOption(label="Merge into one lesson",
                       description=f'Keep "{keep.id}" and mark "{other.id}" superseded by it',
@@ -246,15 +276,16 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float) -> RemFinding:
         FindingOption(label="Skip for now", description="Leave this finding pending", action="skip"),
     ]
     said = shorten(keep.action, 70)
-    title = (f'Two lessons alike in words may say opposite things ({similarity:.2f}): "{said}"' if reordered else
+    title = (f'Two lessons alike in words may say opposite things ({similarity:.2f}): "{said}"' if opposite else
              f'Two lessons say the same ({similarity:.2f}): "{said}"' if kind == "duplicate_merge" else
              f'Two lessons say nearly the same ({similarity:.2f}): "{said}"')
     return RemFinding(
         operation=OPERATION, kind=kind, title=title, description="\n".join(lines), options=options,
-        recommended=1 if kind == "duplicate_merge" and not reordered else 2,
+        recommended=1 if kind == "duplicate_merge" and not opposite else 2,
         data={
             "similarity": round(similarity, 4), "action_similarity": round(score.action, 4),
             "trigger_similarity": round(score.trigger, 4), "copy": score.copy, "reordered": reordered,
+            "opposite": opposite,
             "canonical": keep.id, "other": other.id,
             "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
                                     "usage_count": lesson.usage_count, "version": lesson.version}
