@@ -98,7 +98,8 @@ def _check_size_and_secrets(what: str, text: str, limit: int) -> None:
 def check_lesson_id(value: str, field: str = "lesson id") -> str:
     if not isinstance(value, str) or not LESSON_ID.match(value):
         raise InvalidInputError(
-            f"invalid {field} {value!r}: use letters, digits, '.', '_', ':' or '-' (at most 128)"
+            f"invalid {field} {value!r}: use ASCII letters and digits, '.', '_', ':' or '-', starting with "
+            "a letter or digit (at most 128)"
         )
     return value
 

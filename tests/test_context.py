@@ -84,6 +84,12 @@ def test_done_naming_no_todo_of_a_new_project_writes_nothing(db, run, todos):
             for t in ("project_contexts", "project_sessions", "context_history")] == [0, 0, 0]
 
 
+def test_a_todo_given_twice_is_refused_and_nothing_is_written(db, run):
+    with pytest.raises(InvalidInputError, match="the todo 'a' is given twice"):
+        run(db, lambda s: s.context.save(P, "s1", notes="n", todos=[Todo(content="a"), Todo(content="a")]))
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM context_history").fetchone()[0] == 0
+
+
 @pytest.mark.parametrize("column, text", [("catalogue", "not json"), ("catalogue", "[1, 2]"),
                                           ("todos", "{}"), ("active_files", "src/app.py")])
 def test_a_save_over_stored_state_it_cannot_read_is_refused(db, run, column, text):

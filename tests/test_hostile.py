@@ -100,6 +100,7 @@ CATALOGUES = {
     "Infinity": (b'{"a": [1, -Infinity]}', "Infinity"),
     "overflowing decimal": (b'{"a": 1e400}', "Infinity"),
     "enormous": (b'{"a": "' + b"x" * 1_100_000 + b'"}', "too long"),
+    "a key twice": (b'{"a": 1, "b": {"c": 1, "c": 2}}', "gives the key 'c' twice in one object"),
 }
 
 

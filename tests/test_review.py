@@ -469,6 +469,7 @@ def test_auto_never_merges_the_same_words_ordered_the_other_way_round(tmp_path):
     code, out, err = mgcp("rem", "run", "--auto", "--op", "duplicate_detection", "--project", "/p", "--db", db, "--json")
     result = json.loads(out)
     assert result["applied"] == [] and len(result["left_pending"]) >= 2, out
+    assert {a["result"] for a in result["left_pending"]} == {"its actions may say opposite things: a person decides"}
 
 
 def test_auto_links_a_small_cluster_and_leaves_a_larger_one_to_a_person():

@@ -483,8 +483,10 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
         why = auto_decision(finding, config, project_path)
         entry = AutoResult(id=finding.id, kind=finding.kind, title=finding.title,
                            option=finding.options[finding.recommended - 1].label)
-        if why is None:
-            left.append(entry)
+        if why is None:  # said only where a reader would wonder: a pair alike in words left unmerged
+            opposite = finding.data.get("opposite") or finding.data.get("reordered")
+            left.append(entry.model_copy(update={"result": "its actions may say opposite things: a person decides"
+                                                 if opposite else None}))
             continue
         if finding.id in undone:  # taking an answer back is a person's say: theirs to give again
             left.append(entry.model_copy(update={"result": "an earlier answer was undone: a person decides"}))
@@ -537,8 +539,9 @@ async def _undo(store: Store, actions: list[dict], force: bool, confirmed: list[
     """Restore what the actions (oldest first) changed as one set of changes: a row that several of
     them changed is compared once, with what the last of them left, so that only a change made
     since is named as a conflict. Forced, it overwrites the changes made since, but when
-    `confirmed` lists those a person agreed to overwrite, any other found now refuses. Their findings are pending again, but those whose subject a
-    forced undo left changed, which are stale: returns those, with why."""
+    `confirmed` lists those a person agreed to overwrite, any other found now refuses. Their
+    findings are pending again, but those whose subject a forced undo left changed, which are
+    stale: returns those, with why."""
     names = ", ".join(dict.fromkeys(action["action"] for action in actions))
     changes, reason = [c for action in actions for c in action["changes"]], f"forced undo of REM action {names}"
     try:

@@ -77,6 +77,16 @@ def unreadable(row) -> list[str]:
     return bad
 
 
+def _check_twice(project: ProjectContext, todos: list[Todo]) -> None:
+    """A todo given twice (`--todo a --todo a`) is refused: `--done a` would then finish both. A
+    list that already held it twice (an older writer's) may still be saved as it is."""
+    held = [t.content for t in project.todos]
+    given = [t.content for t in todos]
+    twice = next((c for c in dict.fromkeys(given) if given.count(c) > max(1, held.count(c))), None)
+    if twice is not None:
+        raise InvalidInputError(f"the todo {twice!r} is given twice; give each todo once")
+
+
 def _texts(text: str | None) -> list[str]:
     return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in _json(text, [])]
 
@@ -198,6 +208,8 @@ class Contexts:
                 await self.register_session(path, session_id, "save", at)
             project = await self.ensure_project(path)
             await self._refuse_unreadable(project)
+            if todos is not None:
+                _check_twice(project, todos)
             if done:
                 _check_done(project, todos, done)
             number = project.session_count

@@ -46,7 +46,10 @@ def read_catalogue(source: str) -> dict:
         raise InvalidInputError(f"catalogue {source} is not UTF-8 text (byte {exc.start + 1} is "
                                 f"0x{data[exc.start]:02x})") from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_object)
+    except _TwiceError as exc:
+        raise InvalidInputError(f"catalogue {source} gives the key {exc.args[0]!r} twice in one object (JSON "
+                                "would keep only the last); give each key once") from None
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"catalogue {source} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:
@@ -56,6 +59,19 @@ def read_catalogue(source: str) -> dict:
         raise InvalidInputError(f"catalogue {source} cannot be stored: it holds {what}") from None
     if not isinstance(value, dict):
         raise InvalidInputError(f"catalogue {source} must be a JSON object at the top level")
+    return value
+
+
+class _TwiceError(Exception):
+    """A key given twice in one JSON object."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are all different: a key given twice would lose its first value."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen = set()
+        raise _TwiceError(next(k for k, _ in pairs if k in seen or seen.add(k)))
     return value
 
 
