@@ -266,6 +266,25 @@ def test_a_forced_undo_refuses_what_changed_after_the_overwrite_was_confirmed(pl
     assert "undid update_trigger" in run(planted, lambda s: engine.undo_finding(s, f.id, True, now.value.details))
 
 
+def test_review_counts_what_is_still_pending_after_an_answer_made_a_skipped_finding_stale(tmp_path):
+    """Skip a pair, merge another that shares a lesson with it, quit: the skipped one is stale now
+    (its lesson was merged), and the count says what `rem status` says."""
+    db = tmp_path / "kb.db"
+    for lesson_id, trigger, action, tag in (
+            ("verify-api", "calling an unfamiliar API", "Read the signature and one real call site", "api"),
+            ("check-call-sites", "calling an unfamiliar API for the first time", "Read the signature and one real call site", "api"),
+            ("check-call-sites2", "using an unfamiliar API", "Read the signature and a real call site", "api"),
+            ("o1", "writing database migrations", "Make each migration reversible and test it", "db")):
+        assert mgcp("lesson", "add", lesson_id, "--trigger", trigger, "--action", action, "--tag", tag, "--db", db)[0] == 0
+    assert mgcp("rem", "run", "--project", "/p/a", "--op", "duplicate_detection", "--op", "community_detection",
+                "--db", db)[0] == 0
+    code, out, err = mgcp("rem", "review", "--project", "/p/a", "--db", db, stdin="s\n1\nq\n")
+    assert code == 0, err
+    status = json.loads(mgcp("rem", "status", "--project", "/p/a", "--db", db, "--json")[1])
+    assert f"{status['pending_findings']} finding(s) still pending." in out.splitlines()[-1], out
+    assert status["pending_findings"] == 1
+
+
 def context_of(path):
     code, out, err = mgcp("context", "show", "--project", PROJECT, "--db", path, "--json")
     assert code == 0, err

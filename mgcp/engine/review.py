@@ -114,7 +114,9 @@ async def next_finding(store: Store, project_path: str, after: str | None = None
     from mgcp.models import ReviewStep
 
     project = await store.queue.project(project_path)
-    ahead = await _still_speaking(store, await store.rem.marks(project.project_id, "pending", after=after))
-    total = await store.rem.count_findings(project.project_id, "pending")
+    # every pending finding is checked, not only those ahead: an answer (a merge) can make one
+    # skipped earlier stale, and the count must not hold it
+    speaking = {mark.id for mark in await _still_speaking(store, await store.rem.marks(project.project_id, "pending"))}
+    ahead = [mark for mark in await store.rem.marks(project.project_id, "pending", after=after) if mark.id in speaking]
     return ReviewStep(finding=await store.rem.get_finding(ahead[0].id) if ahead else None,
-                      remaining=max(len(ahead) - 1, 0), pending=total)
+                      remaining=max(len(ahead) - 1, 0), pending=len(speaking))

@@ -217,11 +217,6 @@ class RemLedger:
         return [FindingMark(finding_id, kind, json.loads(subject), lesson, tuple(json.loads(draft)) if draft else None)
                 for finding_id, kind, subject, lesson, draft in rows]
 
-    async def count_findings(self, project_id: str | None = None, status: str | None = "pending") -> int:
-        """How many findings `findings` would list."""
-        where, params = _where(project_id, status, None, None)
-        return (await self.db.fetchone(f"SELECT count(*) FROM rem_findings WHERE {where}", params))[0]
-
     async def set_finding_status(self, finding_id: str, status: FindingStatus,
                                  chosen_option: int | None = None, input_text: str | None = None) -> None:
         await self.db.update("rem_findings", {"id": finding_id}, {
