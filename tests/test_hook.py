@@ -232,6 +232,15 @@ def test_bad_input_fails_open(db, isolated_data, stdin):
     assert len(log_lines(isolated_data)) == 1 and session_count(db) == 0
 
 
+def test_a_relative_cwd_fails_open_and_registers_no_project(db, isolated_data):
+    result = run_hook('{"session_id": "s", "cwd": "relative/dir", "source": "startup"}', db)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert "'cwd' is not an absolute path" in log_lines(isolated_data)[0]
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM project_contexts").fetchone()[0] == 0
+    conn.close()
+
+
 def test_a_locked_database_fails_open_and_registers_nothing(db, isolated_data):
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")

@@ -79,6 +79,8 @@ def parse_input(text: str) -> dict:
     for key in ("session_id", "cwd"):
         if not isinstance(payload.get(key), str) or not payload[key].strip():
             raise HookInputError(f"'{key}' is missing or empty")
+    if not os.path.isabs(payload["cwd"]):  # it would resolve against the hook's own directory: no project
+        raise HookInputError("'cwd' is not an absolute path")
     source = payload.get("source")
     if source is not None and not isinstance(source, str):
         raise HookInputError("'source' is not a string")
