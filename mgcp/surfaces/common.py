@@ -68,11 +68,12 @@ class _TwiceError(Exception):
 
 def _object(pairs: list[tuple[str, Any]]) -> dict:
     """A JSON object whose keys are all different: a key given twice would lose its first value."""
-    value = dict(pairs)
-    if len(value) < len(pairs):
-        seen = set()
-        raise _TwiceError(next(k for k, _ in pairs if k in seen or seen.add(k)))
-    return value
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _TwiceError(key)
+        seen.add(key)
+    return dict(pairs)
 
 
 def _refuse_constant(name: str):
