@@ -402,3 +402,7 @@ def check_promises(db, tmp_path, saves, current):
         assert mgcp("export", "jsonl", "--db", source, "--out", tmp_path / out)[0] == 0
         exports.append((tmp_path / out).read_bytes())
     assert exports[0] == exports[1] == exports[2]
+    # and only whole: the day's export cut short (a killed export, a partial copy) is refused
+    (tmp_path / "cut.jsonl").write_bytes(b"".join(exports[0].splitlines(keepends=True)[:-5]))
+    code, _, err = mgcp("import", "jsonl", tmp_path / "cut.jsonl", "--db", tmp_path / "from-cut.db")
+    assert code == 2 and "cut short" in err and not (tmp_path / "from-cut.db").exists()
