@@ -309,6 +309,25 @@ def test_undo_of_a_closed_todo_refuses_once_the_context_was_saved_since_even_sav
     assert dump(planted, DATA_TABLES) == before
 
 
+def test_a_forced_undo_puts_back_a_todo_an_older_writer_left_twice(planted, run):
+    """A todo held twice (an older writer's list) dropped by REM, a save since: forced, the undo
+    saves the earlier list back as it was, the todo twice, though a person may not give one twice."""
+    f = by_kind(pending(run, planted), "stale_todo")[0]
+    todo = f.data["todo"]
+    conn = sqlite3.connect(planted)
+    with conn:
+        [(todos,)] = conn.execute("SELECT todos FROM project_contexts WHERE project_path = ?", [PROJECT]).fetchall()
+        listed = json.loads(todos)
+        listed.append(next(t for t in listed if t["content"] == todo))
+        conn.execute("UPDATE project_contexts SET todos = ? WHERE project_path = ?", [json.dumps(listed), PROJECT])
+    conn.close()
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "drop_todo"), None))
+    assert mgcp("context", "save", "--project", PROJECT, "--notes", "later notes", "--db", planted)[0] == 0
+    code, _, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    assert [t["content"] for t in context_of(planted)["todos"]].count(todo) == 2
+
+
 def test_a_forced_undo_of_a_closed_todo_saves_it_open_again_and_keeps_the_history(planted, run):
     f = by_kind(pending(run, planted), "stale_todo")[0]
     todo = f.data["todo"]

@@ -179,7 +179,7 @@ class Contexts:
                    todos: list[Todo] | None = None, decisions: list[str] | None = None,
                    active_files: list[str] | None = None,
                    catalogue: dict | None = None, at: str | None = None,
-                   done: list[str] | None = None) -> ContextSnapshot | None:
+                   done: list[str] | None = None, restoring: bool = False) -> ContextSnapshot | None:
         """Save the project's state; returns the new history row, or None when nothing changed.
 
         The save belongs to the project's current session (a new session id opens the next one;
@@ -189,7 +189,8 @@ class Contexts:
         content it names, and one of the current list that the `todos` given leave out is added as
         completed. A `done` name that is neither the content of a current todo nor of one given is
         refused (InvalidInputError) and nothing is written: a typo must not become a finished todo.
-        `at` backdates the save (imports and the demo); by default it is now."""
+        `at` backdates the save (imports and the demo); by default it is now. `restoring`: the todos
+        are a list the project held before (a forced undo puts it back), a todo held twice included."""
         if not session_id and all(v is None for v in (notes, todos, done, decisions, active_files, catalogue)):
             raise InvalidInputError("nothing to save: give notes, todos, todos done, decisions, active files, "
                                     "a catalogue or a session id")
@@ -208,7 +209,7 @@ class Contexts:
                 await self.register_session(path, session_id, "save", at)
             project = await self.ensure_project(path)
             await self._refuse_unreadable(project)
-            if todos is not None:
+            if todos is not None and not restoring:
                 _check_twice(project, todos)
             if done:
                 _check_done(project, todos, done)

@@ -179,7 +179,7 @@ class Store:
         if earlier["catalogue"] != later.get("catalogue"):
             values["catalogue"] = json.loads(earlier["catalogue"] or "{}")
         if values:
-            await self.context.save(earlier["project_path"], **values)
+            await self.context.save(earlier["project_path"], restoring=True, **values)
 
     async def _referred_to_since(self, changes: list[dict]) -> dict[str, str]:
         """Lessons the changes created that rows the changes do not restore refer to now (rows
