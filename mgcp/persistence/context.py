@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from typing import Any
 
 from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
@@ -80,9 +81,8 @@ def unreadable(row) -> list[str]:
 def _check_twice(project: ProjectContext, todos: list[Todo]) -> None:
     """A todo given twice (`--todo a --todo a`) is refused: `--done a` would then finish both. A
     list that already held it twice (an older writer's) may still be saved as it is."""
-    held = [t.content for t in project.todos]
-    given = [t.content for t in todos]
-    twice = next((c for c in dict.fromkeys(given) if given.count(c) > max(1, held.count(c))), None)
+    held, given = Counter(t.content for t in project.todos), Counter(t.content for t in todos)
+    twice = next((content for content, n in given.items() if n > max(1, held[content])), None)
     if twice is not None:
         raise InvalidInputError(f"the todo {twice!r} is given twice; give each todo once")
 
