@@ -470,14 +470,19 @@ asyncio.run(main())
     assert [code for code, _, _ in results] == [0] * 30, [out for _, out, _ in results if "problem" in out]
 
 
-def test_a_lesson_with_no_versions_and_unreadable_tags_is_not_offered_a_repair_that_would_fail(copy):
+def test_a_lesson_with_no_versions_and_tags_an_older_tool_wrote_is_rebuilt_with_the_tags_it_shows(copy):
     sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ?", LESSON)
-    sql(copy, "UPDATE lessons SET tags = '{\"not\": \"a list\"}' WHERE id = ?", LESSON)
+    sql(copy, "UPDATE lessons SET tags = 'retry, network' WHERE id = ?", LESSON)  # comma-separated words
     (versions,) = [line for line in problems(copy) if "no versions" in line]
-    assert versions.endswith("they can be rebuilt once its tags are a JSON list"), versions  # no repair offered
+    assert versions.endswith("(repairable)"), versions
     code, out, err = check(copy, "--repair", "--yes")
-    assert code == 1 and err == "" and sql(copy, "SELECT count(*) FROM lesson_versions WHERE lesson_id = ?",
-                                           LESSON) == [(0,)], (code, out, err)
+    assert (code, err) == (1, "") and "repaired:" in out.splitlines(), out  # 1: the tags' form is still named
+    assert sql(copy, "SELECT version, reconstructed, tags FROM lesson_versions WHERE lesson_id = ? ORDER BY version",
+               LESSON) == [(1, 1, '["retry", "network"]'), (2, 1, '["retry", "network"]'), (3, 0, '["retry", "network"]')]
+    code, out, err = mgcp("lesson", "history", LESSON, "--db", copy, "--json")
+    assert code == 0 and [v["tags"] for v in json.loads(out)][-1] == ["retry", "network"], (out, err)
+    assert problems(copy) == [f"lesson {LESSON}: its tags 'retry, network' are not a JSON list; "
+                              f"set them with `mgcp lesson refine {LESSON} --tag ...`"]  # as before it lost them
 
 
 def test_a_link_to_a_lesson_that_does_not_exist_is_named(copy):

@@ -23,7 +23,8 @@ What is checked:
 - search: the full-text index holds every active lesson, with its current text, and no other.
 
 Repairs: a lesson whose current version is missing from its history gets that version appended
-from the `lessons` row; a lesson with no versions at all gets migration 0004's backfill; a finding
+from the `lessons` row; a lesson with no versions at all (an older tool's) gets them rebuilt as an
+upgrade rebuilds a legacy lesson's (migration 0020, which reads the tags as mgcp does); a finding
 marked stale while its action is live is marked applied (or rejected) again; a lesson the search
 index holds wrongly (missing, stale text, or not active) is indexed again from its row; a version
 that lost its kind and confidence gets those of the version before.
@@ -41,7 +42,7 @@ from typing import Callable, Iterator
 
 from mgcp.errors import DatabaseError
 from mgcp.models import REJECTING_ACTIONS
-from mgcp.persistence import migrate
+from mgcp.persistence import columns, migrate
 from mgcp.persistence.context import apply_delta, canonical, catalogue_hash
 
 # The tables each migration creates (0004 and 0005 only fill tables). FTS5's own shadow tables
@@ -67,7 +68,7 @@ MIGRATION_TABLES = {
     "0018_community_kept_readings": ("community_kept_readings",),
     "0019_community_kept_lessons": (),
 }
-BACKFILL = "0004_backfill_lesson_versions"
+REBUILD = "0020_complete_lesson_histories"  # rebuilds the versions of a lesson that has none
 ACTIVE_INDEX = "0010_search_active_only"  # from it on, the search index holds active lessons only
 CONTENT = ("trigger", "action", "rationale", "tags")  # the text lessons and lesson_versions share
 # Answering a finding stores its action record and one of these statuses in one transaction.
@@ -168,12 +169,11 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
         yield Problem("lessons", subject, f"its row has version {n!r}, not a whole number from 1")
         return
     if not rows:
-        if isinstance(_json_list(lesson["tags"]), list):
-            yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n})",
-                          repair=f"backfill its versions as {BACKFILL} does", fix=_backfill)
-        else:  # the backfill copies the tags into each version: it cannot rebuild this one
-            yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n}); "
-                                              "they can be rebuilt once its tags are a JSON list")
+        yield Problem("lessons", subject, f"has no versions in lesson_versions (its row is at version {n})",
+                      repair=f"rebuild its versions as an upgrade does ({REBUILD}): version {n} from its row"
+                             + (", the earlier ones from the [vK] marks of its rationale, marked reconstructed "
+                                "(their action text is lost)" if n > 1 else ""),
+                      fix=partial(_rebuild, lesson["id"]))
         return
     counted = Counter(r["version"] for r in rows)
     twice = sorted(v for v, times in counted.items() if times > 1)
@@ -407,14 +407,13 @@ def _carry_traits(lesson_id: str, version: int, conn: sqlite3.Connection) -> Non
                  [version, lesson_id, version])
 
 
-def _backfill(conn: sqlite3.Connection) -> None:
-    """Migration 0004 again: it inserts versions only for lessons that have none, so running it for
-    each such lesson is harmless."""
+def _rebuild(lesson_id: str, conn: sqlite3.Connection) -> None:
+    """Migration 0020 again, for one lesson that has no versions: it inserts only missing rows."""
     import sqlite_utils
 
-    failures = migrate.load_migration(BACKFILL)(sqlite_utils.Database(conn))
-    if failures:  # e.g. a legacy row whose tags are not JSON: nothing to append from
-        raise DatabaseError(f"the backfill could not rebuild every version: {'; '.join(failures)}")
+    failures = migrate.load_migration(REBUILD)(sqlite_utils.Database(conn), lesson_id)
+    if failures:  # its version is checked above: this is not expected
+        raise DatabaseError(f"the versions of lesson {lesson_id} could not be rebuilt: {'; '.join(failures)}")
 
 
 def _settle(finding_id: str, status: str, applied_at: str, conn: sqlite3.Connection) -> None:
@@ -593,14 +592,11 @@ def content(row: dict) -> tuple:
 
 
 def _text(column: str, value):
-    """A content column as compared: tags as the set of tags they hold, the rest as stored."""
+    """A content column as compared: tags as the set of tags mgcp reads in them (see `columns.tags`),
+    the rest as stored."""
     if column != "tags":
         return value
-    try:
-        tags = json.loads(value or "[]")
-    except ValueError:
-        return value
-    return sorted(canonical(t) for t in tags) if isinstance(tags, list) else tags
+    return sorted(canonical(t) for t in columns.tags(value))
 
 
 def _json_list(value) -> list | None:
