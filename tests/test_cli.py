@@ -66,6 +66,8 @@ def test_context_history_in_text_shows_todos_done_and_decisions(dbp):
     (["rem", "run", "--op", "dreaming"], "", "unknown operation 'dreaming'"),
     (["context", "save", "--project", "/p/new"], "", "nothing to save"),  # no project made either
     (["lesson", "list", "--status", "gone"], "", "unknown status"),
+    # a secret in text that is kept though it is no lesson's: the query log, a lifecycle's reason
+    (["lesson", "query", "staging password=Sup3rS3cret!"], "", "the query appears to contain a password"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(dbp, args, stdin, message):
     before = dump(dbp)
@@ -73,6 +75,27 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(dbp, args, stdin, messa
     assert code == 2 and out == ""
     assert err.startswith("Error: ") and message in err and err.count("\n") == 1
     assert dump(dbp) == before
+
+
+def test_an_answer_or_a_reason_keeps_no_secret_and_an_answer_no_input_its_option_does_not_read(dbp):
+    for lesson_id, trigger in (("a1", "deploying to production on friday"),
+                               ("a2", "deploying a release to production on friday")):
+        mgcp("lesson", "add", lesson_id, "--trigger", trigger, "--action",
+             "Do not deploy on Friday afternoons without a rollback plan", "--db", dbp)
+    assert mgcp("rem", "run", "--project", "/p", "--op", "duplicate_detection", "--db", dbp)[0] == 0
+    (finding,) = json.loads(mgcp("rem", "report", "--project", "/p", "--db", dbp, "--json")[1])["pending"]
+    options = [o["action"] for o in finding["options"]]
+    delete, keep = options.index("delete_one") + 1, options.index("keep_both") + 1
+    before = dump(dbp)
+    code, out, err = mgcp("rem", "resolve", finding["id"], "--option", str(delete), "--input",
+                          "a2 password=Sup3rS3cret!", "--project", "/p", "--db", dbp)
+    assert (code, out) == (2, "") and "the input appears to contain a password" in err and dump(dbp) == before
+    code, out, err = mgcp("lesson", "archive", "a2", "--reason", "password=Sup3rS3cret! leaked", "--db", dbp)
+    assert (code, out) == (2, "") and "reason appears to contain a password" in err and dump(dbp) == before
+    code, out, err = mgcp("rem", "resolve", finding["id"], "--option", str(keep), "--input", "not read",
+                          "--project", "/p", "--db", dbp)
+    assert code == 0, err
+    assert "not read" not in repr(dump(dbp))  # keeping both reads no input: none is kept
 
 
 @pytest.mark.parametrize("content", [b"this is not a database", b"SQLite format 3\x00" + b"\x00" * 100])

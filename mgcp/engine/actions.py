@@ -23,7 +23,7 @@ from mgcp.errors import ConflictError, InvalidInputError, SettledError
 from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.operations import BULK_ACTIONS, BULK_WORDS
 from mgcp.persistence.store import Store
-from mgcp.validation import check_lesson_id, check_text
+from mgcp.validation import MAX_TEXT, check_lesson_id, check_text
 
 
 
@@ -52,6 +52,10 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
     if not 1 <= option <= len(finding.options):
         raise InvalidInputError(f"finding {finding.id} has options 1 to {len(finding.options)}; got {option}")
     chosen = finding.options[option - 1]
+    if not (chosen.needs_input or chosen.multi_select or chosen.action in OPTIONAL_INPUT):
+        input_text = None  # nothing to read it: not kept with the answer either
+    elif input_text is not None:  # kept with the answer as given: screened as stored text is
+        check_text("the input", input_text, required=False, limit=4 * MAX_TEXT)
     if chosen.needs_input and not input_text and selection is None and chosen.action not in OPTIONAL_INPUT:
         raise InvalidInputError(f"option {option} ({chosen.label}) needs input: {chosen.needs_input}")
     executor = ACTIONS.get(chosen.action)

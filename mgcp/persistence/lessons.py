@@ -380,6 +380,7 @@ class Lessons:
     async def set_lifecycle(self, lesson_id: str, status: LessonStatus, reason: str | None = None,
                             superseded_by: str | None = None) -> None:
         """Archive, delete (softly), supersede or reactivate a lesson; its rows and history stay."""
+        reason = check_text("reason", reason, required=False, limit=MAX_SHORT)
         await self.get(lesson_id)
         await self.db.upsert("lesson_lifecycle", {"lesson_id": lesson_id}, {
             "status": status.value, "superseded_by": superseded_by, "reason": reason, "changed_at": utcnow(),
@@ -465,7 +466,9 @@ class Lessons:
         matches (FTS5 BM25; trigger and action weigh twice as much as the rationale and the tags:
         measured on benchmarks/quality). Each returned lesson's usage count and last_used advance,
         and the query is logged for the staleness scan. `reinforcement` (the config's, when its boost
-        is on) adds the boost of reinforced lessons (`ranking.boosted`)."""
+        is on) adds the boost of reinforced lessons (`ranking.boosted`). The query is screened as
+        stored text is (a secret in it is refused: the log keeps it)."""
+        check_text("the query", text, required=False)
         match = self.match_expression(text)
         size = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
         candidates = await self.db.fetchall(SEARCH, [match, size])
