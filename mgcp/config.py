@@ -304,12 +304,17 @@ def parse_config(raw: object, source: str) -> RemConfig:
     set_keys: dict[str | None, set[tuple[str, str]]] = {None: _keys_set(raw.get("rem"))}
     _check_agreements(operations, source, [("rem", set_keys[None])])
     projects: dict[str, dict] = {}
+    named: dict[str, str] = {}  # the project a path names -> the key that named it first
     if not isinstance(raw.get("projects") or {}, dict):
         raise ConfigError(f"{source}: 'projects' must map project paths to operation settings")
     for project, ops in (raw.get("projects") or {}).items():
         if not (isinstance(project, str) and project.strip()):
             raise ConfigError(f"{source}: 'projects' must map project paths to operation settings; "
                               f"{yaml_text(project)} is not a path")
+        first = named.setdefault(normalize_path(project), project)
+        if first != project:  # one would silently win over the other
+            raise ConfigError(f"{source}: 'projects' names one project twice: {yaml_text(first)} and "
+                              f"{yaml_text(project)}; merge their settings under one of them")
         merged = copy.deepcopy(operations)
         _merge_operations(merged, ops or {}, source, f"projects.{project}")
         _check_agreements(merged, source, [(f"projects.{project}", _keys_set(ops)), ("rem", set_keys[None])])

@@ -209,3 +209,17 @@ def test_yaml_text_leaves_plain_strings_unquoted_when_asked(value, text):
     from mgcp.config import yaml_text
 
     assert yaml_text(value, plain=True) == text
+
+
+@pytest.mark.parametrize("second", ["{app}/", "{app}/../app", "{link}"])
+def test_two_keys_naming_one_project_are_refused_naming_both(tmp_path, second):
+    app, link = tmp_path / "app", tmp_path / "app-link"
+    app.mkdir()
+    link.symlink_to(app)
+    other = second.format(app=app, link=link)
+    raw = {"projects": {str(app): {"staleness_scan": {"interval": 2}},
+                        other: {"duplicate_detection": {"interval": 3}}}}
+    with pytest.raises(ConfigError) as caught:  # one of them would silently be dropped
+        parse_config(raw, "rem-config.yaml")
+    assert str(caught.value) == (f"rem-config.yaml: 'projects' names one project twice: '{app}' and '{other}'; "
+                                 "merge their settings under one of them")
