@@ -53,6 +53,15 @@ def lesson(path, lesson_id):
 
 # -- 1. undo after a lookup -----------------------------------------------------------------------
 
+def sql_status(path, lesson_id):
+    conn = sqlite3.connect(path)
+    try:
+        row = conn.execute("SELECT status FROM lesson_lifecycle WHERE lesson_id = ?", [lesson_id]).fetchone()
+        return row[0] if row else "active"
+    finally:
+        conn.close()
+
+
 def merged(run, path):
     f = first(run, path, "duplicate_merge")
     run(path, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "merge")))
@@ -78,8 +87,13 @@ def test_undo_of_a_run_after_a_lookup(planted, run):
     assert code == 0 and "undid" in out, err
 
 
-def test_undo_refuses_after_a_refine_and_force_yes_overwrites(planted, run):
-    f = merged(run, planted)
+def test_undo_refuses_after_a_refine_and_force_yes_takes_back_what_the_action_changed(planted, run):
+    f = first(run, planted, "duplicate_merge")
+    f_canonical = f.data["canonical"]
+    unmerged = lesson(planted, f_canonical)
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "merge")))
+    assert (lesson(planted, f_canonical)["relationships"], lesson(planted, f_canonical)["tags"]) != (
+        unmerged["relationships"], unmerged["tags"])  # the merge changed what the undo takes back
     run(planted, lambda s: s.lessons.refine(f.data["canonical"], "later", action="A later action."))
     before = dump(planted)
     code, _, err = mgcp("rem", "undo", f.id, "--db", planted)
@@ -88,7 +102,11 @@ def test_undo_refuses_after_a_refine_and_force_yes_overwrites(planted, run):
     assert code == 1 and "Overwrite them?" in err + _ and dump(planted) == before
     code, out, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
     assert code == 0 and "lessons row" in err
-    assert lesson(planted, f.data["canonical"])["action"] != "A later action."
+    canonical = lesson(planted, f_canonical)
+    assert canonical["action"] == "A later action."  # the merge never changed the action: the refine stays
+    assert (json.loads(canonical["relationships"]), sorted(json.loads(canonical["tags"]))) == (
+        json.loads(unmerged["relationships"]), sorted(json.loads(unmerged["tags"])))  # what the merge changed
+    assert sql_status(planted, f.data["other"]) == "active"
 
 
 def test_a_forced_undo_of_a_drafted_lesson_takes_back_the_links_made_to_it_since(planted, run):

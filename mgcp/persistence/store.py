@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from mgcp.errors import ConflictError
+from mgcp.persistence import columns
 from mgcp.persistence.database import Database, same_content
 from mgcp.records import LessonStatus
 
@@ -62,6 +63,17 @@ REFERRING = {"lesson_versions": ("lesson_id", ("id",)), "lesson_traits": ("lesso
              "lesson_lifecycle": ("lesson_id", ("lesson_id",)), "lesson_outcomes": ("lesson_id", ("id",)),
              "lesson_outcome_stats": ("lesson_id", ("lesson_id",)), "lesson_usage": ("lesson_id", ("lesson_id",)),
              "lessons": ("parent_id", ("id",))}
+
+
+def _lesson_text(row: dict) -> dict:
+    """A recorded lessons row's text fields as `Lessons.refine` takes them."""
+    return {"trigger": row["trigger"], "action": row["action"], "rationale": row["rationale"],
+            "tags": sorted(set(columns.tags(row["tags"]))), "examples": columns.json_list(row["examples"])}
+
+
+def _links(row: dict) -> dict[str, dict]:
+    """A recorded lessons row's links by target."""
+    return {r["target"]: r for r in columns.relationships(row["relationships"])}
 
 
 class Store:
@@ -117,7 +129,9 @@ class Store:
         what they wrote.
 
         Forced over later changes, it never rewinds a history: a lesson whose content changed since
-        is brought back to its earlier content as a new version (`reason` says why), or
+        gets back what the changes changed of it (the text fields and links they changed, as they
+        were before them; what only a later change changed stays) as a new version (`reason` says
+        why), or
         soft-deleted if the changes created it (and the links other lessons made to it since are
         removed, as are links it made since: a link always holds both ways); a project's context
         saved since gets what the changes changed of it back as a new save; every other row is
@@ -125,7 +139,7 @@ class Store:
         async with self.db.transaction():
             referred = await self._referred_to_since(changes)
             changed = await self._lessons_changed_since(changes) if force else {}
-            changed.update(dict.fromkeys(referred))  # forced: marked deleted, what refers to it kept
+            changed.update(dict.fromkeys(referred, (None, None)))  # forced: marked deleted, what refers to it kept
             saved = await self._contexts_saved_since(changes)
             rows = [c for c in changes if _lesson_of(c) not in changed and _project_of(c) not in saved]
             conflicts = list(referred.values()) + ([] if force else list(saved.values()))
@@ -137,8 +151,8 @@ class Store:
                 raise ConflictError("undo would overwrite a later change: " + "; ".join(conflicts), conflicts)
             for lesson_id in dict.fromkeys(t["key"]["id"] for t in touched if t["table"] == "lessons"):
                 await self.lessons.reindex(lesson_id)
-            for lesson_id, earlier in changed.items():
-                await self._bring_back(lesson_id, earlier, reason)
+            for lesson_id, (earlier, left) in changed.items():
+                await self._bring_back(lesson_id, earlier, left, reason)
             for project_id in saved:
                 await self._bring_back_context(project_id, [c for c in changes if _project_of(c) == project_id])
 
@@ -202,19 +216,21 @@ class Store:
                                     "it is marked deleted and they stay")
         return found
 
-    async def _lessons_changed_since(self, changes: list[dict]) -> dict[str, dict | None]:
-        """Lessons whose content differs from what the changes left: id -> the row before them."""
+    async def _lessons_changed_since(self, changes: list[dict]) -> dict[str, tuple[dict | None, dict | None]]:
+        """Lessons whose content differs from what the changes left: id -> the row before them and
+        the row they left."""
         first, last = {}, {}
         for change in changes:
             if change["table"] == "lessons":
                 first.setdefault(change["key"]["id"], change["before"])
                 last[change["key"]["id"]] = change["after"]
-        return {lesson_id: first[lesson_id] for lesson_id, after in last.items()
+        return {lesson_id: (first[lesson_id], after) for lesson_id, after in last.items()
                 if not same_content("lessons", await self.db.row("lessons", {"id": lesson_id}), after)}
 
-    async def _bring_back(self, lesson_id: str, earlier: dict | None, reason: str) -> None:
-        """A lesson changed since, as it was before the changes: its text as a new version, its
-        links through `link` / `unlink`, which change both ends."""
+    async def _bring_back(self, lesson_id: str, earlier: dict | None, left: dict | None, reason: str) -> None:
+        """A lesson changed since the changes (`earlier`: its row before them, `left`: the row they
+        left): what they changed of it as it was before them, its text as a new version, its links
+        through `link` / `unlink`, which change both ends; what they did not change stays as it is."""
         if not await self.lessons.exists(lesson_id):
             return
         if earlier is None:  # as before the changes, no lesson links to it
@@ -224,18 +240,19 @@ class Store:
                     await self.lessons.unlink(other.id, lesson_id)
             return
         current = await self.lessons.get(lesson_id)
-        text = {"trigger": earlier["trigger"], "action": earlier["action"], "rationale": earlier["rationale"],
-                "tags": sorted(set(json.loads(earlier["tags"] or "[]"))),
-                "examples": json.loads(earlier["examples"] or "[]")}
-        if (current.trigger, current.action, current.rationale, sorted(set(current.tags)),
-                current.examples) != tuple(text.values()):
-            await self.lessons.refine(lesson_id, f"{reason}: content of v{earlier['version']} restored", **text)
-        links = {r["target"]: r for r in json.loads(earlier["relationships"] or "[]")}
-        for rel in current.relationships:
-            if rel.target not in links:
-                await self.lessons.unlink(lesson_id, rel.target)
+        now = {"trigger": current.trigger, "action": current.action, "rationale": current.rationale,
+               "tags": sorted(set(current.tags)), "examples": current.examples}
+        was, then = _lesson_text(earlier), _lesson_text(left)
+        text = {field: was[field] if was[field] != then[field] else now[field] for field in now}
+        if text != now:
+            await self.lessons.refine(lesson_id, f"{reason}: what it changed of v{earlier['version']} restored", **text)
+        was_links, then_links = _links(earlier), _links(left)
         held = {rel.target for rel in current.relationships}
-        for target, rel in links.items():
+        for target in then_links.keys() - was_links.keys():  # made by the changes: unmade
+            if target in held:
+                await self.lessons.unlink(lesson_id, target)
+        for target in was_links.keys() - then_links.keys():  # removed by the changes: made again
+            rel = was_links[target]
             if target not in held and target != lesson_id and await self.lessons.exists(target):
                 await self.lessons.link(lesson_id, target, rel.get("type", "related"), rel.get("weight", 0.5),
                                         rel.get("context"))
