@@ -152,6 +152,18 @@ def test_three_failures_in_a_row_raise_a_finding_and_a_success_resets(dbp):
     assert [f["id"] for f in json.loads(out)["pending"]] == [finding["id"]]
 
 
+def test_the_first_failure_after_a_refinement_starts_a_new_streak(dbp):
+    add(dbp, "verify-api", *API)
+    for _ in range(3):
+        finding = outcome(dbp, "verify-api", "--failed")["finding"]
+    assert mgcp("rem", "resolve", finding["id"], "--option", "1", "--input",
+                "Read the signature and one current call site.", "--db", dbp)[0] == 0
+    after = outcome(dbp, "verify-api", "--failed")  # the new text failed once, not four times
+    assert (after["streak"], after["failed"], after["finding"]) == (1, 4, None)
+    outcome(dbp, "verify-api", "--failed")
+    assert outcome(dbp, "verify-api", "--failed")["finding"]["title"] == 'Lesson "verify-api" failed 3 times in a row'
+
+
 @pytest.mark.parametrize("option, text, check", [
     ("1", "Read the signature and one current call site.", lambda l: l["version"] == 2),
     ("2", None, lambda l: l["status"] == "archived" and l["tier"] == "archived"),

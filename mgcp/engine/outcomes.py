@@ -4,7 +4,8 @@ Each report is logged (see persistence.outcomes). When a lesson has failed `fail
 times in a row (rem-config.yaml `outcomes:`, default 3), a finding is raised at once for review:
 refine it, archive it, or keep it; its options go through the engine's undoable actions like every
 other finding's. Nothing is purged. A success resets the streak, and a pending finding about the
-streak it ended is marked stale. A streak answered "keep" is not raised again; a new streak (after a
+streak it ended is marked stale. The failures counted are those of the lesson's current text: the
+first failure after a refinement starts a new streak. A streak answered "keep" is not raised again; a new streak (after a
 success) or a refined lesson is a new subject.
 """
 
@@ -32,7 +33,8 @@ async def record_outcome(store: Store, config: RemConfig, lesson_id: str, helped
         lesson = await store.lessons.get(lesson_id)
         project = await store.context.find_project(project_path) if project_path else None
         stats = await store.outcomes.record(lesson.id, helped, note, session_id,
-                                            project.project_id if project else None)
+                                            project.project_id if project else None,
+                                            since=lesson.last_refined if lesson.version > 1 else None)
         finding = None
         if helped:
             await _retire(store, lesson.id)

@@ -2,7 +2,8 @@
 
 Every reported outcome is a row of `lesson_outcomes`, never rewritten; `lesson_outcome_stats` keeps
 each lesson's helped and failed counts and its current failure streak (failures since the last
-success, and the id of the first of them) in step, in the same transaction.
+success and since its current version was written, and the id of the first of them) in step, in
+the same transaction.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ class Outcomes:
         self.db = db
 
     async def record(self, lesson_id: str, helped: bool, note: str | None = None,
-                     session_id: str | None = None, project_id: str | None = None) -> dict:
+                     session_id: str | None = None, project_id: str | None = None,
+                     since: str | None = None) -> dict:
         """Log one outcome and return the lesson's counts after it: helped, failed, streak,
-        streak_started (the outcome id where the current failure streak began), success_rate."""
+        streak_started (the outcome id where the current failure streak began), success_rate.
+        `since`: when the lesson's current version was written; a failure streak begun before it
+        starts again with this failure (the failures counted are the current text's)."""
         note = check_text("note", note, required=False, limit=MAX_SHORT)
         now = utcnow()
         async with self.db.transaction():
@@ -29,6 +33,11 @@ class Outcomes:
             row = await self.db.fetchone("SELECT * FROM lesson_outcome_stats WHERE lesson_id = ?", [lesson_id])
             stats = dict(row) if row else {"lesson_id": lesson_id, "helped": 0, "failed": 0, "streak": 0,
                                            "streak_started": None}
+            if not helped and since is not None and stats["streak_started"] is not None:
+                began = await self.db.fetchone("SELECT created_at FROM lesson_outcomes WHERE id = ?",
+                                               [stats["streak_started"]])
+                if began is None or began[0] < since:
+                    stats.update(streak=0, streak_started=None)
             if helped:
                 stats.update(helped=stats["helped"] + 1, streak=0, streak_started=None)
             else:
