@@ -98,7 +98,9 @@ CATALOGUES = {
     "beyond 64 bits": (b'{"a": 18446744073709551616}', "too large"),
     "NaN": (b'{"a": NaN}', "NaN"),
     "Infinity": (b'{"a": [1, -Infinity]}', "Infinity"),
-    "overflowing decimal": (b'{"a": 1e400}', "Infinity"),
+    "overflowing decimal": (b'{"a": 1e400}', "the number 1e400, too large to store"),
+    "underflowing decimal": (b'{"a": [1e-400]}', "the number 1e-400, too small to store"),
+    "more digits than a float": (b'{"a": 3.14159265358979323846}', "would be stored as 3.141592653589793"),
     "enormous": (b'{"a": "' + b"x" * 1_100_000 + b'"}', "too long"),
     "a key twice": (b'{"a": 1, "b": {"c": 1, "c": 2}}', "gives the key 'c' twice in one object"),
 }

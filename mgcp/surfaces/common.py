@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -46,7 +47,7 @@ def read_catalogue(source: str) -> dict:
         raise InvalidInputError(f"catalogue {source} is not UTF-8 text (byte {exc.start + 1} is "
                                 f"0x{data[exc.start]:02x})") from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_object)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_exact_float, object_pairs_hook=_object)
     except _TwiceError as exc:
         raise InvalidInputError(f"catalogue {source} gives the key {exc.args[0]!r} twice in one object (JSON "
                                 "would keep only the last); give each key once") from None
@@ -74,6 +75,21 @@ def _object(pairs: list[tuple[str, Any]]) -> dict:
             raise _TwiceError(key)
         seen.add(key)
     return dict(pairs)
+
+
+def _exact_float(text: str) -> float:
+    """A JSON decimal as a float, when the float reads back as the same number: one with more
+    digits than a float holds, or too small or too large for one, would be stored changed."""
+    from decimal import Decimal
+
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text}, too large to store")
+    if value == 0 and Decimal(text) != 0:
+        raise ValueError(f"the number {text}, too small to store (it would be stored as 0)")
+    if Decimal(text) != Decimal(repr(value)):
+        raise ValueError(f"the number {text}, which would be stored as {value!r} (a float holds about 16 digits)")
+    return value
 
 
 def _refuse_constant(name: str):
