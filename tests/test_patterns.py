@@ -192,6 +192,7 @@ def test_patterns_list_filters_by_kind_and_since(db, dbp, run):
     assert [p["category"] for p in cli_json("patterns", "list", "--kind", "lesson", "--db", dbp)] == ["lesson"]
     assert len(cli_json("patterns", "list", "--kind", "lesson,decision", "--db", dbp)) == 2
     assert cli_json("patterns", "list", "--since", "2999-01-01", "--db", dbp) == []
+    assert mgcp("patterns", "list", "--since", "2999-01-01", "--db", dbp)[1] == "no reinforced patterns match\n"
     assert len(cli_json("patterns", "list", "--limit", "1", "--db", dbp)) == 1
 
 

@@ -230,9 +230,11 @@ def rem_report(result: RemReport) -> str:
 
 # -- reinforced patterns ----------------------------------------------------------------------------
 
-def patterns(found) -> str:
+def patterns(found, filtered: bool = False) -> str:
+    """`filtered`: the list was narrowed (by kind or date), so an empty one says only that none matched."""
     if not found:
-        return "no reinforced patterns (pattern_reinforcement has not found any yet)"
+        return ("no reinforced patterns match" if filtered
+                else "no reinforced patterns (pattern_reinforcement has not found any yet)")
     lines = [f"Reinforced patterns ({len(found)}):"]
     for p in found:
         lesson = f", lesson {p.lesson_id}" if p.lesson_id else ", no lesson holds it"

@@ -27,7 +27,7 @@ def list_(limit: Annotated[int, typer.Option("--limit", help="At most this many 
         return print_json(found)
     from mgcp.surfaces import format
 
-    echo(format.patterns(found))
+    echo(format.patterns(found, filtered=bool(kind or since)))
 
 
 @patterns_app.command("explain")
