@@ -232,6 +232,20 @@ def test_bad_input_fails_open(db, isolated_data, stdin):
     assert len(log_lines(isolated_data)) == 1 and session_count(db) == 0
 
 
+@pytest.mark.parametrize("stdin, why", [
+    ('{"session_id": "s", "cwd": "/x/P\\u0000x", "source": "startup"}', "'cwd' holds a NUL character"),
+    ('{"session_id": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "cwd": "/p", "source": "startup"}',
+     "'session_id' appears to contain"),
+    ('{"session_id": "s\\u0000", "cwd": "/p", "source": "startup"}', "'session_id' holds a NUL character"),
+    ('{"session_id": "s", "cwd": "/p", "source": "' + "x" * 33 + '"}', "'source' is not a word"),
+    ('{"session_id": "s", "cwd": "/p", "source": "start up; rm"}', "'source' is not a word"),
+])
+def test_what_a_session_start_would_store_is_screened_and_refused_fails_open(db, isolated_data, stdin, why):
+    result = run_hook(stdin, db)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert why in log_lines(isolated_data)[0] and session_count(db) == 0
+
+
 def test_a_relative_cwd_fails_open_and_registers_no_project(db, isolated_data):
     result = run_hook('{"session_id": "s", "cwd": "relative/dir", "source": "startup"}', db)
     assert (result.returncode, result.stdout) == (0, "")

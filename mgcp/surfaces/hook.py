@@ -22,8 +22,8 @@ Contract:
   database, a bad config) means exit status 0, nothing on stdout, and one line in the hook log
   (`config.hook_log_path()`).
 - It is fast: it runs before every session. The steady state imports only the stdlib, mgcp.config,
-  mgcp.schedule and persistence.sessions (stdlib plus mgcp.config), and for the recall section
-  mgcp.recall, mgcp.ranking, mgcp.quality, mgcp.validation and persistence.recall_data (all stdlib
+  mgcp.schedule, mgcp.validation and persistence.sessions (stdlib plus mgcp.config), and for the
+  recall section mgcp.recall, mgcp.ranking, mgcp.quality and persistence.recall_data (all stdlib
   only) -- never pydantic, typer, networkx, aiosqlite or mcp; sqlite-utils only when the database
   must be created or upgraded, yaml only when a config file exists. A locked database fails open
   after a short busy timeout. A recall that fails is logged and left out; the reminder still shows.
@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
 from mgcp import config
+from mgcp.errors import InvalidInputError
 from mgcp.persistence import migrate, sessions
 from mgcp.schedule import plan
 
@@ -81,10 +83,23 @@ def parse_input(text: str) -> dict:
             raise HookInputError(f"'{key}' is missing or empty")
     if not os.path.isabs(payload["cwd"]):  # it would resolve against the hook's own directory: no project
         raise HookInputError("'cwd' is not an absolute path")
+    if "\0" in payload["cwd"]:  # no path holds one: it would name a project that is no directory
+        raise HookInputError("'cwd' holds a NUL character")
+    from mgcp.validation import check_no_nul, check_text  # stdlib only
+
+    try:  # the session id is stored as a context save stores it
+        check_no_nul("'session_id'", payload["session_id"])
+        check_text("'session_id'", payload["session_id"], limit=200)
+    except InvalidInputError as exc:
+        raise HookInputError(str(exc)) from None
     source = payload.get("source")
-    if source is not None and not isinstance(source, str):
-        raise HookInputError("'source' is not a string")
+    if source is not None and not (isinstance(source, str) and SOURCE.fullmatch(source)):
+        raise HookInputError("'source' is not a word (startup, resume, clear, compact or another of at most 32 "
+                             "letters)")
     return payload
+
+
+SOURCE = re.compile(r"[A-Za-z_-]{1,32}")  # what Claude Code says started the session; stored with it
 
 
 RECALL_SOURCES = (None, "startup", "clear")  # a resumed or compacted conversation still holds it
