@@ -118,6 +118,9 @@ HARD_NEGATIVES = [
     ("a preference told apart by numbers", "upgrading svelte", "Use Svelte 5 instead of Svelte 4.",
      "We moved to Svelte 5 instead of Svelte 4."),
     ("a noun clause", "documenting code", "Don't comment on what the code does.", "Review comments on code."),
+    ("a list's middle item", "keeping secrets out of ci config files",
+     "Never hardcode secrets in source code, CI config files, or environment files.",
+     "Don't put CI config files in the repository."),
 ]
 TS = "2026-0{}-01T00:00:00+00:00"
 
@@ -198,6 +201,9 @@ def test_how_an_action_is_read():
     assert compared("Don't forget to close files") == [(True, ["close", "file"])]
     assert compared("Use mocks only in unit tests") == []  # a restriction
     assert compared("Is this needed?") == []
+    assert compared("Never hardcode secrets in source code, CI config files, or plain-text files") == [
+        (False, ["code", "hardcod", "secret", "sourc"])]  # each item after the first is the list's
+    assert compared("Validate input, sanitize output") == [(True, ["check", "input"]), (True, ["output", "sanit"])]
 
 
 def test_a_finding_recommends_keeping_the_newer_and_names_both():

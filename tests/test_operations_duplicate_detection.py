@@ -300,3 +300,17 @@ def test_a_rule_and_its_denial_are_not_recommended_for_a_merge():
     assert finding.data["opposite"] and not finding.data["reordered"]
     assert finding.options[finding.recommended - 1].action == "keep_both"
     assert "opposite" in finding.title and "says not to" in finding.description
+
+
+def test_a_list_negated_as_a_whole_agrees_with_its_items_denied_one_by_one():
+    """"Never X in A, B, or C" denies B and C too: a paraphrase that denies B on its own agrees with
+    it (B was once read as a rule of its own that claims B, and the pair as one that may say opposite
+    things)."""
+    pairs = [lesson("keys-ci", "storing api keys for a build pipeline",
+                    "Keep API keys in the pipeline secret store. Never hardcode API keys in source files, "
+                    "pipeline definitions, or plain-text environment files."),
+             lesson("keys-ci-2", "storing api keys for the build pipeline",
+                    "Keep API keys in the pipeline secret store. Never hardcode API keys in source files. "
+                    "Never publish pipeline definitions.")]
+    [finding] = [f for f in duplicate_detection.run(pairs, SETTINGS) if f.kind.startswith("duplicate")]
+    assert not finding.data["opposite"] and "opposite" not in finding.title + finding.description

@@ -126,6 +126,7 @@ _WORDS = re.compile(r"[A-Za-z][\w'’-]*")
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)\s+|\n+")
 _COMMAND = re.compile(r"[/-]{1,2}[A-Za-z]")  # a command's or a flag's usage line: "/commit --no-verify - ..."
 _CLAUSE = re.compile(r"[.;:!?()\[\]{}\"\n\r\t,]+|\s[-–—]+\s|\bbut\b", re.IGNORECASE)
+_CLAUSE_KEPT = re.compile(f"({_CLAUSE.pattern})", re.IGNORECASE)  # the same, the separators kept
 # A code name: dotted, snake_case, or with a capital inside (camelCase, PascalCase, "NoSQL").
 _NAME = re.compile(r"\w+(?:\.\w+)*")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
@@ -168,15 +169,35 @@ def claims(action: str | None) -> list[Claim]:
         if colon and rest.strip() and _is_label(head):
             sentence = rest  # "Table Creation in Loops: don't ..."
         carried = 0  # the negations of a clause with nothing else: "Don't: store tokens in localStorage"
-        for clause in _CLAUSE.split(_names(sentence)):
+        pieces = _CLAUSE_KEPT.split(_names(sentence))
+        clauses, after_comma = pieces[::2], [False] + [sep.strip() == "," for sep in pieces[1::2]]
+        read = [_parts(_main(text.terms(clause))) for clause in clauses]
+        items = _list_items(read, after_comma)
+        for k, (clause, parts) in enumerate(zip(clauses, read)):
             shown = " ".join(clause.split())
-            for words in _parts(_main(text.terms(clause))):
-                carried = _read(words, shown, carried, out)
+            for words in parts:
+                carried = _read(words, shown, carried, out, item=k in items)
     return out
 
 
-def _read(words: list[str], shown: str, carried: int, out: list[Claim]) -> int:
-    """Append the claims of one clause's words to `out`; the negations it passes on."""
+def _list_items(read: list[list[list[str]]], after_comma: list[bool]) -> set[int]:
+    """The clauses of a sentence that are items of a list its last item closes: "never X in A, B, or
+    C" reads B as C is read (a list's next item), not as a rule of its own that claims B. Those are
+    the clauses after a comma, with no force word of their own, before the last clause that opens
+    with "and" or "or" after a comma and has none either."""
+    def plain(k: int) -> bool:
+        return len(read[k]) == 1 and bool(read[k][0]) and not (_FORCE | NEGATORS) & set(read[k][0])
+
+    last = next((k for k in range(len(read) - 1, 0, -1)
+                 if after_comma[k] and plain(k) and read[k][0][0] in ("and", "or")), None)
+    if last is None:
+        return set()
+    return {k for k in range(1, last) if after_comma[k] and plain(k)}
+
+
+def _read(words: list[str], shown: str, carried: int, out: list[Claim], item: bool = False) -> int:
+    """Append the claims of one clause's words to `out`; the negations it passes on. `item`: the
+    clause is an item of a list (`_list_items`): read, not compared."""
     split = _connector(words)
     if split is not None:
         (start, end), flip = split
@@ -200,8 +221,8 @@ def _read(words: list[str], shown: str, carried: int, out: list[Claim]) -> int:
     positive = negations % 2 == 0
     said = set(words)
     # a restriction, a description, a list's next item: read, not compared
-    compared = not (RESTRICTING & said or _describes(words) or (words[0] in ("and", "or") and not FORCE_WORDS & said)
-                    or _objectless(words))
+    compared = not (item or RESTRICTING & said or _describes(words)
+                    or (words[0] in ("and", "or") and not FORCE_WORDS & said) or _objectless(words))
     order = None
     for i, w in enumerate(words):
         if w in _ORDER:
@@ -469,10 +490,10 @@ def _compared(action: str | None) -> list[Claim]:
 def opposed(action_a: str, action_b: str, claim_at: float) -> bool:
     """Whether two actions say opposite things, whatever their situations: a claim of each, of
     opposite polarity, about the same thing and opposing as the scan reads them ("Prefer httpx over
-    requests" / "Prefer requests over httpx", which share every word)."""
-    return any(ca.compared and cb.compared and ca.positive != cb.positive
-               and _contradiction(ca, cb, claim_at) is not None
-               for ca in claims(action_a) for cb in claims(action_b))
+    requests" / "Prefer requests over httpx", which share every word). The claims compared are those
+    the scan compares (`_compared`: not a list's item or an aside of a longer rule)."""
+    return any(ca.positive != cb.positive and _contradiction(ca, cb, claim_at) is not None
+               for ca in _compared(action_a) for cb in _compared(action_b))
 
 
 def _contradiction(a: Claim, b: Claim, claim_at: float) -> float | None:
