@@ -155,3 +155,17 @@ def test_a_review_shows_control_characters_escaped(coloured):
 def test_an_error_message_shows_control_characters_escaped(dbp):
     code, out, err = mgcp("context", "save", "--project", "/p", "--catalogue", "/no/such\x1b]0;x\x07.json", "--db", dbp)
     assert code == 2 and terminal_controls(err) == [] and "/no/such\\x1b]0;x\\x07.json" in err
+
+
+def test_a_lesson_with_a_parent_and_that_parent_are_not_orphans(dbp):
+    """The hierarchy is an explicit relationship: community detection reads a lesson's parent as a
+    link (the store's rows give it as one), so neither end is asked to be linked."""
+    lessons = [("deploy-meta", "shipping a release to production", "Follow the release checklist end to end.", None),
+               ("deploy-smoke", "after a production deploy", "Run the smoke tests against production.", "deploy-meta"),
+               ("lone-lesson", "naming a git branch", "Name branches after the ticket they close.", None)]
+    for lesson_id, trigger, action, parent in lessons:
+        assert mgcp("lesson", "add", lesson_id, "--trigger", trigger, "--action", action,
+                    *(["--parent", parent] if parent else []), "--db", dbp)[0] == 0
+    assert mgcp("rem", "run", "--project", "/p", "--op", "community_detection", "--db", dbp)[0] == 0
+    pending = json.loads(mgcp("rem", "report", "--project", "/p", "--db", dbp, "--json")[1])["pending"]
+    assert sorted(f["data"]["lesson"] for f in pending if f["kind"] == "orphan") == ["lone-lesson"]

@@ -1,8 +1,8 @@
 """community_detection: Louvain communities over the lesson graph, compared with the previous run.
 
 The graph (nodes: the active lessons; undirected, weights add up):
-- explicit relationships between active lessons weigh 1.0 (a relationship to a lesson not in the
-  input counts for nothing);
+- explicit relationships between active lessons weigh 1.0 (a lesson's parent is one, as the store
+  reads it; a relationship to a lesson not in the input counts for nothing);
 - text similarity >= `similarity_edge_threshold` adds `similarity_edge_weight` between a lesson and
   its `NEIGHBOURS` nearest lessons (`SimilarityBackend.nearest`: a sparse nearest-neighbour graph,
   linear in the corpus; the lexical backend finds the neighbours through shared distinctive words);
@@ -30,7 +30,8 @@ each kind, spread over topics and tags, the rest in one summary: see `mgcp.opera
 - `unlinked_cluster`: a community of `min_cluster_size`..MAX_LINKABLE members where explicit links
   connect fewer than half of them. Actions: link_all (recommended), link_subset (multi_select =
   members), keep ("coincidentally similar", remembered), skip.
-- `orphan`: an active lesson with no explicit relationship in either direction (and not in an
+- `orphan`: an active lesson with no explicit relationship in either direction (a parent or a child
+  is one; and not in an
   unlinked cluster reported in the same run), with up to 3
   suggested targets (strongest inferred edges). Actions: link_suggested (recommended when there are
   suggestions), link_subset (multi_select = suggestions), keep (recommended when there are none), skip.

@@ -74,12 +74,21 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
 
 def _lesson_rows(rows: list[tuple], state: LessonStatus) -> list[LessonRow]:
     """`Lessons.rows`' rows as `LessonRow`s, made as the tuples they are with every field given
-    (the named tuple's constructor is a Python call per row)."""
+    (the named tuple's constructor is a Python call per row). A lesson's parent is one of its links
+    (type "parent"), unless a relationship names it already: the REM operations read the hierarchy
+    as the explicit relationship it is."""
     tags = Memo(_tags_of)  # tags lists repeat from lesson to lesson; rows are read-only
     new = tuple.__new__
-    return [new(LessonRow, (lesson_id, trigger, action, tags[tags_text], _links(related), int(version), int(used),
-                            created, refined, state))
-            for lesson_id, trigger, action, tags_text, related, version, used, created, refined in rows]
+    return [new(LessonRow, (lesson_id, trigger, action, tags[tags_text],
+                            _links(related) if not parent else _with_parent(_links(related), parent, lesson_id),
+                            int(version), int(used), created, refined, state))
+            for lesson_id, trigger, action, tags_text, related, version, used, created, refined, parent in rows]
+
+
+def _with_parent(links: tuple[LessonLink, ...], parent: str, lesson_id: str) -> tuple[LessonLink, ...]:
+    if parent == lesson_id or any(link.target == parent for link in links):
+        return links
+    return (*links, LessonLink(parent, "parent"))
 
 
 # JSON lists as mgcp writes them (`dumps`), their strings free of escapes and control characters:
@@ -194,7 +203,7 @@ class Lessons:
         with collector_paused():  # a hundred thousand rows of objects, no reference cycles
             rows = await self.db.fetchall_tuples(
                 """SELECT l.id, l.trigger, l.action, l.tags, l.relationships, l.version, l.usage_count,
-                          l.created_at, l.last_refined
+                          l.created_at, l.last_refined, l.parent_id
                    FROM lessons l NOT INDEXED LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
                    WHERE COALESCE(c.status, 'active') = ?""", [status])
             rows.sort(key=_first)
