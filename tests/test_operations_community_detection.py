@@ -73,6 +73,23 @@ def test_orphan_with_nothing_to_link_to_recommends_keeping_it():
     assert orphan.options[orphan.recommended - 1].action == "keep"
 
 
+def test_an_orphan_is_offered_the_lessons_most_alike_in_text_not_those_that_only_share_a_tag():
+    """A shared tag alone (an edge of the graph) suggests nothing; a lesson alike in text, even below
+    the text edge threshold, is suggested first."""
+    lessons = kb() + [
+        lesson("xml-entity-expansion", "When parsing xml from users",
+               "Turn off external entity expansion in the xml parser before parsing untrusted documents.",
+               ["security"]),
+        lesson("backup-restore-drill", "When planning backups", "Restore a backup into a scratch database monthly.",
+               ["security"]),
+        lesson("untrusted-pickle", "When loading serialized objects from users",
+               "Never unpickle untrusted documents; parse them as json with a schema."),
+    ]
+    [orphan] = [f for f in by_kind(community_detection.run(lessons, None, SETTINGS), "orphan")
+                if f.data["lesson"] == "xml-entity-expansion"]
+    assert orphan.data["suggested"] == ["untrusted-pickle"]
+
+
 def test_linked_communities_raise_nothing():
     result = community_detection.run(kb(), None, SETTINGS)
     flagged = {m for f in result.findings for m in f.subject}

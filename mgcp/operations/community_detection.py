@@ -31,10 +31,11 @@ each kind, spread over topics and tags, the rest in one summary: see `mgcp.opera
   connect fewer than half of them. Actions: link_all (recommended), link_subset (multi_select =
   members), keep ("coincidentally similar", remembered), skip.
 - `orphan`: an active lesson with no explicit relationship in either direction (a parent or a child
-  is one; and not in an
-  unlinked cluster reported in the same run), with up to 3
-  suggested targets (strongest inferred edges). Actions: link_suggested (recommended when there are
-  suggestions), link_subset (multi_select = suggestions), keep (recommended when there are none), skip.
+  is one; and not in an unlinked cluster reported in the same run), with up to 3 suggested targets:
+  the lessons most alike in text among its own search's candidates, at least SUGGEST_AT alike (the
+  strongest inferred edges when the backend keeps no candidates). Actions: link_suggested
+  (recommended when there are suggestions), link_subset (multi_select = suggestions), keep
+  (recommended when there are none), skip.
 Merges, splits, new and dissolved clusters are reported in `changes`, not as findings.
 
 Kept between runs (`Kept`, stored by the engine; a cache: without it a run is a full run). Per
@@ -110,6 +111,9 @@ OPERATION = "community_detection"
 EXPLICIT_WEIGHT = 1.0
 MAX_LINKABLE = 12       # larger communities are themes, not a set of lessons to link pairwise
 MAX_SUGGESTIONS = 3
+# The least text similarity of a lesson an orphan is offered a link to (its own search's candidates,
+# whole texts compared: trigger, action and tags); a shared tag alone suggests nothing.
+SUGGEST_AT = 0.1
 NEIGHBOURS = 5          # inferred text edges per lesson
 TITLE_SAMPLE = 40       # members a community's title is drawn from
 KEPT_RULES = 6          # how the kept state is made (`_content`, `_Graph.digests`, `_sample_key`): others are not used
@@ -260,7 +264,8 @@ def run(lessons: list[Lesson], previous: list[dict] | None, settings: dict,
 
     in_clusters = {m for f in cluster_findings for m in f.data["members"]}
     unlinked = np.flatnonzero(~linked_at_all)
-    suggestions = graph.strongest(MAX_SUGGESTIONS, unlinked)
+    suggestions = (graph.strongest(MAX_SUGGESTIONS, unlinked) if graph.proposed is None
+                   else graph.closest(MAX_SUGGESTIONS, unlinked, SUGGEST_AT))
     orphans = []
     for i in unlinked.tolist():
         lesson = ordered[i]
@@ -590,6 +595,32 @@ class _Graph:
         def of(i: int) -> tuple[list[int], float]:
             lo, hi = cut[at[i]], cut[at[i] + 1]
             return neighbours[lo:hi], (weights[lo] if hi > lo else 0.0)
+
+        return of
+
+    def closest(self, k: int, nodes, at_least: float):
+        """As `strongest`, from each node's text candidates (`proposed`) instead of its edges: its k
+        candidates most alike in text, with a score of at least `at_least`, best first, ties to the
+        lower; the best score, 0.0 without any."""
+        import numpy as np
+
+        from mgcp.operations.sparse import expand
+
+        proposed = self.proposed
+        entries = expand(proposed.start, nodes)
+        place = np.repeat(np.arange(len(nodes)), proposed.start[nodes + 1] - proposed.start[nodes])
+        other, score = proposed.other[entries], proposed.score[entries]
+        keep = (other >= 0) & (score >= at_least - 1e-9) & (other != np.asarray(nodes)[place])
+        place, other, score = place[keep], other[keep], score[keep]
+        order = np.lexsort((other, -score, place))
+        place, other, score = place[order], other[order], score[order]
+        cut = np.searchsorted(place, np.arange(len(nodes) + 1)).tolist()
+        other, score = other.tolist(), score.tolist()
+        at = dict(zip(nodes.tolist(), range(len(nodes))))
+
+        def of(i: int) -> tuple[list[int], float]:
+            lo, hi = cut[at[i]], cut[at[i] + 1]
+            return other[lo:min(hi, lo + k)], (score[lo] if hi > lo else 0.0)
 
         return of
 
