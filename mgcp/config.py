@@ -54,7 +54,7 @@ DEFAULTS: dict[str, dict] = {
     "staleness_scan": {
         "strategy": "linear", "interval": 5,
         "unused_min_age_days": 30, "popular_min_retrievals": 10, "popular_unrefined_days": 180,
-        "query_window_days": 30, "max_findings": 50,
+        "query_window_days": 30, "unmatched_min_queries": 20, "max_findings": 50,
         "speculative_confidence": 0.5, "speculative_max_age_days": 30,
     },
     "duplicate_detection": {

@@ -6,6 +6,7 @@ from mgcp.operations import staleness_scan
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
 SETTINGS = DEFAULTS["staleness_scan"]
+ONE_QUERY = {**SETTINGS, "unmatched_min_queries": 1}  # a query's words alone judge triggers
 
 
 def lesson(id, trigger="When rotating api keys", *, age=100, refined=None, usage=3, version=1):
@@ -44,8 +45,23 @@ def test_unmatched_trigger_needs_queries():
 def test_trigger_matching_no_query_is_flagged():
     found = staleness_scan.run([lesson("keys", trigger="When rotating api keys"),
                                 lesson("pool", trigger="When sizing connection pools")],
-                               ["connection pooling settings"], NOW, SETTINGS)
+                               ["connection pooling settings"], NOW, ONE_QUERY)
     assert kinds(found) == {"keys": "unmatched_trigger"}
+
+
+def test_a_trigger_is_judged_only_once_the_window_holds_enough_queries():
+    """Five queries leave most triggers unasked for: they say nothing yet (unmatched_min_queries)."""
+    lessons = [lesson("keys", trigger="When rotating api keys", usage=3, age=60)]
+    few = ["connection pooling settings"] * (SETTINGS["unmatched_min_queries"] - 1)
+    assert staleness_scan.run(lessons, few, NOW, SETTINGS) == []
+    [finding] = staleness_scan.run(lessons, few + ["retry budgets"], NOW, SETTINGS)
+    assert finding.kind == "unmatched_trigger" and f"none of the {len(few) + 1} queries" in finding.description
+
+
+def test_the_lessons_beyond_the_cap_are_counted():
+    lessons = [lesson(f"old-{i}", usage=0, age=45 + i) for i in range(7)]
+    found, _, beyond = staleness_scan.scan(lessons, [], NOW, {**SETTINGS, "max_findings": 3})
+    assert (len(found), beyond) == (3, 4)
 
 
 def test_lesson_younger_than_the_query_window_is_not_judged_by_queries():
@@ -54,7 +70,7 @@ def test_lesson_younger_than_the_query_window_is_not_judged_by_queries():
 
 
 def test_unused_and_unmatched_is_one_finding_saying_both():
-    [finding] = staleness_scan.run([lesson("old", usage=0, age=45)], ["connection pooling"], NOW, SETTINGS)
+    [finding] = staleness_scan.run([lesson("old", usage=0, age=45)], ["connection pooling"], NOW, ONE_QUERY)
     assert finding.kind == "stale_unused"
     assert finding.data["reasons"] == ["stale_unused", "unmatched_trigger"]
     assert "never been retrieved" in finding.description and "match none of the 1 queries" in finding.description
@@ -125,11 +141,11 @@ def test_the_findings_hold_until_the_moment_the_scan_names_and_no_longer():
     scan there); a day past its end they often differ, so the spans are not merely short."""
     import random
 
-    settings = {**SETTINGS, "max_findings": 6}
+    settings = {**ONE_QUERY, "max_findings": 6}
     changed_after = 0
     for seed in range(40):
         lessons, queries = _world(seed)
-        findings, until = _scan_at(lessons, queries, NOW, settings)
+        findings, until, _ = _scan_at(lessons, queries, NOW, settings)
         assert until is not None and until > NOW
         shown = {f.fingerprint for f in findings}
         rng = random.Random(seed)
@@ -154,8 +170,9 @@ def test_the_lessons_no_rule_can_judge_change_nothing_when_left_out():
         assert _scan_at(judged, [], NOW, settings) == _scan_at(lessons, [], NOW, settings), seed
 
 
-def test_with_queries_every_lesson_can_be_judged():
-    assert staleness_scan.unjudged(SETTINGS, ["connection pooling"]) is None
+def test_with_enough_queries_every_lesson_can_be_judged():
+    assert staleness_scan.unjudged(ONE_QUERY, ["connection pooling"]) is None
+    assert staleness_scan.unjudged(SETTINGS, ["connection pooling"]) == (1, SETTINGS["popular_min_retrievals"] - 1)
     assert staleness_scan.unjudged({**SETTINGS, "popular_min_retrievals": 1}, []) is None
     assert staleness_scan.unjudged(SETTINGS, []) == (1, SETTINGS["popular_min_retrievals"] - 1)
 

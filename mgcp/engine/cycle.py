@@ -501,10 +501,10 @@ async def _staleness(store, project, settings, inputs):
     queries = await store.lessons.recent_queries(since)
     first_query = await store.lessons.first_query_since(since)
     uses = await store.lessons.uses(skip=staleness_scan.unjudged(settings, queries))
-    findings, until = await asyncio.to_thread(staleness_scan.scan, uses, queries, now,
-                                              settings, await store.rem.settled(staleness_scan.OPERATION),
-                                              first_query)
-    return findings, {"queries_in_window": len(queries),
+    findings, until, beyond = await asyncio.to_thread(staleness_scan.scan, uses, queries, now, settings,
+                                                      await store.rem.settled(staleness_scan.OPERATION),
+                                                      first_query)
+    return findings, {"queries_in_window": len(queries), "not_shown": beyond,
                       "steady": [now.isoformat(), until.isoformat() if until else None]}, None
 
 

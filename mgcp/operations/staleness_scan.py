@@ -8,14 +8,16 @@ Rules, each configurable (settings = config.DEFAULTS["staleness_scan"]):
    neither used nor confirmed (no retrieval, no "helped" outcome, confidence not raised) within
    `speculative_max_age_days` (30) of its creation: confirm it or archive it, never a silent expiry.
 3. `unmatched_trigger`: none of the trigger's keywords (stemmed, stop words out) occurs in any query
-   of the window (`recent_queries`, logged within `query_window_days`). Without queries there is no
-   signal and no such finding; a lesson younger than the window is not judged by it either (it has
-   not had the whole window to be asked for).
+   of the window (`recent_queries`, logged within `query_window_days`). With fewer than
+   `unmatched_min_queries` queries in the window there is no signal (a few queries leave most
+   triggers unasked for) and no such finding; a lesson younger than the window is not judged by it
+   either (it has not had the whole window to be asked for).
 
 One finding per lesson: its kind is the first rule it hits (in the order above) and
 data["reasons"] lists every rule it hits, so "never used and nobody asks for it" is one question.
 Strongest first: more reasons, then longer idle, then id; at most `max_findings`, not counting those
-already answered "keep" (`settled` fingerprints), so such answers make room for the next ones.
+already answered "keep" (`settled` fingerprints), so such answers make room for the next ones; how
+many more lessons the rules hit is counted (`scan`), for the run's report to say.
 """
 
 from __future__ import annotations
@@ -44,22 +46,28 @@ def unjudged(settings: dict, recent_queries: list[str]) -> tuple[int, int] | Non
     `scan` of the lessons without them gives what `scan` of all gives (such a lesson adds no
     reason and no moment), so they need not be read."""
     popular = int(settings["popular_min_retrievals"])
-    if recent_queries or popular <= 1:
+    if _enough(settings, recent_queries) or popular <= 1:
         return None
     return 1, popular - 1
 
 
+def _enough(settings: dict, recent_queries: list[str]) -> bool:
+    """Whether the window holds enough queries to judge triggers by (`unmatched_min_queries`)."""
+    return len(recent_queries) >= max(int(settings.get("unmatched_min_queries", 1)), 1)
+
+
 def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, settings: dict,
          settled: frozenset[str] = frozenset(), first_query: str | None = None
-         ) -> tuple[list[RemFinding], datetime | None]:
-    """The findings at `now`, and until when the same inputs (lessons, their use, the queries, the
-    answers) keep giving the same findings' subjects and kinds (None: for ever). That span ends at
+         ) -> tuple[list[RemFinding], datetime | None, int]:
+    """The findings at `now`; until when the same inputs (lessons, their use, the queries, the
+    answers) keep giving the same findings' subjects and kinds (None: for ever); and how many more
+    lessons the rules hit than the findings show (beyond `max_findings`). That span ends at
     the first of: the oldest query of the window (logged at `first_query`) leaving it; a lesson
     beyond the cut reaching the age that gives it as many reasons as the last one shown; a lesson
     shown reaching the age of a rule that comes before its kind; a lesson beyond the cut
     overtaking one shown (`_reorderings`)."""
     query_words: set[str] = set()
-    for query in recent_queries:
+    for query in recent_queries if _enough(settings, recent_queries) else ():
         query_words.update(text.keywords(query))
     window = int(settings["query_window_days"])
     speculative = settings.get("speculative_confidence", 0.5), settings.get("speculative_max_age_days", 30)
@@ -112,7 +120,7 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
     scored.sort(key=lambda item: item[0])
     limit = int(settings.get("max_findings", 50))
     if limit <= 0:
-        return [], None
+        return [], None, len(scored)
     shown = {key[2] for key, *_ in scored[:limit]}
     enough = -scored[limit - 1][0][0] if len(scored) >= limit else 1  # reasons that can enter the cut
     for lesson_id, reasons, later in ageing:
@@ -126,7 +134,7 @@ def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, set
         "unrefined_days": (now - (_refined(lesson, created_at) or now)).days,
         "trigger_keywords": text.keywords(lesson.trigger)}, len(recent_queries), window)
         for (_, minus_idle, _), lesson, reasons, created_at, _ in scored[:limit]]
-    return findings, min(changes, default=None)
+    return findings, min(changes, default=None), len(scored) - len(findings)
 
 
 def _refined(lesson: LessonUse, created_at: datetime | None) -> datetime | None:

@@ -186,8 +186,10 @@ def cycle(report: RemCycleReport) -> str:
     lines = [f"REM run {report.run_id} at session {report.session_number}: ran {ran} in {report.duration_ms:.0f} ms"]
     for o in report.operations:
         unchanged = "  (nothing it reads changed since its last run)" if o.summary.get("skipped") else ""
+        beyond = o.summary.get("not_shown")
         lines.append(f"  {o.operation:22} {o.findings:>4} new finding(s)" + unchanged
-                     + (f"  FAILED: {o.error}" if o.error else ""))
+                     + (f"  ({beyond} more lesson(s) it could raise: the next as these are answered)"
+                        if beyond else "") + (f"  FAILED: {o.error}" if o.error else ""))
     return "\n".join(lines)
 
 
