@@ -171,6 +171,17 @@ def test_cluster_title_is_a_shared_phrase_when_the_members_have_one():
                                       ).startswith("webhook, ")
 
 
+def test_a_title_is_not_made_of_the_words_that_say_how_to_follow_a_rule():
+    members = [lesson(f"s{i}", trigger, action, ["security"]) for i, (trigger, action) in enumerate([
+        ("When storing passwords", "Never store passwords in plain text; hash them with argon2."),
+        ("When logging requests", "Never log passwords or tokens; avoid logging request bodies."),
+        ("When handling tokens", "Don't put tokens in URLs; never keep passwords in cookies.")])]
+    by_id = {m.id: m for m in members}
+    title = community_detection._title(list(by_id), by_id, community_detection._idf(members)[0])
+    assert not {"never", "avoid", "don"} & set(title.replace(",", " ").split()), title
+    assert "password" in title
+
+
 def test_an_unchanged_graph_is_not_partitioned_again():
     first = community_detection.run(kb(), None, SETTINGS)
     again = community_detection.run(kb(), first.communities, SETTINGS, first.graph_hash, first.modularity)

@@ -1011,9 +1011,15 @@ def _describe(members: list[str], central: list[str], by_id: dict[str, Lesson], 
             "title": title or members[0], "summary": summary}
 
 
+# Words that say how a rule is to be followed, not what it is about: no title is made of them
+# ("never, security, owasp").
+_NOT_TOPICS = text.GENERIC_WORDS | frozenset(
+    "never not don dont doesn didn isn aren won shouldn avoid ensure prefer preferred require required".split())
+
+
 @lru_cache(maxsize=4096)  # tags repeat across a community's members; read-only results
 def _phrases(source: str) -> dict[tuple[str, ...], str]:
-    return text.phrases(source)
+    return text.phrases(source, extra_stop=_NOT_TOPICS)
 
 
 def _member_phrases(lesson: Lesson) -> dict[tuple[str, ...], str]:
