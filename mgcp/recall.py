@@ -109,11 +109,9 @@ def redact(text: str) -> str:
         low = text.lower()
         if not any(word in low for word in _SECRET_WORDS):
             return text
-    from mgcp.validation import SECRET_PATTERNS  # rarely needed: kept off the hook's usual path
+    from mgcp.validation import redacted  # rarely needed: kept off the hook's usual path
 
-    for _kind, pattern in SECRET_PATTERNS:
-        text = pattern.sub("[redacted]", text)
-    return text
+    return redacted(text)
 
 
 def _clean(text: str | None, limit: int = MAX_ITEM) -> str:

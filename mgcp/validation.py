@@ -40,6 +40,13 @@ SECRET_PATTERNS = [
 ]
 
 
+def redacted(text: str) -> str:
+    """The text with anything a credential pattern finds replaced by "[redacted]"."""
+    for _kind, pattern in SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    return text
+
+
 def find_secret(text: str) -> str | None:
     """The kind of credential found in `text`, or None."""
     for kind, pattern in SECRET_PATTERNS:

@@ -24,7 +24,7 @@ from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.queue_reads import QueueReads
 from mgcp.persistence.recall_data import SEARCH
 from mgcp.text import Memo, query_terms
-from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text
+from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text, redacted
 
 LESSON_SELECT = """
 SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id,
@@ -475,9 +475,8 @@ class Lessons:
         matches (FTS5 BM25; trigger and action weigh twice as much as the rationale and the tags:
         measured on benchmarks/quality). Each returned lesson's usage count and last_used advance,
         and the query is logged for the staleness scan. `reinforcement` (the config's, when its boost
-        is on) adds the boost of reinforced lessons (`ranking.boosted`). The query is screened as
-        stored text is (a secret in it is refused: the log keeps it)."""
-        check_text("the query", text, required=False)
+        is on) adds the boost of reinforced lessons (`ranking.boosted`). The log keeps no secret:
+        what looks like a credential in the query is logged as "[redacted]"."""
         match = self.match_expression(text)
         size = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
         candidates = await self.db.fetchall(SEARCH, [match, size])
@@ -494,7 +493,7 @@ class Lessons:
             await self.db.conn.executemany(
                 "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
                 [(now, i) for i in ids])
-            await self.db.insert("query_log", {"query": text, "project_id": project_id,
+            await self.db.insert("query_log", {"query": redacted(text), "project_id": project_id,
                                              "result_ids": dumps(ids), "created_at": now})
             rows = {r["id"]: r for r in await self.db.fetchall(
                 LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
