@@ -16,6 +16,8 @@ SETTINGS = DEFAULTS["contradiction_scan"]
 
 # (kind of wording, trigger, action of the older lesson, action of the newer one)
 CONTRADICTIONS = [
+    ("a step among steps / never", "preparing a pull request",
+     "Rebase on main, run the type checker, and write the summary.", "Never run the type checker."),
     ("always / never", "formatting python source files", "Always run black before committing.",
      "Never run black before committing."),
     ("use / don't use", "writing integration tests for the api", "Use mocks for the payment gateway.",
@@ -204,6 +206,8 @@ def test_how_an_action_is_read():
     assert compared("Never hardcode secrets in source code, CI config files, or plain-text files") == [
         (False, ["code", "hardcod", "secret", "sourc"])]  # each item after the first is the list's
     assert compared("Validate input, sanitize output") == [(True, ["check", "input"]), (True, ["output", "sanit"])]
+    assert compared("Pin dependencies, run the linter, and review the diff") == [  # three rules, not a list
+        (True, ["depend", "pin"]), (True, ["linter", "run"])]
 
 
 def test_a_finding_recommends_keeping_the_newer_and_names_both():

@@ -181,10 +181,11 @@ def claims(action: str | None) -> list[Claim]:
 
 
 def _list_items(read: list[list[list[str]]], after_comma: list[bool]) -> set[int]:
-    """The clauses of a sentence that are items of a list its last item closes: "never X in A, B, or
-    C" reads B as C is read (a list's next item), not as a rule of its own that claims B. Those are
-    the clauses after a comma, with no force word of their own, before the last clause that opens
-    with "and" or "or" after a comma and has none either."""
+    """The clauses of a sentence that are items of a list a negation covers: "never X in A, B, or C"
+    reads B as C is read (a list's next item), not as a rule of its own that claims B. Those are the
+    clauses after a comma, with no force word of their own, before the last clause that opens with
+    "and" or "or" after a comma and has none either, when the clause the list hangs off holds a
+    negation ("pin X, run Y, and review Z" is three rules, each compared)."""
     def plain(k: int) -> bool:
         return len(read[k]) == 1 and bool(read[k][0]) and not (_FORCE | NEGATORS) & set(read[k][0])
 
@@ -192,7 +193,13 @@ def _list_items(read: list[list[list[str]]], after_comma: list[bool]) -> set[int
                  if after_comma[k] and plain(k) and read[k][0][0] in ("and", "or")), None)
     if last is None:
         return set()
-    return {k for k in range(1, last) if after_comma[k] and plain(k)}
+    items = set()
+    for k in range(last - 1, 0, -1):  # the items just before the closing one
+        if not (after_comma[k] and plain(k)):
+            break
+        items.add(k)
+    head = min(items, default=last) - 1
+    return items if any(NEGATORS & set(words) for words in read[head]) else set()
 
 
 def _read(words: list[str], shown: str, carried: int, out: list[Claim], item: bool = False) -> int:
