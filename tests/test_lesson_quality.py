@@ -164,6 +164,16 @@ def test_the_first_failure_after_a_refinement_starts_a_new_streak(dbp):
     assert outcome(dbp, "verify-api", "--failed")["finding"]["title"] == 'Lesson "verify-api" failed 3 times in a row'
 
 
+def test_a_refinement_that_leaves_the_text_as_it_is_does_not_restart_the_streak(dbp):
+    add(dbp, "verify-api", *API)
+    outcome(dbp, "verify-api", "--failed")
+    outcome(dbp, "verify-api", "--failed")
+    assert mgcp("lesson", "refine", "verify-api", "--confidence", "0.9", "--tag", "api", "--reason", "sure of it",
+                "--db", dbp)[0] == 0
+    third = outcome(dbp, "verify-api", "--failed")  # the same text failed a third time in a row
+    assert third["streak"] == 3 and third["finding"] is not None
+
+
 @pytest.mark.parametrize("option, text, check", [
     ("1", "Read the signature and one current call site.", lambda l: l["version"] == 2),
     ("2", None, lambda l: l["status"] == "archived" and l["tier"] == "archived"),

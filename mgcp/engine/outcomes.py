@@ -5,7 +5,8 @@ times in a row (rem-config.yaml `outcomes:`, default 3), a finding is raised at 
 refine it, archive it, or keep it; its options go through the engine's undoable actions like every
 other finding's. Nothing is purged. A success resets the streak, and a pending finding about the
 streak it ended is marked stale. The failures counted are those of the lesson's current text: the
-first failure after a refinement starts a new streak. A streak answered "keep" is not raised again; a new streak (after a
+first failure after its trigger or action changed starts a new streak (a change of confidence,
+tags or links does not). A streak answered "keep" is not raised again; a new streak (after a
 success) or a refined lesson is a new subject.
 """
 
@@ -34,7 +35,7 @@ async def record_outcome(store: Store, config: RemConfig, lesson_id: str, helped
         project = await store.context.find_project(project_path) if project_path else None
         stats = await store.outcomes.record(lesson.id, helped, note, session_id,
                                             project.project_id if project else None,
-                                            since=lesson.last_refined if lesson.version > 1 else None)
+                                            since=await store.lessons.text_changed_at(lesson.id))
         finding = None
         if helped:
             await _retire(store, lesson.id)

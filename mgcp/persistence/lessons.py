@@ -386,6 +386,14 @@ class Lessons:
         return [(a, b) for a, b in zip(versions, versions[1:])
                 if a.lesson_id == b.lesson_id and b.version == a.version + 1]
 
+    async def text_changed_at(self, lesson_id: str) -> str | None:
+        """When the lesson's trigger or action was last changed: the time of its latest version whose
+        trigger or action differs from the version before it (None: never, since version 1)."""
+        rows = await self.db.fetchall_tuples(
+            "SELECT trigger, action, timestamp FROM lesson_versions WHERE lesson_id = ? ORDER BY version",
+            [lesson_id])
+        return next((now[2] for before, now in zip(rows[::-1][1:], rows[::-1]) if before[:2] != now[:2]), None)
+
     async def set_lifecycle(self, lesson_id: str, status: LessonStatus, reason: str | None = None,
                             superseded_by: str | None = None) -> None:
         """Archive, delete (softly), supersede or reactivate a lesson; its rows and history stay."""

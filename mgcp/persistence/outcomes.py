@@ -2,8 +2,8 @@
 
 Every reported outcome is a row of `lesson_outcomes`, never rewritten; `lesson_outcome_stats` keeps
 each lesson's helped and failed counts and its current failure streak (failures since the last
-success and since its current version was written, and the id of the first of them) in step, in
-the same transaction.
+success and since its trigger or action last changed, and the id of the first of them) in step,
+in the same transaction.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class Outcomes:
                      since: str | None = None) -> dict:
         """Log one outcome and return the lesson's counts after it: helped, failed, streak,
         streak_started (the outcome id where the current failure streak began), success_rate.
-        `since`: when the lesson's current version was written; a failure streak begun before it
+        `since`: when the lesson's trigger or action last changed; a failure streak begun before it
         starts again with this failure (the failures counted are the current text's)."""
         note = check_text("note", note, required=False, limit=MAX_SHORT)
         now = utcnow()
