@@ -515,3 +515,30 @@ def test_ctrl_c_stops_the_mcp_server(db):
         pass
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=10) == 130
+
+
+def test_a_forced_undo_of_a_merge_puts_back_the_type_of_a_link_it_re_pointed(db, run):
+    """t linked the merged-away lesson as a prerequisite and the kept one as related; the merge made
+    t's link to the kept one a prerequisite. Forced (t was refined since), the undo puts that link
+    back as it was, at both ends."""
+    from types import SimpleNamespace
+
+    from mgcp.engine import actions
+
+    async def scenario(s):
+        await s.lessons.add("c", "deploying on friday", "Do not deploy on Friday afternoons.", tags=["deploy"])
+        await s.lessons.add("o", "deploying on a friday", "Never deploy on Friday afternoon.", tags=["release"])
+        await s.lessons.add("t", "writing release notes", "Write release notes for every deploy.")
+        await s.lessons.link("t", "o", "prerequisite", 0.9)
+        await s.lessons.link("t", "c", "related", 0.5)
+        async with s.recording() as changes:
+            await actions._merge(s, None, SimpleNamespace(data={"canonical": "c", "other": "o"}), None, None)
+        await s.lessons.refine("t", "later", action="Write release notes for every production deploy.")
+        await s.restore(list(changes), force=True, reason="forced undo")
+        t, c = await s.lessons.get("t"), await s.lessons.get("c")
+        return ({r.target: (r.type, r.weight) for r in t.relationships},
+                {r.target: (r.type, r.weight) for r in c.relationships}, t.action)
+
+    t_links, c_links, action = run(db, scenario)
+    assert t_links == {"c": ("related", 0.5), "o": ("prerequisite", 0.9)} and c_links["t"] == ("related", 0.5)
+    assert action == "Write release notes for every production deploy."  # the later refine stays

@@ -185,10 +185,13 @@ async def _delete_one(store, config, finding, text, selection):
 
 
 async def _link(store, members: list[str]) -> list[tuple[str, str]]:
+    """Link every pair of `members` not yet related: a parent and its child already are."""
+    parent = {m: (await store.lessons.get(m)).parent_id for m in members}
     made = []
     for i, a in enumerate(members):
         for b in members[i + 1:]:
-            if await store.lessons.link(a, b, "related", 0.5, ["linked by REM community detection"]):
+            if b != parent[a] and a != parent[b] and \
+                    await store.lessons.link(a, b, "related", 0.5, ["linked by REM community detection"]):
                 made.append((a, b))
     return made
 

@@ -41,7 +41,7 @@ RULES = ("speculative_unconfirmed", "stale_unused", "popular_unrefined", "unmatc
 
 def unjudged(settings: dict, recent_queries: list[str]) -> tuple[int, int] | None:
     """The usage counts (low, high) of the lessons no rule can judge, now or later, given the
-    queries of the window: with no query, a lesson retrieved at least once (neither unused nor
+    queries of the window: with fewer than `unmatched_min_queries`, a lesson retrieved at least once (neither unused nor
     speculative) but fewer than `popular_min_retrievals` times; None when every lesson can be judged.
     `scan` of the lessons without them gives what `scan` of all gives (such a lesson adds no
     reason and no moment), so they need not be read."""
@@ -53,7 +53,7 @@ def unjudged(settings: dict, recent_queries: list[str]) -> tuple[int, int] | Non
 
 def _enough(settings: dict, recent_queries: list[str]) -> bool:
     """Whether the window holds enough queries to judge triggers by (`unmatched_min_queries`)."""
-    return len(recent_queries) >= max(int(settings.get("unmatched_min_queries", 1)), 1)
+    return len(recent_queries) >= max(int(settings["unmatched_min_queries"]), 1)
 
 
 def scan(lessons: list[LessonUse], recent_queries: list[str], now: datetime, settings: dict,

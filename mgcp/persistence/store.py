@@ -248,10 +248,14 @@ class Store:
             await self.lessons.refine(lesson_id, f"{reason}: what it changed of v{earlier['version']} restored", **text)
         was_links, then_links = _links(earlier), _links(left)
         held = {rel.target for rel in current.relationships}
-        for target in then_links.keys() - was_links.keys():  # made by the changes: unmade
+        for target in sorted(then_links.keys() - was_links.keys()):  # made by the changes: unmade
             if target in held:
                 await self.lessons.unlink(lesson_id, target)
-        for target in was_links.keys() - then_links.keys():  # removed by the changes: made again
+        changed = {t for t in was_links.keys() & then_links.keys() if was_links[t] != then_links[t]}
+        for target in sorted(changed & held):  # a type or a weight the changes changed: made again below
+            await self.lessons.unlink(lesson_id, target)
+            held.discard(target)
+        for target in sorted((was_links.keys() - then_links.keys()) | changed):  # as it was before them
             rel = was_links[target]
             if target not in held and target != lesson_id and await self.lessons.exists(target):
                 await self.lessons.link(lesson_id, target, rel.get("type", "related"), rel.get("weight", 0.5),
