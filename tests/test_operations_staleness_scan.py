@@ -1,5 +1,6 @@
-import pytest
 from datetime import datetime, timedelta, timezone
+
+import pytest
 
 from mgcp.config import DEFAULTS
 from mgcp.models import Lesson
