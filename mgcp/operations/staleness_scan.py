@@ -41,8 +41,9 @@ RULES = ("speculative_unconfirmed", "stale_unused", "popular_unrefined", "unmatc
 
 def unjudged(settings: dict, recent_queries: list[str]) -> tuple[int, int] | None:
     """The usage counts (low, high) of the lessons no rule can judge, now or later, given the
-    queries of the window: with fewer than `unmatched_min_queries`, a lesson retrieved at least once (neither unused nor
-    speculative) but fewer than `popular_min_retrievals` times; None when every lesson can be judged.
+    queries of the window: with fewer than `unmatched_min_queries`, a lesson retrieved at least once
+    (neither unused nor speculative) but fewer than `popular_min_retrievals` times; None when every
+    lesson can be judged.
     `scan` of the lessons without them gives what `scan` of all gives (such a lesson adds no
     reason and no moment), so they need not be read."""
     popular = int(settings["popular_min_retrievals"])
