@@ -17,7 +17,7 @@ words), so the history agrees with the lesson. Existing rows are not modified (i
 missing): re-running does nothing, an interrupted run resumes. A lesson whose version is not a
 number of at least 1 is reported and skipped; the migration stays pending and retries it.
 
-`mgcp db check --repair` runs it again for one lesson at a time (`lesson_id`).
+`mgcp db check --repair` runs it again for one lesson at a time (`only`).
 """
 
 import importlib.util
@@ -45,7 +45,7 @@ def _tags(text):
     return [str(t) for t in value] if isinstance(value, list) else []
 
 
-def migrate(db, lesson_id=None):
+def migrate(db, only=None):
     reconstruct = _reconstruct()
     failures = []
     rows = db.execute(
@@ -55,7 +55,7 @@ def migrate(db, lesson_id=None):
            LEFT JOIN lesson_versions e ON e.lesson_id = l.id
                 AND e.version = (SELECT min(version) FROM lesson_versions WHERE lesson_id = l.id)
            WHERE NOT EXISTS (SELECT 1 FROM lesson_versions v WHERE v.lesson_id = l.id AND v.version = 1)"""
-        + ("" if lesson_id is None else " AND l.id = ?"), [] if lesson_id is None else [lesson_id]
+        + ("" if only is None else " AND l.id = ?"), [] if only is None else [only]
     ).fetchall()
     batch = []
     for (lesson_id, trigger, action, rationale, tags, version, created_at, last_refined,

@@ -582,21 +582,8 @@ class _Graph:
         from mgcp.operations.sparse import expand
 
         entries = expand(self.start, nodes)
-        counts = self.start[nodes + 1] - self.start[nodes]
-        place = np.repeat(np.arange(len(nodes)), counts)  # each entry's node, as its place in `nodes`
-        order = np.lexsort((self.neighbour[entries], -self.weight_at[entries], place))
-        first = np.cumsum(counts) - counts
-        rank = np.arange(len(order)) - first[place[order]]
-        top = entries[order[rank < k]]
-        cut = np.searchsorted(place[order[rank < k]], np.arange(len(nodes) + 1)).tolist()
-        neighbours, weights = self.neighbour[top].tolist(), self.weight_at[top].tolist()
-        at = dict(zip(nodes.tolist(), range(len(nodes))))
-
-        def of(i: int) -> tuple[list[int], float]:
-            lo, hi = cut[at[i]], cut[at[i] + 1]
-            return neighbours[lo:hi], (weights[lo] if hi > lo else 0.0)
-
-        return of
+        place = np.repeat(np.arange(len(nodes)), self.start[nodes + 1] - self.start[nodes])
+        return _best_of_each(nodes, place, self.neighbour[entries], self.weight_at[entries], k)
 
     def closest(self, k: int, nodes, at_least: float):
         """As `strongest`, from each node's text candidates (`proposed`) instead of its edges: its k
@@ -611,18 +598,7 @@ class _Graph:
         place = np.repeat(np.arange(len(nodes)), proposed.start[nodes + 1] - proposed.start[nodes])
         other, score = proposed.other[entries], proposed.score[entries]
         keep = (other >= 0) & (score >= at_least - 1e-9) & (other != np.asarray(nodes)[place])
-        place, other, score = place[keep], other[keep], score[keep]
-        order = np.lexsort((other, -score, place))
-        place, other, score = place[order], other[order], score[order]
-        cut = np.searchsorted(place, np.arange(len(nodes) + 1)).tolist()
-        other, score = other.tolist(), score.tolist()
-        at = dict(zip(nodes.tolist(), range(len(nodes))))
-
-        def of(i: int) -> tuple[list[int], float]:
-            lo, hi = cut[at[i]], cut[at[i] + 1]
-            return other[lo:min(hi, lo + k)], (score[lo] if hi > lo else 0.0)
-
-        return of
+        return _best_of_each(nodes, place[keep], other[keep], score[keep], k)
 
     def modularity(self, labels) -> float:
         """Newman's modularity of the partition (a label per node): sum over communities of (inner
@@ -638,6 +614,27 @@ class _Graph:
         degree = np.bincount(labels, weights=self.degree, minlength=size).tolist()
         present = np.flatnonzero(np.bincount(labels, minlength=size)).tolist()
         return math.fsum(inner[c] / m - (degree[c] / (2 * m)) ** 2 for c in present)
+
+
+def _best_of_each(nodes, place, other, weight, k: int):
+    """A function of each of `nodes`: (the `other` ends of its k entries of highest `weight`, best
+    first, ties to the lower; the best weight, 0.0 without any). `place`: each entry's node, as its
+    place in `nodes`."""
+    import numpy as np
+
+    order = np.lexsort((other, -weight, place))
+    place, other, weight = place[order], other[order], weight[order]
+    rank = np.arange(len(place)) - np.searchsorted(place, place)  # each entry's rank within its node's
+    top = rank < k
+    cut = np.searchsorted(place[top], np.arange(len(nodes) + 1)).tolist()
+    other, weight = other[top].tolist(), weight[top].tolist()
+    at = dict(zip(nodes.tolist(), range(len(nodes))))
+
+    def of(i: int) -> tuple[list[int], float]:
+        lo, hi = cut[at[i]], cut[at[i] + 1]
+        return other[lo:hi], (weight[lo] if hi > lo else 0.0)
+
+    return of
 
 
 def _mix(x):

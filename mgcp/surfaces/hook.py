@@ -83,11 +83,11 @@ def parse_input(text: str) -> dict:
             raise HookInputError(f"'{key}' is missing or empty")
     if not os.path.isabs(payload["cwd"]):  # it would resolve against the hook's own directory: no project
         raise HookInputError("'cwd' is not an absolute path")
-    if "\0" in payload["cwd"]:  # no path holds one: it would name a project that is no directory
-        raise HookInputError("'cwd' holds a NUL character")
-    from mgcp.validation import check_text  # stdlib only
+    from mgcp.validation import check_no_nul, check_text  # stdlib only
 
-    try:  # the session id is stored as a context save stores it (no NUL, no secret, at most 200)
+    try:
+        check_no_nul("'cwd'", payload["cwd"])  # no path holds one
+        # stored as a context save stores it: no NUL, no secret, at most 200 characters
         check_text("'session_id'", payload["session_id"], limit=200)
     except InvalidInputError as exc:
         raise HookInputError(str(exc)) from None
