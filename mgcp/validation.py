@@ -14,6 +14,9 @@ from mgcp.errors import InvalidInputError
 MAX_TEXT = 20_000       # one lesson field or one note
 MAX_SHORT = 1_000       # a trigger, a tag, a todo, a decision
 MAX_CATALOGUE = 1_000_000  # a project catalogue, as JSON
+MAX_QUERY = 2_000       # a query or a recall's task
+MAX_SESSION_ID = 200    # a session id (Claude Code's are 36-character UUIDs)
+MAX_PATH = 4_096        # a project path (Linux's PATH_MAX)
 MAX_DEPTH = 64          # nesting levels of a catalogue
 LESSON_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
@@ -69,6 +72,34 @@ def check_text(field: str, value: str | None, *, required: bool = True, limit: i
         raise InvalidInputError(f"{field} must not be empty")
     _check_size_and_secrets(field, value, limit)
     return value
+
+
+def check_session_id(value: str | None) -> str | None:
+    """A session id as stored with a version, an outcome or a context save: None (not given), or
+    non-empty text of at most MAX_SESSION_ID characters holding no secret, stripped."""
+    return None if value is None else check_text("session id", value, limit=MAX_SESSION_ID)
+
+
+def check_query(text: str, field: str = "query") -> str:
+    """A query as it is run and logged: text of at most MAX_QUERY characters, no NUL, valid
+    Unicode. What looks like a credential is not refused here: the log keeps it as "[redacted]"."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"the {field} must be text")
+    check_no_nul(f"the {field}", text)
+    check_unicode(f"the {field}", text)
+    if len(text) > MAX_QUERY:
+        raise InvalidInputError(f"the {field} is too long ({len(text)} characters; the limit is {MAX_QUERY})")
+    return text
+
+
+def check_project_path(path: str) -> str:
+    """A project path as a project is stored under: at most MAX_PATH characters, no NUL, valid text,
+    no secret (a path is shown in every review and report)."""
+    if not isinstance(path, str):
+        raise InvalidInputError("the project path must be text")
+    check_no_nul("the project path", path)
+    _check_size_and_secrets("the project path", path, MAX_PATH)
+    return path
 
 
 def check_no_nul(what: str, text: str) -> str:

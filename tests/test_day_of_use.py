@@ -230,6 +230,9 @@ def day(db, tmp_path, agent, s0, saves):
     assert "already applied" in agent.error("rem_answer", project_path=P, finding_id=merge,
                                             option=option(db, merge, "merge"))
     assert f"belongs to project {Q}" in agent.error("rem_answer", project_path=P, finding_id=drafted, option=1)
+    before = dump(db)  # nor may it undo the person's answer from there
+    assert f"belongs to project {Q}" in agent.error("rem_undo", project_path=P, finding_id=drafted)
+    assert dump(db) == before
     pending_p = agent.ok("rem_report", project_path=P)["pending"]
     shown_p += [p["id"] for p in pending_p] + [next(p["id"] for p in pending_p if p["kind"] == "unlinked_cluster")]
     cluster, _ = answer("unlinked_cluster", "link_all")

@@ -500,7 +500,7 @@ def test_every_raw_request_gets_an_answer_and_the_server_goes_on(lessons_db):
         server.send(server.call(51, b"get_context_history", b'{"project_path": "/p", "limit": %d}' % 2**70))
         answer = server.reply()
         assert answer["id"] == 51 and answer["result"]["isError"]
-        server.send(server.call(53, b"rem_undo", b'{"run_id": %d}' % 2**70))
+        server.send(server.call(53, b"rem_undo", b'{"project_path": "/p", "run_id": %d}' % 2**70))
         answer = server.reply()
         assert answer["id"] == 53 and answer["result"]["isError"]
         server.send(server.call(54, b"add_lesson", b'{"lesson_id": "nul", "trigger": "when \\u0000", "action": "a safe action"}'))

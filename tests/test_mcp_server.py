@@ -505,14 +505,27 @@ def test_a_subset_option_without_a_selection_is_a_tool_error(client, kb):
 def test_rem_undo_restores_a_merge(client, kb):
     first = first_finding(client)
     client.ok("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=choose(first, "Merge"))
-    undone = client.ok("rem_undo", finding_id=first["finding_id"])
+    undone = client.ok("rem_undo", project_path=PROJECT, finding_id=first["finding_id"])
     assert first["finding_id"] in undone["message"]
     code, out, _ = mgcp("lesson", "show", "check-method-exists", "--json", "--db", kb)
     assert code == 0 and json.loads(out)["status"] == "active"
 
 
+def test_a_session_id_is_checked_by_every_tool_that_stores_one(client, db):
+    client.ok("add_lesson", lesson_id="verify-api", trigger="calling an unfamiliar API",
+              action="Read its signature first, then one call site.")
+    before = client.ok("lesson_stats")
+    long = "s" * 201
+    for tool, args in (("add_lesson", {"lesson_id": "other", "trigger": "when shipping", "action": "Tag the release first."}),
+                       ("refine_lesson", {"lesson_id": "verify-api", "reason": "too vague", "action": "Read the signature."}),
+                       ("lesson_outcome", {"lesson_id": "verify-api", "helped": False}),
+                       ("save_project_context", {"project_path": PROJECT, "notes": "a note"})):
+        assert "session id is too long" in client.error(tool, session_id=long, **args), tool
+    assert client.ok("lesson_stats") == before
+
+
 def test_rem_undo_needs_exactly_one_target(client, db):
-    assert client.error("rem_undo") == "name a finding id or a run id (one of them)"
+    assert client.error("rem_undo", project_path=PROJECT) == "name a finding id or a run id (one of them)"
 
 
 
@@ -583,7 +596,7 @@ def test_lesson_outcome_raises_the_finding_as_a_question(client, db):
     archive = choose(third["finding"], "Archive")
     answered = client.ok("rem_answer", project_path=PROJECT, finding_id=third["finding"]["finding_id"], option=archive)
     assert "archived verify-api" in answered["message"]
-    assert client.ok("rem_undo", finding_id=third["finding"]["finding_id"])["message"].startswith("undid archive")
+    assert client.ok("rem_undo", project_path=PROJECT, finding_id=third["finding"]["finding_id"])["message"].startswith("undid archive")
     assert client.ok("lesson_stats")["outcomes"]["failed"] == 3
 
 

@@ -60,3 +60,53 @@ def test_export_replaces_only_an_earlier_export_unless_forced(tmp_path, kind):
     assert mgcp("export", kind, "--out", out, "--db", db)[0] == 0
     assert mgcp("export", kind, "--out", out, "--db", db)[0] == 0  # an earlier export: replaced
     assert mgcp("export", kind, "--out", notes, "--db", db, "--force")[0] == 0
+
+
+def _count(db, table: str) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+@pytest.mark.parametrize("session_id, why", [
+    ("s" * 201, "session id is too long (201 characters; the limit is 200)"),
+    ("ghp_" + "a1B2" * 10, "session id appears to contain a GitHub token"),
+    ("  ", "session id must not be empty"),
+])
+def test_a_session_id_is_checked_wherever_it_is_stored(tmp_path, session_id, why):
+    db = tmp_path / "k.db"
+    assert mgcp("lesson", "add", "k1", "--trigger", "when testing things", "--action", "Run the suite.", "--db", db)[0] == 0
+    tables = ("lessons", "lesson_versions", "lesson_outcomes", "context_history")
+    before = [_count(db, t) for t in tables]
+    for args in (["lesson", "add", "k2", "--trigger", "when shipping", "--action", "Tag the release."],
+                 ["lesson", "refine", "k1", "--action", "Run the whole suite.", "--reason", "partial runs missed"],
+                 ["lesson", "outcome", "k1", "--failed"],
+                 ["context", "save", "--project", tmp_path, "--notes", "a note"]):
+        code, _, err = mgcp(*args, "--session-id", session_id, "--db", db)
+        assert code == 2 and why in err and err.count("\n") == 1, (args, err)
+    assert [_count(db, t) for t in tables] == before
+
+
+def test_an_overlong_query_is_refused_and_not_logged(tmp_path):
+    db = tmp_path / "k.db"
+    assert mgcp("lesson", "add", "k1", "--trigger", "when testing things", "--action", "Run the suite.", "--db", db)[0] == 0
+    code, _, err = mgcp("lesson", "query", "testing " * 300, "--db", db)
+    assert code == 2 and "the query is too long (2400 characters; the limit is 2000)" in err
+    assert _count(db, "query_log") == 0
+    assert mgcp("lesson", "query", "testing " * 250, "--db", db)[0] == 0  # 2000 characters, stripped by nobody
+    assert _count(db, "query_log") == 1
+
+
+@pytest.mark.parametrize("path, why", [
+    ("/p/" + "d" * 5000, "the project path is too long"),
+    ("/home/dev/ghp_" + "a1B2" * 10, "the project path appears to contain a GitHub token"),
+])
+def test_a_project_path_is_checked_before_a_project_is_stored(tmp_path, path, why):
+    db = tmp_path / "k.db"
+    assert mgcp("lesson", "add", "k1", "--trigger", "when testing things", "--action", "Run the suite.", "--db", db)[0] == 0
+    for args in (["context", "save", "--project", path, "--notes", "a note"],
+                 ["rem", "run", "--project", path]):
+        code, _, err = mgcp(*args, "--db", db)
+        assert code == 2 and why in err and err.count("\n") == 1, (args, err)
+    assert _count(db, "project_contexts") == 0 and _count(db, "rem_runs") == 0

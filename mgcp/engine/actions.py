@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from mgcp.config import RemConfig
 from mgcp.engine import review
 from mgcp.engine.lessons import gate
-from mgcp.errors import ConflictError, InvalidInputError, SettledError
+from mgcp.errors import ConflictError, InvalidInputError, NotFoundError, SettledError
 from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.operations import BULK_ACTIONS, BULK_WORDS
 from mgcp.persistence.store import Store
@@ -510,12 +510,15 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
 
 # -- undo -----------------------------------------------------------------------------------------
 
-async def undo_finding(store: Store, finding_id: str, force: bool = False, confirmed: list[str] | None = None) -> str:
+async def undo_finding(store: Store, finding_id: str, force: bool = False, confirmed: list[str] | None = None,
+                       project_path: str | None = None) -> str:
     """Restore what the finding's actions changed and make it pending again (--auto leaves it to a
     person from then on). A later change of content makes it refuse (ConflictError listing what
-    would be overwritten) unless `force` (`confirmed`: see `_undo`)."""
+    would be overwritten) unless `force` (`confirmed`: see `_undo`). With `project_path`, only a
+    finding that project's review may show is undone (as `resolve`)."""
     async with store.transaction():  # read under the write lock: two undos of one finding never both run
-        finding = await store.rem.get_finding(finding_id)
+        finding = (await review.finding_for(store, project_path, finding_id) if project_path is not None
+                   else await store.rem.get_finding(finding_id))
         actions = await store.rem.actions_for(finding_id=finding.id)
         if not actions:
             raise InvalidInputError(f"finding {finding.id} has no applied action to undo ({finding.status.value})")
@@ -527,11 +530,16 @@ async def undo_finding(store: Store, finding_id: str, force: bool = False, confi
             "for a person to answer (--auto leaves it)")
 
 
-async def undo_run(store: Store, run_id: int, force: bool = False, confirmed: list[str] | None = None) -> str:
+async def undo_run(store: Store, run_id: int, force: bool = False, confirmed: list[str] | None = None,
+                   project_path: str | None = None) -> str:
     """Undo every action of a run (the answers to its findings given by a person, what it applied
-    with --auto, and its automatic outputs), in one transaction (`force`, `confirmed`: see `_undo`)."""
+    with --auto, and its automatic outputs), in one transaction (`force`, `confirmed`: see `_undo`).
+    With `project_path`, only a run of that project is undone."""
     async with store.transaction():  # read under the write lock, as `undo_finding`
-        await store.rem.get_run(run_id)
+        run = await store.rem.get_run(run_id)
+        if project_path is not None and run["project_id"] != (await store.queue.project(project_path)).project_id:
+            owner = (await store.context.project_by_id(run["project_id"])).project_path
+            raise NotFoundError(f"REM run {run_id} belongs to project {owner}; undo it from there (--project {owner})")
         actions = await store.rem.actions_for(run_id=run_id)
         if not actions:
             raise InvalidInputError(f"run {run_id} has no applied action to undo")

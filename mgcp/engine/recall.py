@@ -16,14 +16,14 @@ from mgcp.persistence import recall_data, sessions
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.lessons import Lessons
 from mgcp.persistence.store import Store
-from mgcp.validation import check_text
+from mgcp.validation import MAX_QUERY, check_text
 
 BUSY_TIMEOUT_S = 10.0
 
 
 async def recall(store: Store, config: RemConfig, project_path: str | None, task: str,
                  budget: int | None = None) -> assembly.Recall:
-    task = check_text("task", task, limit=2000)
+    task = check_text("task", task, limit=MAX_QUERY)
     budget = int(config.recall["budget"]) if budget is None else budget
     if budget < MIN_RECALL_BUDGET:
         raise InvalidInputError(f"the budget must be at least {MIN_RECALL_BUDGET} characters; got {budget}")

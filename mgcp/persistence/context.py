@@ -21,7 +21,7 @@ from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
 from mgcp.models import ContextAt, ContextSnapshot, ProjectContext, SessionRegistration, Todo
 from mgcp.persistence import sessions as sql
 from mgcp.persistence.database import Database, dumps, utcnow
-from mgcp.validation import check_catalogue, check_list, check_text
+from mgcp.validation import check_catalogue, check_list, check_session_id, check_text
 
 RECENT_DECISIONS = 10
 SHOWN_TODOS = 5  # open todos an unknown `done` name's error lists
@@ -203,7 +203,7 @@ class Contexts:
         if catalogue is not None:
             check_catalogue(catalogue)
         if session_id is not None:
-            session_id = check_text("session id", session_id, limit=200)
+            session_id = check_session_id(session_id)
         async with self.db.transaction():
             if session_id:
                 await self.register_session(path, session_id, "save", at)

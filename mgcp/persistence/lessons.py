@@ -24,7 +24,8 @@ from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.queue_reads import QueueReads
 from mgcp.persistence.recall_data import SEARCH
 from mgcp.text import Memo, query_terms
-from mgcp.validation import MAX_SHORT, check_lesson_id, check_list, check_text, redacted
+from mgcp.validation import (MAX_SHORT, check_lesson_id, check_list, check_query, check_session_id, check_text,
+                             redacted)
 
 LESSON_SELECT = """
 SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id,
@@ -219,6 +220,7 @@ class Lessons:
         action = check_text("action", action)
         rationale = check_text("rationale", rationale, required=False)
         tags = check_list("tag", tags)
+        session_id = check_session_id(session_id)
         if parent_id is not None:
             check_lesson_id(parent_id, "parent id")
         now = utcnow()
@@ -262,6 +264,7 @@ class Lessons:
         action = check_text("action", action, required=False)
         rationale = check_text("rationale", rationale, required=False)
         tags = check_list("tag", tags)
+        session_id = check_session_id(session_id)
         if trigger == "" or action == "":
             raise InvalidInputError("trigger and action must not be empty")
         async with self.db.transaction():
@@ -485,7 +488,7 @@ class Lessons:
         and the query is logged for the staleness scan. `reinforcement` (the config's, when its boost
         is on) adds the boost of reinforced lessons (`ranking.boosted`). The log keeps no secret:
         what looks like a credential in the query is logged as "[redacted]"."""
-        match = self.match_expression(text)
+        match = self.match_expression(check_query(text))
         size = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
         candidates = await self.db.fetchall(SEARCH, [match, size])
         best = max((float(r["relevance"]) for r in candidates), default=0.0)

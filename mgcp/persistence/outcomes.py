@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mgcp import ranking
 from mgcp.persistence.database import Database, utcnow
-from mgcp.validation import MAX_SHORT, check_text
+from mgcp.validation import MAX_SHORT, check_session_id, check_text
 
 
 class Outcomes:
@@ -25,6 +25,7 @@ class Outcomes:
         `since`: when the lesson's trigger or action last changed; a failure streak begun before it
         starts again with this failure (the failures counted are the current text's)."""
         note = check_text("note", note, required=False, limit=MAX_SHORT)
+        session_id = check_session_id(session_id)
         now = utcnow()
         async with self.db.transaction():
             outcome_id = await self.db.insert("lesson_outcomes", {

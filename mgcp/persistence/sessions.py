@@ -1,6 +1,6 @@
 """Projects and sessions: the one definition of a project's identity and of session numbering,
 shared by the async store and the SessionStart hook (which must stay light: this module imports
-only the stdlib and mgcp.config, and speaks plain sqlite3).
+only the stdlib, mgcp.config and mgcp.validation, and speaks plain sqlite3).
 
 - A project is named by its path: absolute, normalized, and with symlinks resolved when the path
   exists (`config.normalize_path`). A row is found by that path, or by the unresolved path older
@@ -16,6 +16,7 @@ import os
 import sqlite3
 
 from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS, normalize_path, plain_path
+from mgcp.validation import check_project_path
 
 FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?)
                   ORDER BY project_path = ? DESC LIMIT 1"""
@@ -46,7 +47,9 @@ def find_params(path: str) -> list[str]:
 
 
 def new_project(path: str, now: str) -> dict:
-    """The project_contexts row of a project seen for the first time (`path` normalized)."""
+    """The project_contexts row of a project seen for the first time (`path` normalized; refused
+    when too long or holding a secret: `validation.check_project_path`)."""
+    check_project_path(path)
     return {"project_id": project_id_for(path), "project_name": os.path.basename(path) or path,
             "project_path": path, "last_accessed": now, "session_count": 0}
 

@@ -83,12 +83,13 @@ def parse_input(text: str) -> dict:
             raise HookInputError(f"'{key}' is missing or empty")
     if not os.path.isabs(payload["cwd"]):  # it would resolve against the hook's own directory: no project
         raise HookInputError("'cwd' is not an absolute path")
-    from mgcp.validation import check_no_nul, check_text  # stdlib only
+    from mgcp.validation import MAX_SESSION_ID, check_no_nul, check_project_path, check_text  # stdlib only
 
     try:
         check_no_nul("'cwd'", payload["cwd"])  # no path holds one
-        # stored as a context save stores it: no NUL, no secret, at most 200 characters
-        check_text("'session_id'", payload["session_id"], limit=200)
+        check_project_path(payload["cwd"])  # stored as the project's path
+        # stored as a context save stores it: no NUL, no secret, not too long
+        check_text("'session_id'", payload["session_id"], limit=MAX_SESSION_ID)
     except InvalidInputError as exc:
         raise HookInputError(str(exc)) from None
     source = payload.get("source")

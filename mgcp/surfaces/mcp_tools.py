@@ -413,19 +413,23 @@ class Tools:
 
     async def rem_undo(
         self,
+        project_path: ProjectPath,
         finding_id: Annotated[str | None, Field(description="Undo this applied finding.")] = None,
         run_id: Annotated[int | None, Field(ge=1, le=2**62, description="Or: undo every action of this REM run.")] = None,
         force: Annotated[bool, Field(description="Overwrite later changes (ask the user first: without force the refusal lists them).")] = False,
     ) -> dict[str, Any]:
-        """Undo an applied REM finding, or every action of a run, restoring exactly what changed.
-        Refused, with what would be overwritten, if the content changed since (retrieval counts
-        never block it); force overwrites. Give finding_id or run_id. Returns {"message"}."""
+        """Undo an applied REM finding of this project, or every action of one of its runs,
+        restoring exactly what changed. Refused, with what would be overwritten, if the content
+        changed since (retrieval counts never block it); force overwrites. Give finding_id or
+        run_id. Returns {"message"}."""
         from mgcp import engine
 
         if (finding_id is None) == (run_id is None):
             raise InvalidInputError("name a finding id or a run id (one of them)")
-        message = await self.service.run(lambda s: engine.undo_finding(s, finding_id, force) if finding_id
-                                         else engine.undo_run(s, run_id, force), create=False)
+        path = _path(project_path)
+        message = await self.service.run(
+            lambda s: engine.undo_finding(s, finding_id, force, project_path=path) if finding_id
+            else engine.undo_run(s, run_id, force, project_path=path), create=False)
         return {"message": message}
 
     # -- recall and outcomes ------------------------------------------------------------------------

@@ -184,6 +184,7 @@ def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_I
          run: Annotated[Optional[int], typer.Option("--run", min=1, max=2**62, help="Undo every action of this run.")] = None,
          force: Annotated[bool, typer.Option("--force", help="If later changes would be overwritten, show them and ask.")] = False,
          yes: Annotated[bool, typer.Option("--yes", help="With --force: overwrite without asking.")] = False,
+         project: Annotated[Optional[str], typer.Option("--project", help="Only a finding or run of this project.")] = None,
          db: Db = None, json: Json = False):
     """Undo an applied finding, or every action of a run, restoring exactly what changed.
 
@@ -196,9 +197,11 @@ def undo(finding_id: Annotated[Optional[str], typer.Argument(metavar="[FINDING_I
     if yes and not force:
         raise InvalidInputError("--yes goes with --force")
 
+    path = project_path(project) if project else None
+
     def undo_it(overwrite: bool, confirmed: list[str] | None = None) -> str:
-        return with_store(db, lambda s: engine.undo_finding(s, finding_id, overwrite, confirmed) if finding_id
-                          else engine.undo_run(s, run, overwrite, confirmed), create=False)
+        return with_store(db, lambda s: engine.undo_finding(s, finding_id, overwrite, confirmed, path) if finding_id
+                          else engine.undo_run(s, run, overwrite, confirmed, path), create=False)
 
     overwritten: list[str] = []
     try:
