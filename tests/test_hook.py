@@ -237,6 +237,9 @@ def test_bad_input_fails_open(db, isolated_data, stdin):
     ('{"session_id": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "cwd": "/p", "source": "startup"}',
      "'session_id' appears to contain"),
     ('{"session_id": "s\\u0000", "cwd": "/p", "source": "startup"}', "'session_id' holds a NUL character"),
+    ('{"session_id": "s", "cwd": "/p/' + "d" * 4_100 + '", "source": "startup"}', "the project path is too long"),
+    ('{"session_id": "s", "cwd": "/home/dev/ghp_abcdefghijklmnopqrstuvwxyz0123456789", "source": "startup"}',
+     "the project path appears to contain a GitHub token"),
     ('{"session_id": "s", "cwd": "/p", "source": "' + "x" * 33 + '"}', "'source' is not a word"),
     ('{"session_id": "s", "cwd": "/p", "source": "start up; rm"}', "'source' is not a word"),
 ])
