@@ -80,15 +80,15 @@ def check_session_id(value: str | None) -> str | None:
     return None if value is None else check_text("session id", value, limit=MAX_SESSION_ID)
 
 
-def check_query(text: str, field: str = "query") -> str:
+def check_query(text: str) -> str:
     """A query as it is run and logged: text of at most MAX_QUERY characters, no NUL, valid
     Unicode. What looks like a credential is not refused here: the log keeps it as "[redacted]"."""
     if not isinstance(text, str):
-        raise InvalidInputError(f"the {field} must be text")
-    check_no_nul(f"the {field}", text)
-    check_unicode(f"the {field}", text)
+        raise InvalidInputError("the query must be text")
+    check_no_nul("the query", text)
+    check_unicode("the query", text)
     if len(text) > MAX_QUERY:
-        raise InvalidInputError(f"the {field} is too long ({len(text)} characters; the limit is {MAX_QUERY})")
+        raise InvalidInputError(f"the query is too long ({len(text)} characters; the limit is {MAX_QUERY})")
     return text
 
 
