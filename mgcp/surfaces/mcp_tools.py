@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from mgcp.errors import InvalidInputError
 from mgcp.models import RelationshipType, RemFinding, ReviewStep
 from mgcp.surfaces.common import to_jsonable
-from mgcp.validation import check_no_nul
+from mgcp.validation import MAX_QUERY, MAX_SESSION_ID, check_no_nul
 
 # AskUserQuestion headers are short chips (at most 12 characters).
 HEADERS = {
@@ -36,7 +36,7 @@ MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
 ProjectPath = Annotated[str, Field(description="The project's absolute path (the agent's working "
                                                "directory); it need not exist on disk.")]
 LessonId = Annotated[str, Field(description="The lesson id, e.g. 'verify-api-signatures'.")]
-SessionId = Annotated[str | None, Field(description="The agent's session id, if known.")]
+SessionId = Annotated[str | None, Field(description=f"The agent's session id, if known (at most {MAX_SESSION_ID} characters).")]
 Kind = Annotated[Literal["constraint", "preference", "architecture", "pattern", "error_solution", "project_fact",
                          "style", "decision"] | None,
                  Field(description="What sort of knowledge it is (default pattern; a constraint with confidence "
@@ -197,7 +197,8 @@ class Tools:
 
     async def query_lessons(
         self,
-        text: Annotated[str, Field(description="The situation or task, in words, e.g. 'writing a database migration'.")],
+        text: Annotated[str, Field(description="The situation or task, in words, e.g. 'writing a database migration' "
+                                               f"(at most {MAX_QUERY:,} characters).")],
         limit: Annotated[int, Field(ge=1, le=100, description="How many lessons at most.")] = 5,
         project_path: Annotated[str | None, Field(description="The project's absolute path, to attribute the query (optional).")] = None,
         explain: Annotated[bool, Field(description="Add each result's score parts (relevance, confidence, use, success, importance, tier).")] = False,
@@ -458,7 +459,7 @@ class Tools:
 
     async def recall(
         self,
-        task: Annotated[str, Field(description="The task at hand, in words.")],
+        task: Annotated[str, Field(description=f"The task at hand, in words (at most {MAX_QUERY:,} characters).")],
         project_path: Annotated[str | None, Field(description="The project's absolute path, for its state (optional).")] = None,
         budget: Annotated[int | None, Field(ge=400, le=1_000_000, description="At most this many characters (default 8000).")] = None,
     ) -> dict[str, Any]:
