@@ -21,6 +21,9 @@ prints one table:
   as relevant in `queries.jsonl` and against the pooled judgements (those plus the lessons
   `query_pool.jsonl` judged relevant), and the share of queries with at least one listed lesson in
   the top 5.
+* recall: the lessons `recall` (the configured budget) puts in the section for each query, after the
+  retrieval queries ran (each of their top 5 counts as used once): how many are judged relevant
+  (listed or pooled), judged not relevant (pooled), or judged by neither.
 * bulk import: the findings per kind that one REM cycle with the configured settings raises on the
   freshly imported corpus (`engine.run` with staleness_scan, duplicate_detection and
   community_detection named), and how long it took.
@@ -229,16 +232,40 @@ def duplicates_report(lessons_in_db, corpus: list[dict], pairs: list[dict], conf
     }
 
 
-async def retrieval_report(store: Store, queries: list[dict], pool: list[dict]) -> dict:
-    """Precision@5 against the listed judgements (`queries.jsonl`) and against the pooled ones (the
-    listed plus those `query_pool.jsonl` judged relevant); a top-5 lesson judged by neither counts as
-    not relevant, and how many there were is reported."""
+def judgements(pool: list[dict]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """For each query, the lessons `query_pool.jsonl` judged, and those it judged relevant."""
     judged: dict[str, set[str]] = defaultdict(set)
     pooled: dict[str, set[str]] = defaultdict(set)
     for row in pool:
         judged[row["query"]].add(row["id"])
         if row["relevant"]:
             pooled[row["query"]].add(row["id"])
+    return judged, pooled
+
+
+async def recall_report(store: Store, config, queries: list[dict], pool: list[dict]) -> dict:
+    """The lessons of each query's recall section, judged as the retrieval figures judge them."""
+    from mgcp.engine.recall import recall
+
+    judged, pooled = judgements(pool)
+    shown = relevant = judged_not = 0
+    for q in queries:
+        ids = (await recall(store, config, None, q["query"])).lessons
+        good = set(q["relevant"]) | pooled[q["query"]]
+        shown += len(ids)
+        relevant += sum(1 for i in ids if i in good)
+        judged_not += sum(1 for i in ids if i not in good and i in judged[q["query"]])
+    return {"queries": len(queries), "budget": config.recall["budget"], "shown": shown, "relevant": relevant,
+            "judged_not": judged_not, "unjudged": shown - relevant - judged_not,
+            "precision": relevant / shown if shown else None,
+            "precision_judged": relevant / (relevant + judged_not) if relevant + judged_not else None}
+
+
+async def retrieval_report(store: Store, queries: list[dict], pool: list[dict]) -> dict:
+    """Precision@5 against the listed judgements (`queries.jsonl`) and against the pooled ones (the
+    listed plus those `query_pool.jsonl` judged relevant); a top-5 lesson judged by neither counts as
+    not relevant, and how many there were is reported."""
+    judged, pooled = judgements(pool)
     rows = []
     for q in queries:
         results = await store.query(q["query"], 5)
@@ -296,6 +323,9 @@ def table(result: dict) -> str:
                  f"({r['unjudged_at_5']} top-5 lessons judged by neither) |")
     lines.append(f"| retrieval: queries with a relevant lesson in the top 5 | {fmt(r['any_relevant_at_5'])} |")
     lines.append(f"| retrieval recall@5 (of min(5, relevant)) | {fmt(r['recall_at_5'])} |")
+    c = result["recall"]
+    lines.append(f"| recall (budget {c['budget']:,}): lessons shown, judged relevant | {c['shown']}, {c['relevant']} "
+                 f"({fmt(c['precision'])}; {c['judged_not']} judged not relevant, {c['unjudged']} by neither) |")
     kinds = ", ".join(f"{k} {n}" for k, n in b["by_kind"].items()) or "none"
     lines.append(f"| bulk import REM cycle: findings by kind | {kinds} |")
     lines.append(f"| bulk import REM cycle: time | {b['seconds']:.1f} s |")
@@ -346,9 +376,11 @@ async def main_async(args) -> dict:
         bulk = await bulk_report(store, config)
         log("retrieval ...")
         retrieval = await retrieval_report(store, queries, pool)
+        log("recall ...")
+        recalled = await recall_report(store, config, queries, pool)
     return {"lessons": len(lessons), "pairs": len(pairs), "queries": len(queries),
             "config": config.source or "defaults", "load_seconds": round(load_seconds, 1),
-            "duplicates": dup, "retrieval": retrieval, "bulk": bulk,
+            "duplicates": dup, "retrieval": retrieval, "recall": recalled, "bulk": bulk,
             "seconds": round(time.perf_counter() - t_start, 1)}
 
 
