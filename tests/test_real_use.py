@@ -272,6 +272,22 @@ def test_resolving_another_projects_finding_is_refused(db, run):
     assert code == 2 and f"belongs to project {PROJECT}" in err and f"--project {PROJECT}" in err, err
 
 
+def test_undoing_another_projects_answer_or_run_with_project_is_refused(db, run):
+    two_projects(db, run)
+    theirs = next(f for f in run(db, lambda s: engine.pending_findings(s, PROJECT))
+                  if f.operation == "knowledge_extraction")
+    answer = next(n for n, o in enumerate(theirs.options, 1)
+                  if o.action != "skip" and not o.needs_input and not o.multi_select)
+    assert mgcp("rem", "resolve", theirs.id, "--option", answer, "--project", PROJECT, "--db", db)[0] == 0
+    before = sqlite3.connect(db).execute("SELECT count(*) FROM rem_actions WHERE undone_at IS NULL").fetchone()
+    for target in ([theirs.id], ["--run", theirs.run_id]):
+        code, _, err = mgcp("rem", "undo", *target, "--project", OTHER, "--db", db)
+        assert code == 2 and f"belongs to project {PROJECT}" in err and f"--project {PROJECT}" in err, err
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM rem_actions WHERE undone_at IS NULL").fetchone() == before
+    code, out, err = mgcp("rem", "undo", theirs.id, "--project", PROJECT, "--db", db)
+    assert code == 0 and "undid" in out, err
+
+
 # -- 4. one answer applied once -------------------------------------------------------------------
 
 def test_two_concurrent_answers_apply_a_finding_once(planted, run):
