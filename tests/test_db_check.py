@@ -159,6 +159,32 @@ def test_a_gap_in_a_lessons_versions(copy):
                               "a lost version cannot be rebuilt: restore a backup to recover it"]
 
 
+def test_a_missing_current_version_is_appended_whole_by_one_repair(copy):
+    """Appended from the lessons row with the kind and confidence of the version before it, so the
+    check after the repair finds nothing left to repair."""
+    sql(copy, "DELETE FROM lesson_versions WHERE lesson_id = ? AND version = 3", LESSON)
+    sql(copy, "DELETE FROM lesson_traits WHERE lesson_id = ? AND version = 3", LESSON)
+    assert problems(copy) == [f"lesson {LESSON}: version 3, its current one, is missing from lesson_versions "
+                              "(repairable)"]
+    code, out, err = check(copy, "--repair", "--yes")
+    assert (code, err) == (0, "") and "after repair:\nok: " in out, out
+    assert sql(copy, "SELECT kind, confidence FROM lesson_traits WHERE lesson_id = ? AND version = 3", LESSON) == \
+        sql(copy, "SELECT kind, confidence FROM lesson_traits WHERE lesson_id = ? AND version = 2", LESSON)
+
+
+def test_refining_a_lesson_whose_history_has_a_gap_is_refused_and_the_check_still_says_so(copy):
+    """Versions 4 and 5 lost (the row at 6, the history at 3): a refinement would rebuild them as
+    placeholders and hide the gap, so it writes nothing and sends the user to the check."""
+    sql(copy, "UPDATE lessons SET version = 6 WHERE id = ?", LESSON)
+    before = dump(copy)
+    code, _, err = mgcp("lesson", "refine", LESSON, "--reason", "sharper", "--action", "A sharper action text",
+                        "--db", copy)
+    assert code == 2 and f"lesson {LESSON}'s history is incomplete (version 4, 5 missing" in err, err
+    assert dump(copy) == before
+    assert problems(copy) == [f"lesson {LESSON}: version 4, 5, 6 missing from lesson_versions (expected 1..6); "
+                              "a lost version cannot be rebuilt: restore a backup to recover it"]
+
+
 def test_a_version_that_lost_its_kind_and_confidence_gets_those_of_the_version_before(copy):
     sql(copy, "UPDATE lesson_traits SET kind = 'constraint', confidence = 0.9 WHERE lesson_id = ? AND version = 2",
         LESSON)

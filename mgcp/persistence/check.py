@@ -393,11 +393,16 @@ REPAIRABLE = ("lessons", "rem", "search", "traits")
 # -- the repairs -----------------------------------------------------------------------------------
 
 def _append_current(lesson_id: str, conn: sqlite3.Connection) -> None:
+    """The lesson's current version appended from its row, with the kind and confidence of the
+    version before it (as a refinement carries them over), so that one repair leaves it whole."""
     conn.execute("""INSERT INTO lesson_versions (lesson_id, version, trigger, action, rationale, tags, timestamp)
                     SELECT id, version, trigger, action, rationale, tags, last_refined FROM lessons
                     WHERE id = ? AND NOT EXISTS (SELECT 1 FROM lesson_versions v
                                                  WHERE v.lesson_id = lessons.id AND v.version = lessons.version)""",
                  [lesson_id])
+    row = conn.execute("SELECT version FROM lessons WHERE id = ?", [lesson_id]).fetchone()
+    if row is not None and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lesson_traits'").fetchone():
+        _carry_traits(lesson_id, row[0], conn)
 
 
 def _carry_traits(lesson_id: str, version: int, conn: sqlite3.Connection) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mgcp import quality, ranking
 from mgcp.collector import collector_paused
-from mgcp.errors import InvalidInputError, NotFoundError
+from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
 from mgcp.models import Lesson, LessonLink, LessonRow, LessonStatus, LessonUse, LessonVersion, Relationship
 from mgcp.persistence.columns import json_list as _json_list
 from mgcp.persistence.columns import relationships as _relationships
@@ -290,6 +290,7 @@ class Lessons:
                 [lesson_id, current.version],
             )
             if row is None:  # a lesson no backfill reached (an older mgcp wrote it after the backfill ran)
+                await self._refuse_a_gap(current)
                 await self._backfill(current, reason, session_id)
             else:
                 await self.db.update("lesson_versions", {"id": row["id"]},
@@ -314,6 +315,18 @@ class Lessons:
             **({"examples": examples} if examples is not None else {}),
             **({"relationships": [Relationship(**r) for r in relationships]} if relationships is not None else {}),
         })
+
+    async def _refuse_a_gap(self, current: Lesson) -> None:
+        """A lesson whose history lacks versions below its current one (it has rows, but not
+        1..N-1) is damaged, not merely unversioned: refining it would hide the gap behind rebuilt
+        rows, so it is refused, and `mgcp db check` says what to do (as it says for such a lesson)."""
+        held = {r[0] for r in await self.db.fetchall_tuples(
+            "SELECT version FROM lesson_versions WHERE lesson_id = ?", [current.id])}
+        missing = [v for v in range(1, current.version) if v not in held]
+        if held and missing:
+            shown = ", ".join(map(str, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise DatabaseError(f"lesson {current.id}'s history is incomplete (version {shown} missing from "
+                                "lesson_versions); nothing was changed. `mgcp db check` says what to do")
 
     async def _backfill(self, current: Lesson, reason: str, session_id: str | None) -> None:
         """The rows of a lesson that has none for its current version, as the backfill writes them:
