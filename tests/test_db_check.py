@@ -344,6 +344,20 @@ def test_a_search_index_out_of_step_is_indexed_again(copy):
     assert indexed() == before
 
 
+def test_an_index_entry_that_belongs_to_no_lesson_is_taken_out(copy):
+    """Its docs row gone, a lesson's old entry would stay behind (taking a place among a query's best
+    matches) while the lesson is indexed again under a new one."""
+    lesson = sql(copy, "SELECT lesson_id FROM lesson_search_docs ORDER BY lesson_id")[-1][0]
+    sql(copy, "DELETE FROM lesson_search_docs WHERE lesson_id = ?", lesson)
+    assert problems(copy) == [
+        f"lesson {lesson}: is active but missing from the search index (queries read the index) (repairable)",
+        "search index: 1 entry belongs to no lesson (they take places among a query's best matches) (repairable)"]
+    code, out, err = check(copy, "--repair", "--yes")
+    assert (code, err) == (0, ""), out
+    assert sql(copy, "SELECT count(*) FROM lesson_search")[0][0] == sql(
+        copy, "SELECT count(*) FROM lesson_search_docs d JOIN lesson_search s ON s.rowid = d.id")[0][0]
+
+
 def test_before_migration_0010_an_inactive_lesson_in_the_index_is_no_fault(copy):
     archived = sql(copy, "SELECT lesson_id FROM lesson_search_docs ORDER BY lesson_id")[0][0]
     for name in ("insert", "update", "delete"):

@@ -26,8 +26,9 @@ Repairs: a lesson whose current version is missing from its history gets that ve
 from the `lessons` row; a lesson with no versions at all (an older tool's) gets them rebuilt as an
 upgrade rebuilds a legacy lesson's (migration 0020, which reads the tags as mgcp does); a finding
 marked stale while its action is live is marked applied (or rejected) again; a lesson the search
-index holds wrongly (missing, stale text, or not active) is indexed again from its row; a version
-that lost its kind and confidence gets those of the version before.
+index holds wrongly (missing, stale text, or not active) is indexed again from its row, and an
+index entry that belongs to no lesson is taken out; a version that lost its kind and confidence
+gets those of the version before (so does a current version appended).
 """
 
 from __future__ import annotations
@@ -373,6 +374,12 @@ def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
     for lesson_id in indexed:
         yield Problem("search", f"lesson {lesson_id}", "is in the search index but not in the lessons table",
                       repair="take it out of the index", fix=partial(_reindex, lesson_id))
+    unowned = _rows(conn, "SELECT count(*) AS n FROM lesson_search WHERE rowid NOT IN (SELECT id FROM lesson_search_docs)")
+    if unowned[0]["n"]:
+        n = unowned[0]["n"]
+        yield Problem("search", "search index", f"{n} {'entry belongs' if n == 1 else 'entries belong'} to no lesson "
+                                                "(they take places among a query's best matches)",
+                      repair="take them out of the index", fix=_drop_unowned)
 
 
 CHECKS = [  # (name, check, the tables it reads: a check whose tables are missing is skipped)
@@ -431,6 +438,11 @@ def _retrigger(conn: sqlite3.Connection) -> None:
     import sqlite_utils
 
     migrate.load_migration(ACTIVE_INDEX)(sqlite_utils.Database(conn))
+
+
+def _drop_unowned(conn: sqlite3.Connection) -> None:
+    """The index entries no lesson_search_docs row names (no lesson's) taken out."""
+    conn.execute("DELETE FROM lesson_search WHERE rowid NOT IN (SELECT id FROM lesson_search_docs)")
 
 
 def _reindex(lesson_id: str, conn: sqlite3.Connection) -> None:
