@@ -246,6 +246,24 @@ def test_out_dash_is_stdout(demo_db, tmp_path, monkeypatch):
     assert code == 0 and out.encode() == export(demo_db, tmp_path / "a.jsonl") and not (tmp_path / "-").exists()
 
 
+def test_an_export_that_could_not_be_imported_is_not_written(demo_db, tmp_path, monkeypatch):
+    """A hand-edited column an import would refuse: the export names the row and keeps no file
+    (an earlier export at --out stays as it was), to a file or to stdout."""
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "damaged.db"
+    db.write_bytes(demo_db.read_bytes())
+    good = export(db, tmp_path / "good.jsonl")
+    lesson = sqlite3.connect(db).execute("SELECT id FROM lessons ORDER BY id").fetchone()[0]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE lessons SET tags = '[not json' WHERE id = ?", [lesson])
+    for out in (["--out", tmp_path / "good.jsonl"], ["--out", tmp_path / "new.jsonl"], []):
+        code, printed, err = mgcp("export", "jsonl", *out, "--db", db)
+        assert (code, printed) == (1, "") and f"lessons row (id={lesson!r}): tags is not JSON" in err, err
+        assert "an import would refuse it, so no export was written" in err and err.count("\n") == 1
+    assert (tmp_path / "good.jsonl").read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("damaged.db")) == ["good.jsonl"]
+
+
 @pytest.mark.parametrize("cut", [1, 3, 10])
 def test_an_export_cut_short_is_refused_and_nothing_is_imported(demo_db, tmp_path, cut):
     """A killed `export jsonl > f` or a partial copy ends at a line boundary: its last line is

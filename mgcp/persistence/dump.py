@@ -194,6 +194,26 @@ def export_lines(path: str | os.PathLike) -> Iterator[str]:
         conn.close()
 
 
+def check_importable(path: str | os.PathLike, export: str | os.PathLike, name: str) -> None:
+    """Read an export of the database at `path` (the file `export`, called `name` in messages) back
+    as an import checks it: a row an import would refuse (a hand-edited column, say) raises
+    MgcpError naming it, so that no export is kept that cannot be imported."""
+    conn = migrate.connect_readonly(path)
+    try:
+        conn.row_factory = sqlite3.Row
+        info = {t: [dict(r) for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in TABLES}
+    finally:
+        conn.close()
+    columns = {table: {c["name"] for c in cols} for table, cols in info.items()}
+    with open(export, encoding="utf-8", newline="") as fh:
+        try:
+            check_rows(parse(fh, name), columns, info, name)
+        except InvalidInputError as exc:
+            reason = str(exc).removesuffix("; nothing was imported")
+            raise MgcpError(f"{reason}: an import would refuse it, so no export was written; `mgcp db check` "
+                            "finds such rows (`mgcp db backup` copies the database as it is)") from None
+
+
 # -- import ----------------------------------------------------------------------------------------
 
 @dataclass

@@ -37,9 +37,10 @@ def _may_replace(out: str, force: bool, earlier_export, db) -> None:
         raise InvalidInputError(f"{out} exists and is not an earlier export; pass --force to replace it")
 
 
-def _write(out: str, lines) -> int:
+def _write(out: str, lines, check=None) -> int:
     """Write the lines to `out` through a temporary file that replaces it whole at the end (an
-    interrupted export leaves the earlier file as it was); the number of lines written."""
+    interrupted export leaves the earlier file as it was), once `check(temporary file)` (when
+    given) raised nothing; the number of lines written."""
     import os
 
     from mgcp.errors import MgcpError
@@ -51,6 +52,8 @@ def _write(out: str, lines) -> int:
             for line in lines:
                 fh.write(line)
                 count += 1
+        if check is not None:
+            check(tmp)
         os.replace(tmp, out)
     except OSError as exc:
         raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
@@ -89,23 +92,28 @@ def jsonl(out: Annotated[Optional[str], typer.Option("--out", help="Output file 
           force: Force = False, db: Db = None):
     """Write the whole knowledge base as JSON Lines: lessons with every version, links, context history, findings, actions.
 
-    One snapshot, the same bytes for the same knowledge (`mgcp import jsonl` reads it back).
+    One snapshot, the same bytes for the same knowledge (`mgcp import jsonl` reads it back: the
+    export is read back as an import checks it before it is kept, or printed).
     Example: mgcp export jsonl --out knowledge.jsonl
     """
+    import os
+    import shutil
     import sys
+    import tempfile
 
     from mgcp.config import db_path
-    from mgcp.persistence.dump import FORMAT, export_lines
+    from mgcp.persistence.dump import FORMAT, check_importable, export_lines
 
     out = None if out == "-" else out
     if out:
         _may_replace(out, force, lambda first: first.get("format") == FORMAT, db)
     lines = export_lines(db_path(db))
-    if not out:
-        count = 0
-        for line in lines:
-            sys.stdout.write(line)
-            count += 1
-        return note(f"exported {count - 2} row(s)")  # the header and the last line are no rows
-    count = _write(out, lines)
-    note(f"wrote {count - 2} row(s) to {out}")
+    if out:
+        count = _write(out, lines, lambda tmp: check_importable(db_path(db), tmp, out))
+        return note(f"wrote {count - 2} row(s) to {out}")  # the header and the last line are no rows
+    with tempfile.TemporaryDirectory(prefix="mgcp-export-") as folder:  # checked whole before any is printed
+        whole = os.path.join(folder, "export.jsonl")
+        count = _write(whole, lines, lambda tmp: check_importable(db_path(db), tmp, "the export"))
+        with open(whole, encoding="utf-8", newline="") as fh:
+            shutil.copyfileobj(fh, sys.stdout)
+    note(f"exported {count - 2} row(s)")
