@@ -172,7 +172,7 @@ def test_a_merge_adds_what_is_new_and_keeps_what_is_here(tmp_path):
     export(a, tmp_path / "a.jsonl")
     code, out, err = mgcp("import", "jsonl", tmp_path / "a.jsonl", "--db", b)
     assert code == 0, err
-    assert "skipped lesson shared: other content here (this database's kept)" in out
+    assert "skipped lesson shared: here, differing in action, created_at, last_refined (this database's kept)" in out
     code, out, _ = mgcp("lesson", "history", "only-a", "--db", b, "--json")
     assert [v["action"] for v in json.loads(out)] == ["from database a", "from database a, refined"]
     assert json.loads(mgcp("lesson", "show", "shared", "--db", b, "--json")[1])["action"] == "my own wording"

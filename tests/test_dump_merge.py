@@ -121,7 +121,7 @@ def test_the_rem_runs_of_a_project_kept_here_stay_out(tmp_path):
     rem(a, "/p/x", "community_detection")
     mgcp("context", "save", "--project", "/p/x", "--notes", "b's notes", "--db", b)
     report = merge(a, b, tmp_path)
-    assert {"kind": "project", "id": pid("/p/x"), "reason": "other content here (this database's kept)"} \
+    assert {"kind": "project", "id": pid("/p/x"), "reason": "here, differing in notes (this database's kept)"} \
         in report["skipped"]
     assert count(b, "SELECT count(*) FROM rem_runs") == 0 and report["skipped_rows"]["rem_runs"] == 1
     assert json.loads(mgcp("context", "show", "--project", "/p/x", "--db", b, "--json")[1])["notes"] == "b's notes"

@@ -695,11 +695,11 @@ class _Merge:
                 await self._replace_project(ident)
                 existing = None
             if existing is not None:
-                same = _same(existing, row)
-                if same and table == "lessons":
+                differs = _differs(existing, row)
+                if not differs and table == "lessons":
                     self.identical.add(ident)
-                return self._skip_owner(table, ident, "already here" if same
-                                        else "other content here (this database's kept)")
+                return self._skip_owner(table, ident, "already here" if not differs else
+                                        f"here, differing in {', '.join(differs)} (this database's kept)")
             if table == "project_contexts":
                 here = await self.db.fetchone("SELECT project_id FROM project_contexts WHERE project_path = ?",
                                               [row.get("project_path")])
@@ -756,9 +756,10 @@ class _Merge:
                     f"lesson {link['target']} here is another lesson (this database's kept)")})
 
 
-def _same(existing: dict, row: dict) -> bool:
-    return all(existing.get(k) == v for k, v in row.items()
-               if k not in ("usage_count", "last_used", "last_accessed", "session_count", "last_session_id"))
+def _differs(existing: dict, row: dict) -> list[str]:
+    """The columns whose values differ between a row here and the file's, use counters aside."""
+    return sorted(k for k, v in row.items() if existing.get(k) != v
+                  and k not in ("usage_count", "last_used", "last_accessed", "session_count", "last_session_id"))
 
 
 async def _exists(db, table: str, ident) -> bool:
