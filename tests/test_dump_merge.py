@@ -282,3 +282,29 @@ def test_undoing_an_imported_run_never_deletes_the_receiving_databases_own_parti
     own = count(dbs["b"], "SELECT count(*) FROM community_runs WHERE id = 1")
     code, out, err = mgcp("rem", "undo", "--run", "2", "--db", dbs["b"])
     assert own == 1 and count(dbs["b"], "SELECT count(*) FROM community_runs WHERE id = 1") == 1, (code, out, err)
+
+
+def test_what_a_kept_lesson_or_project_gained_elsewhere_is_named_as_left_out(tmp_path):
+    """B took A's lesson and project once; A then recorded an outcome and two more saves. Merged
+    again, the lesson and the project are kept as they are here, and the report names the rows of
+    theirs the file holds beyond B's (nothing of it is written)."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    mgcp("lesson", "add", "utf8-json", "--trigger", "writing JSON files", "--action",
+         "Pass ensure_ascii=False to json.dumps", "--db", a)
+    mgcp("context", "save", "--project", "/p/x", "--notes", "first save", "--db", a)
+    export(a, tmp_path / "first.jsonl")
+    assert mgcp("import", "jsonl", tmp_path / "first.jsonl", "--db", b)[0] == 0  # into an empty database
+    assert merge(a, b, tmp_path)["beyond"] == []  # nothing gained since: nothing named
+    mgcp("lesson", "outcome", "utf8-json", "--helped", "--db", a)
+    for notes in ("second save", "third save"):
+        mgcp("context", "save", "--project", "/p/x", "--notes", notes, "--db", a)
+    before = (count(b, "SELECT count(*) FROM lesson_outcomes"), count(b, "SELECT count(*) FROM context_history"))
+    report = merge(a, b, tmp_path)
+    assert report["beyond"] == [
+        {"kind": "lesson", "id": "utf8-json", "table": "lesson_outcomes", "rows": 1},
+        {"kind": "project", "id": pid("/p/x"), "table": "context_history", "rows": 2}]
+    assert (count(b, "SELECT count(*) FROM lesson_outcomes"), count(b, "SELECT count(*) FROM context_history")) == before
+    export(a, tmp_path / "in.jsonl")
+    code, out, err = mgcp("import", "jsonl", tmp_path / "in.jsonl", "--db", b)
+    assert code == 0 and ("left out with lesson utf8-json (kept as it is here): 1 lesson_outcomes row(s) more "
+                          "in the file than here") in out, out

@@ -25,7 +25,9 @@ is a one-line InvalidInputError naming its table, key and column:
   finding with its fingerprint is pending or rejected here; a kept project's runs stay out. Rows with
   an integer id of their own (history rows, runs, actions) get new ids, and the rows that point at
   them (a finding's run, an action's recorded row images) are pointed at the new ones. Everything
-  left out is reported (`ImportReport.skipped`). A project here only as sessions the hook registered
+  left out is reported (`ImportReport.skipped`), and so is a kept lesson or project whose versions,
+  outcomes or context saves in the file outnumber those here (`ImportReport.beyond`: what it gained
+  elsewhere since, which this import does not bring). A project here only as sessions the hook registered
   (no history of its own) is replaced by the file's project and history (`ImportReport.replaced`).
 
 The lesson search index is derived, not exported: once the rows are in, the imported lessons that
@@ -48,6 +50,7 @@ import importlib
 import json
 import os
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import groupby, islice
 from pathlib import Path
@@ -130,6 +133,9 @@ NATURAL = {
 # Columns that hold the id of a row-numbered table's row (renumbered by a merge): table -> {column: its table}.
 ID_COLUMNS = {"rem_findings": {"run_id": "rem_runs"}, "rem_actions": {"run_id": "rem_runs"},
               "community_runs": {"run_id": "rem_runs"}, "lesson_outcome_stats": {"streak_started": "lesson_outcomes"}}
+# History a kept owner may have gained in the file since it was last here (newer versions, outcomes,
+# saves): left out with its owner, and counted by owner so that the report can say so.
+COUNTED_HISTORY = ("lesson_versions", "lesson_outcomes", "context_history")
 # A project's own history: a project with none of these rows here is only registered (by the hook).
 PROJECT_HISTORY = ("context_history", "decision_observations", "rem_state", "context_summaries", "rem_runs",
                    "rem_findings")
@@ -223,10 +229,12 @@ class ImportReport:
     skipped: list[dict] = field(default_factory=list)  # {"kind", "id", "reason"} per lesson, project, finding
     skipped_rows: dict[str, int] = field(default_factory=dict)
     replaced: list[dict] = field(default_factory=list)  # {"kind", "id", "reason"} per project taken from the file
+    # {"kind", "id", "table", "rows"}: a kept owner's history rows the file holds beyond those here
+    beyond: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "imported": self.imported, "skipped": self.skipped,
-                "skipped_rows": self.skipped_rows, "replaced": self.replaced}
+                "skipped_rows": self.skipped_rows, "replaced": self.replaced, "beyond": self.beyond}
 
 
 class ExportReader:
@@ -565,6 +573,7 @@ async def _write(store, rows: Iterable[tuple[str, dict]], columns: dict[str, set
             for table, row in rows:
                 await merge.add(table, row)
             await merge.drop_links_to_others()
+            await merge.count_beyond()
             lessons_in = merge.lessons_in
         for lesson_id in lessons_in:
             await store.lessons.reindex(lesson_id)
@@ -620,6 +629,20 @@ class _Merge:
         self.runs_out: set[int] = set()  # ids (in the file) of the REM runs left out
         self.new_ids: dict[str, dict[int, int]] = {t: {} for t in ROW_NUMBERED}
         self.lessons_in: list[str] = []
+        self.history_out: dict[str, Counter] = {t: Counter() for t in COUNTED_HISTORY}  # kept owner -> rows
+
+    async def count_beyond(self) -> None:
+        """Report each kept owner whose history rows in the file outnumber those here (its newer
+        versions, outcomes or saves were left out with it)."""
+        for table, counts in self.history_out.items():
+            if not counts:
+                continue
+            owner_table, column = OWNERS[table]
+            here = dict(await self.db.fetchall_tuples(f'SELECT "{column}", count(*) FROM "{table}" GROUP BY 1'))
+            for owner, n in sorted(counts.items()):
+                if n > here.get(owner, 0):
+                    self.report.beyond.append({"kind": NOUNS[owner_table], "id": owner, "table": table,
+                                               "rows": n - here.get(owner, 0)})
 
     def _skip(self, table: str) -> None:
         self.report.skipped_rows[table] = self.report.skipped_rows.get(table, 0) + 1
@@ -686,6 +709,8 @@ class _Merge:
             owner_is_new = row[column] in self.imported[owner_table]
             if not owner_is_new and (row[column] in self.skipped[owner_table]
                                      or await _exists(self.db, owner_table, row[column])):
+                if table in self.history_out:
+                    self.history_out[table][row[column]] += 1
                 return self._skip(table)
         if table in NOUNS:
             ident = row[TABLES[table][0]]

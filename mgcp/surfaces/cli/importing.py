@@ -61,3 +61,6 @@ def jsonl(file: Annotated[str, typer.Argument(metavar="FILE", help="The export (
         echo("skipped, already here: " + ", ".join(f"{n} {kind}(s)" for kind, n in same.items()))
     if report.skipped_rows:
         echo("skipped rows: " + ", ".join(f"{n} {t}" for t, n in report.skipped_rows.items()))
+    for item in report.beyond:
+        echo(f"left out with {item['kind']} {item['id']} (kept as it is here): {item['rows']} {item['table']} "
+             "row(s) more in the file than here")
