@@ -291,6 +291,27 @@ def test_the_same_words_ordered_the_other_way_round_are_not_recommended_for_a_me
     assert not same.data["reordered"] and same.options[same.recommended - 1].action == "merge"
 
 
+def test_lessons_alike_in_every_word_but_a_number_are_not_a_copy_nor_merged_by_auto():
+    """Similarity reads words, not numbers: "max_connections to 20" / "to 200" score 1.0. The finding
+    says they give different numbers, recommends keeping both, and --auto leaves it to a person; the
+    same pair with the same number is still a copy recommended for a merge."""
+    from mgcp.config import load_config
+    from mgcp.engine.actions import auto_decision
+
+    pairs = [lesson("pool-api", "sizing the DB pool for the API", "Set max_connections to 20"),
+             lesson("pool-batch", "sizing the DB pool for the API", "Set max_connections to 200"),
+             lesson("node-a", "writing the Dockerfile", "Use node 22 as the base image"),
+             lesson("node-b", "writing the Dockerfile", "Use node 22 as the base image")]
+    found = {f.data["canonical"]: f for f in duplicate_detection.run(pairs, SETTINGS) if f.kind == "duplicate_merge"}
+    apart, same = found["pool-api"], found["node-a"]
+    assert apart.data["numbers"] == [["20"], ["200"]] and not apart.data["copy"]
+    assert apart.options[apart.recommended - 1].action == "keep_both"
+    assert "different numbers" in apart.title and "(20 / 200)" in apart.description
+    assert auto_decision(apart, load_config(None), "/p") is None
+    assert "numbers" not in same.data and same.options[same.recommended - 1].action == "merge"
+    assert auto_decision(same, load_config(None), "/p") is not None
+
+
 def test_a_rule_and_its_denial_are_not_recommended_for_a_merge():
     """"Read its tests before editing it" / "Never read its tests before editing it" score as
     duplicates in words; the finding says one denies the other and recommends keeping both."""

@@ -441,11 +441,11 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     Auto never deletes, never drafts lessons from extraction, never answers a contradiction, and
     merges only at or above auto_merge_threshold, or true copies: lessons whose whole triggers and
     actions are equal once normalized (pattern reinforcement); never two lessons whose actions say
-    opposite things, or order the same words the other way round ("A before B" / "B before A"),
-    however alike their words. Links are additive and undoable, but many at once are not
-    conservative: an orphan's few suggested links are applied, a cluster's links only when it has
-    at most AUTO_CLUSTER lessons (a larger community is more often a theme than a set of rules
-    that belong linked pairwise: a person decides)."""
+    opposite things, or order the same words the other way round ("A before B" / "B before A"), or
+    give different numbers ("20" / "200"), however alike their words. Links are additive and
+    undoable, but many at once are not conservative: an orphan's few suggested links are applied, a
+    cluster's links only when it has at most AUTO_CLUSTER lessons (a larger community is more often
+    a theme than a set of rules that belong linked pairwise: a person decides)."""
     option = finding.options[finding.recommended - 1]
     if finding.kind == "summary":
         return None  # a bulk answer is a person's decision
@@ -456,6 +456,8 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
     if option.action == "merge":
         if finding.data.get("reordered") or _opposed(finding, config, project_path):
             return None  # "prefer A over B" / "prefer B over A": alike in words, opposite in meaning
+        if finding.data.get("numbers") or _numbers_apart(finding):
+            return None  # "max_connections 20" / "200": alike in every word, not in value
         threshold = config.operation("duplicate_detection", project_path)["auto_merge_threshold"]
         similarity = float(finding.data.get("similarity", 0))
         return f"similarity {similarity:.2f} >= {threshold:.2f}" if similarity >= threshold else None
@@ -465,6 +467,15 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
         members = len(_members(finding))
         return f"links are additive ({members} lessons)" if members <= AUTO_CLUSTER else None
     return None
+
+
+def _numbers_apart(finding: RemFinding) -> bool:
+    """Whether the actions of the two lessons the finding holds give different numbers (read from
+    its data, so that a finding raised before findings said so is judged the same way)."""
+    from mgcp.operations.duplicate_detection import numbers
+
+    found = [sorted(numbers(lesson.get("action"))) for lesson in (finding.data.get("lessons") or {}).values()]
+    return len(found) == 2 and found[0] != found[1]
 
 
 def _opposed(finding: RemFinding, config: RemConfig, project_path: str | None) -> bool:

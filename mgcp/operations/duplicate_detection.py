@@ -51,6 +51,7 @@ more usage, then more versions, then older, then smaller id.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -232,17 +233,33 @@ def _reason(keep: Lesson, other: Lesson) -> str:
     return "first by id"
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers(action: str | None) -> list[str]:
+    """The numbers an action gives, in order ("20", "3.11"): similarity reads words and leaves them
+    out, so two actions may be alike in every word and differ in a value. (A trigger's numbers, a
+    file or a ticket, say where a rule was written, not what it says.)"""
+    return _NUMBER.findall(action or "")
+
+
 def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool = False) -> RemFinding:
     """The finding of a pair; `claims`: whether its actions' claims are read to tell whether one
-    denies the other (`opposite`), else only their word order is."""
+    denies the other (`opposite`), else only their word order is. A pair whose numbers differ
+    ("max_connections 20" / "200") is not a copy and is not recommended for a merge: a merge would
+    keep one value and hide the other."""
     keep, other = canonical_order(a, b)
     similarity = score.value
     kind = "duplicate_merge" if similarity >= merge_at else "duplicate_review"
+    values = (numbers(keep.action), numbers(other.action))
+    apart = sorted(values[0]) != sorted(values[1])
     reordered = not score.copy and swapped(keep.action, other.action)
     opposite = not score.copy and (reordered or (claims and opposed(keep.action or "", other.action or "",
                                                                      OPPOSED_AT)))
     subject = subject_of(keep, other)
-    why = ("the same action, word for word once normalised" if score.copy else
+    why = (f"alike in every word, not in their numbers ({', '.join(values[0]) or 'none'} / "
+           f"{', '.join(values[1]) or 'none'})" if apart else
+           "the same action, word for word once normalised" if score.copy else
            f"actions {score.action:.2f} alike, triggers {score.trigger:.2f} alike")
     lines = [
         f"Found potential duplicate lessons (similarity: {similarity:.2f}: {why}):",
@@ -262,6 +279,9 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool =
     elif opposite:
         lines += ["", "One action says to do what the other says not to (\"Do X\" / \"Never do X\"): they may "
                       "say opposite things, which a merge would hide. Read both before merging."]
+    if apart:
+        lines += ["", "They give different numbers: a merge would keep one value and hide the other. Read both "
+                      "before merging."]
     options = [
         FindingOption(label="Merge into one lesson",
                       description=f'Keep "{keep.id}" and mark "{other.id}" superseded by it',
@@ -277,15 +297,16 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool =
     ]
     said = shorten(keep.action, 70)
     title = (f'Two lessons alike in words may say opposite things ({similarity:.2f}): "{said}"' if opposite else
+             f'Two lessons alike in words give different numbers ({similarity:.2f}): "{said}"' if apart else
              f'Two lessons say the same ({similarity:.2f}): "{said}"' if kind == "duplicate_merge" else
              f'Two lessons say nearly the same ({similarity:.2f}): "{said}"')
     return RemFinding(
         operation=OPERATION, kind=kind, title=title, description="\n".join(lines), options=options,
-        recommended=1 if kind == "duplicate_merge" and not opposite else 2,
+        recommended=1 if kind == "duplicate_merge" and not opposite and not apart else 2,
         data={
             "similarity": round(similarity, 4), "action_similarity": round(score.action, 4),
-            "trigger_similarity": round(score.trigger, 4), "copy": score.copy, "reordered": reordered,
-            "opposite": opposite,
+            "trigger_similarity": round(score.trigger, 4), "copy": score.copy and not apart, "reordered": reordered,
+            "opposite": opposite, **({"numbers": [values[0], values[1]]} if apart else {}),
             "canonical": keep.id, "other": other.id,
             "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
                                     "usage_count": lesson.usage_count, "version": lesson.version}
