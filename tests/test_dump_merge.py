@@ -308,3 +308,27 @@ def test_what_a_kept_lesson_or_project_gained_elsewhere_is_named_as_left_out(tmp
     code, out, err = mgcp("import", "jsonl", tmp_path / "in.jsonl", "--db", b)
     assert code == 0 and ("left out with lesson utf8-json (kept as it is here): 1 lesson_outcomes row(s) more "
                           "in the file than here") in out, out
+
+
+def test_a_lesson_merged_into_one_whose_id_is_another_lesson_here_comes_in_active(tmp_path):
+    """A merged B's copy into A; this database has another lesson under A's id. Brought in superseded
+    by it, B's copy would hide behind a lesson that does not say what it said, with no finding to
+    undo: it comes in active, and the report says so."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for lesson_id, trigger in (("log-json", "adding logging to a service"),
+                               ("log-json-2", "adding logging to the API gateway")):
+        mgcp("lesson", "add", lesson_id, "--trigger", trigger, "--action", "Emit structured JSON logs with a request id",
+             "--db", a)
+    rem(a, "/p/x")
+    [finding] = pending(a, "/p/x")
+    merge_option = next(n for n, o in enumerate(finding["options"], 1) if o["action"] == "merge")
+    assert mgcp("rem", "resolve", finding["id"], "--option", merge_option, "--project", "/p/x", "--db", a)[0] == 0
+    mgcp("lesson", "add", "log-json", "--trigger", "adding logging to a service",
+         "--action", "Log with structlog and never call print()", "--db", b)
+    report = merge(a, b, tmp_path)
+    assert {"kind": "merge", "id": "log-json-2 -> log-json", "reason": "lesson log-json here is another lesson "
+            "(this database's kept); log-json-2 comes in active"} in report["skipped"]
+    shown = json.loads(mgcp("lesson", "show", "log-json-2", "--db", b, "--json")[1])
+    assert shown["status"] == "active"
+    assert "log-json-2" in mgcp("lesson", "query", "structured JSON logs request id", "--db", b)[1]
+    assert mgcp("db", "check", "--db", b)[0] == 0

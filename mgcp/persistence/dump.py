@@ -22,7 +22,9 @@ is a one-line InvalidInputError naming its table, key and column:
   likewise, with its history, sessions and REM schedule; a finding whose id exists here, with its
   actions. A project whose path is here under another id is kept as it is here. A finding comes in only
   if every lesson it is about came in or is identical here, its project and run came in, and no
-  finding with its fingerprint is pending or rejected here; a kept project's runs stay out. Rows with
+  finding with its fingerprint is pending or rejected here; a kept project's runs stay out. A lesson
+  the file has merged into one whose id is another lesson here comes in active (with no finding to
+  undo, the merge would hide it behind a lesson that does not say what it said). Rows with
   an integer id of their own (history rows, runs, actions) get new ids, and the rows that point at
   them (a finding's run, an action's recorded row images) are pointed at the new ones. Everything
   left out is reported (`ImportReport.skipped`), and so is a kept lesson or project whose versions,
@@ -743,6 +745,14 @@ class _Merge:
                 if table in ROW_NUMBERED:
                     self.new_ids[table][row["id"]] = existing["id"]
                 return self._skip(table)
+        if table == "lesson_lifecycle" and owner_is_new and row.get("superseded_by") in (
+                self.skipped["lessons"] - self.identical):
+            # merged into a lesson whose id is another lesson here: hidden behind a lesson that does
+            # not say what it said, with no finding to undo; it comes in active instead
+            self.report.skipped.append({"kind": "merge", "id": f"{row['lesson_id']} -> {row['superseded_by']}",
+                                        "reason": f"lesson {row['superseded_by']} here is another lesson (this "
+                                                  f"database's kept); {row['lesson_id']} comes in active"})
+            return self._skip(table)
         if table == "rem_runs" and await self._project_kept(row.get("project_id")):
             self.runs_out.add(row["id"])
             return self._skip(table)
