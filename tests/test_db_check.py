@@ -198,6 +198,23 @@ def test_a_version_that_lost_its_kind_and_confidence_gets_those_of_the_version_b
     assert check(copy)[0] == 0
 
 
+def test_json_columns_that_hold_no_json_or_the_wrong_shape(copy, ids):
+    """What the store and an import read as JSON: each bad value is named (not repairable: its
+    content is lost), where before the check said ok and `rem show`, `rem undo` and a restore of an
+    export failed."""
+    sql(copy, "UPDATE lessons SET examples = 'nope' WHERE id = ?", LESSON)
+    sql(copy, "UPDATE rem_findings SET data = '{broken' WHERE id = ?", ids["applied"])
+    sql(copy, "UPDATE rem_actions SET changes = '{}' WHERE finding_id = ?", ids["applied"])
+    action = sql(copy, "SELECT id FROM rem_actions WHERE finding_id = ?", ids["applied"])[0][0]
+    assert problems(copy) == [
+        f"lessons {LESSON}: its examples is not a JSON array ('nope'): commands that read it fail and an import "
+        "of an export refuses it; restore a backup",
+        f"rem_findings {ids['applied']}: its data is not a JSON object ('{{broken'): commands that read it fail "
+        "and an import of an export refuses it; restore a backup",
+        f"rem_actions {action}: its changes is not a JSON array ('{{}}'): commands that read it fail and an "
+        "import of an export refuses it; restore a backup"]
+
+
 def test_a_lessons_row_that_differs_from_its_last_version(copy):
     sql(copy, "UPDATE lessons SET action = 'Never retry' WHERE id = ?", LESSON)
     line, search = problems(copy)

@@ -20,7 +20,9 @@ What is checked:
 - REM: an applied (or rejected) finding has a live action record, and a live action record's
   finding is applied or rejected;
 - links: every lesson a link names exists (named, never removed);
-- search: the full-text index holds every active lesson, with its current text, and no other.
+- search: the full-text index holds every active lesson, with its current text, and no other;
+- json: every column declared JSON holds JSON of the shape the store reads (at most 20 rows named
+  per column).
 
 Repairs: a lesson whose current version is missing from its history gets that version appended
 from the `lessons` row; a lesson with no versions at all (an older tool's) gets them rebuilt as an
@@ -382,6 +384,30 @@ def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
                       repair="take them out of the index", fix=_drop_unowned)
 
 
+def json_columns(conn: sqlite3.Connection) -> Iterator[Problem]:
+    """Every column declared JSON, in every table an export holds, holds JSON of the shape the store
+    reads (a list or an object): an import refuses anything else, so an export of such a row could
+    not be restored, and commands reading it fail. A lesson's tags are the lessons check's."""
+    from mgcp.persistence.dump import JSON_SHAPES, TABLES  # dump imports this module
+
+    tables = {row["name"] for row in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in (t for t in TABLES if t in tables):
+        for column in _rows(conn, f'PRAGMA table_info("{table}")'):
+            name = column["name"]
+            if (column["type"] or "").upper() != "JSON" or (table, name) == ("lessons", "tags"):
+                continue
+            shape = JSON_SHAPES.get((table, name)) or {"'[]'": list, "'{}'": dict}.get(column["dflt_value"])
+            want = {list: "array", dict: "object"}.get(shape)
+            key = " || '/' || ".join(f'"{c}"' for c in TABLES[table])
+            bad = f"NOT json_valid(\"{name}\")" + (f" OR json_type(\"{name}\") != '{want}'" if want else "")
+            for row in _rows(conn, f'SELECT {key} AS key, "{name}" AS value FROM "{table}" '
+                                   f'WHERE "{name}" IS NOT NULL AND ({bad}) ORDER BY 1 LIMIT 20'):
+                shown = repr(row["value"]) if len(repr(row["value"])) <= 40 else repr(row["value"])[:37] + "..."
+                yield Problem("json", f"{table} {row['key']}",
+                              f"its {name} is not {'a JSON ' + want if want else 'JSON'} ({shown}): commands "
+                              "that read it fail and an import of an export refuses it; restore a backup")
+
+
 CHECKS = [  # (name, check, the tables it reads: a check whose tables are missing is skipped)
     ("integrity", integrity, ()),
     ("foreign_keys", foreign_keys, ()),
@@ -393,6 +419,7 @@ CHECKS = [  # (name, check, the tables it reads: a check whose tables are missin
     ("links", links, ("lessons",)),
     ("search", search_index, ("lessons", "lesson_search", "lesson_search_docs")),
     ("traits", version_traits, ("lesson_versions", "lesson_traits")),
+    ("json", json_columns, ()),
 ]
 REPAIRABLE = ("lessons", "rem", "search", "traits")
 
