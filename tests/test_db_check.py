@@ -206,13 +206,13 @@ def test_json_columns_that_hold_no_json_or_the_wrong_shape(copy, ids):
     sql(copy, "UPDATE rem_findings SET data = '{broken' WHERE id = ?", ids["applied"])
     sql(copy, "UPDATE rem_actions SET changes = '{}' WHERE finding_id = ?", ids["applied"])
     action = sql(copy, "SELECT id FROM rem_actions WHERE finding_id = ?", ids["applied"])[0][0]
+    tail = "an import of an export refuses it, and a command reading it may fail; restore a backup"
     assert problems(copy) == [
-        f"lessons {LESSON}: its examples is not a JSON array ('nope'): commands that read it fail and an import "
-        "of an export refuses it; restore a backup",
-        f"rem_findings {ids['applied']}: its data is not a JSON object ('{{broken'): commands that read it fail "
-        "and an import of an export refuses it; restore a backup",
-        f"rem_actions {action}: its changes is not a JSON array ('{{}}'): commands that read it fail and an "
-        "import of an export refuses it; restore a backup"]
+        f"lessons {LESSON}: its examples is not a JSON array ('nope'): {tail}",
+        f"rem_actions {action}: its changes is not a JSON array ('{{}}'): {tail}",
+        f"rem_findings {ids['applied']}: its data is not a JSON object ('{{broken'): {tail}"]
+    code, out, err = mgcp("rem", "show", ids["applied"], "--db", copy)
+    assert (code, out) == (1, "") and "the database holds a value that is not JSON" in err and err.count("\n") == 1
 
 
 def test_a_lessons_row_that_differs_from_its_last_version(copy):

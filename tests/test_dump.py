@@ -246,6 +246,24 @@ def test_out_dash_is_stdout(demo_db, tmp_path, monkeypatch):
     assert code == 0 and out.encode() == export(demo_db, tmp_path / "a.jsonl") and not (tmp_path / "-").exists()
 
 
+def test_an_export_to_a_pipe_writes_into_it_and_leaves_it_a_pipe(demo_db, tmp_path):
+    """`--out` naming a FIFO (or a device such as /dev/null) is written into: replacing it with a
+    file, as an export replaces an earlier export, turned /dev/null into a regular file when run as
+    root."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = mgcp("export", "jsonl", "--out", fifo, "--db", demo_db)
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got == [export(demo_db, tmp_path / "a.jsonl")]
+
+
 def test_an_export_that_could_not_be_imported_is_not_written(demo_db, tmp_path, monkeypatch):
     """A hand-edited column an import would refuse: the export names the row and keeps no file
     (an earlier export at --out stays as it was), to a file or to stdout."""

@@ -385,27 +385,27 @@ def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
 
 
 def json_columns(conn: sqlite3.Connection) -> Iterator[Problem]:
-    """Every column declared JSON, in every table an export holds, holds JSON of the shape the store
-    reads (a list or an object): an import refuses anything else, so an export of such a row could
-    not be restored, and commands reading it fail. A lesson's tags are the lessons check's."""
-    from mgcp.persistence.dump import JSON_SHAPES, TABLES  # dump imports this module
-
-    tables = {row["name"] for row in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    for table in (t for t in TABLES if t in tables):
-        for column in _rows(conn, f'PRAGMA table_info("{table}")'):
+    """Every column declared JSON holds JSON of the shape the store reads (a list or an object): an
+    import refuses anything else, so an export of such a row could not be restored, and the commands
+    that read some of them fail. A lesson's tags are the lessons check's."""
+    tables = [row["name"] for row in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                                 "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'lesson_search%' "
+                                                 "ORDER BY name")]
+    for table in tables:
+        info = _rows(conn, f'PRAGMA table_info("{table}")')
+        key = " || '/' || ".join(f'"{c["name"]}"' for c in sorted(info, key=lambda c: c["pk"]) if c["pk"]) or "rowid"
+        for column in info:
             name = column["name"]
             if (column["type"] or "").upper() != "JSON" or (table, name) == ("lessons", "tags"):
                 continue
-            shape = JSON_SHAPES.get((table, name)) or {"'[]'": list, "'{}'": dict}.get(column["dflt_value"])
-            want = {list: "array", dict: "object"}.get(shape)
-            key = " || '/' || ".join(f'"{c}"' for c in TABLES[table])
-            bad = f"NOT json_valid(\"{name}\")" + (f" OR json_type(\"{name}\") != '{want}'" if want else "")
+            want = {list: "array", dict: "object"}.get(columns.json_shape(table, name, column["dflt_value"]))
+            bad = f'NOT json_valid("{name}")' + (f""" OR json_type("{name}") != '{want}'""" if want else "")
             for row in _rows(conn, f'SELECT {key} AS key, "{name}" AS value FROM "{table}" '
                                    f'WHERE "{name}" IS NOT NULL AND ({bad}) ORDER BY 1 LIMIT 20'):
                 shown = repr(row["value"]) if len(repr(row["value"])) <= 40 else repr(row["value"])[:37] + "..."
                 yield Problem("json", f"{table} {row['key']}",
-                              f"its {name} is not {'a JSON ' + want if want else 'JSON'} ({shown}): commands "
-                              "that read it fail and an import of an export refuses it; restore a backup")
+                              f"its {name} is not {'a JSON ' + want if want else 'JSON'} ({shown}): an import of "
+                              "an export refuses it, and a command reading it may fail; restore a backup")
 
 
 CHECKS = [  # (name, check, the tables it reads: a check whose tables are missing is skipped)

@@ -6,6 +6,17 @@ from __future__ import annotations
 import json
 
 
+# JSON columns without a default whose value the store reads as one shape (the others' default,
+# '[]' or '{}', says theirs).
+JSON_SHAPES = {("rem_findings", "options"): list, ("rem_state", "last_run_result"): dict}
+
+
+def json_shape(table: str, column: str, default: str | None) -> type | None:
+    """The shape (list or dict) the store reads a JSON column of `table` as, from its declared
+    default; None when any JSON value is read."""
+    return JSON_SHAPES.get((table, column)) or {"'[]'": list, "'{}'": dict}.get(default)
+
+
 def json_list(text: str | None) -> list:
     """A JSON list column; an older writer's value that is not one reads as empty."""
     if not text or text == "[]":  # most lists are empty: skip the parser

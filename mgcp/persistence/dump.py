@@ -60,7 +60,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import check, migrate
-from mgcp.persistence.columns import json_list
+from mgcp.persistence.columns import json_list, json_shape
 from mgcp.persistence.database import dumps
 from mgcp.shown import json_escaped
 from mgcp.validation import check_unicode
@@ -403,9 +403,6 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
     return with_history
 
 
-# JSON columns without a default whose value the store reads as one shape (the others' default,
-# '[]' or '{}', says theirs).
-JSON_SHAPES = {("rem_findings", "options"): list, ("rem_state", "last_run_result"): dict}
 LARGEST = 2 ** 63  # SQLite's integers are 64-bit
 
 
@@ -421,7 +418,7 @@ class _Column:
     @classmethod
     def of(cls, table: str, info: dict) -> _Column:
         kind = (info["type"] or "").upper()
-        shape = JSON_SHAPES.get((table, info["name"])) or {"'[]'": list, "'{}'": dict}.get(info["dflt_value"])
+        shape = json_shape(table, info["name"], info["dflt_value"])
         return cls(kind, bool(info["notnull"]) or bool(info["pk"]), shape if kind == "JSON" else None)
 
 

@@ -11,6 +11,7 @@ characters in stored text as escapes (`format.terminal_safe`): a lesson holding 
 neither retitle nor recolour the terminal. `--json` output is JSON, which escapes them.
 """
 
+import json
 import os
 import sys
 from typing import Annotated, Any, Awaitable, Callable, Optional
@@ -179,6 +180,8 @@ def main() -> None:
         _fail(f"{message}; {moved}" if moved else f"{message} (see `{where} --help`)", getattr(exc, "exit_code", 2))
     except UnicodeError as exc:  # e.g. an argument that is not valid UTF-8
         _fail(f"input is not valid text ({exc.reason})", 2)
+    except json.JSONDecodeError as exc:  # what the store wrote is JSON: a value edited or damaged since
+        _fail(f"the database holds a value that is not JSON ({exc.msg}); `mgcp db check` names it", 1)
     if code == INTERRUPTED:
         said = "what was written before is kept, nothing was applied half-way"
         if "--json" in sys.argv[1:]:  # a program reading --json output reads the error as JSON too

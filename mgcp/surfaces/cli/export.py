@@ -40,11 +40,25 @@ def _may_replace(out: str, force: bool, earlier_export, db) -> None:
 def _write(out: str, lines, check=None) -> int:
     """Write the lines to `out` through a temporary file that replaces it whole at the end (an
     interrupted export leaves the earlier file as it was), once `check(temporary file)` (when
-    given) raised nothing; the number of lines written."""
+    given) raised nothing; the number of lines written. A device or a pipe at `out` (/dev/null, a
+    FIFO) is written into, never replaced: the lines go to a temporary file of their own first."""
     import os
 
     from mgcp.errors import MgcpError
 
+    if os.path.exists(out) and not os.path.isfile(out):
+        import shutil
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="mgcp-export-") as folder:
+            whole = os.path.join(folder, "export")
+            count = _write(whole, lines, check)
+            try:
+                with open(whole, "rb") as source, open(out, "wb") as target:
+                    shutil.copyfileobj(source, target)
+            except OSError as exc:
+                raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
+        return count
     tmp = f"{out}.mgcp-tmp"
     count = 0
     try:
