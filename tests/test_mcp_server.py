@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from clihelp import mgcp
 from conftest import ROOT, dump
+from mgcp.models import LessonStatus
 from mgcp.persistence.migrate import open_and_migrate
 
 SERVE = ["-c", "from mgcp.surfaces.cli import main; main()", "serve"]
@@ -190,6 +191,28 @@ def test_list_and_get_lessons_by_id_count_no_retrieval(client, db):
     assert "no lesson with id 'nope'" in client.error("get_lesson", lesson_id="nope")
 
 
+def test_lessons_are_listed_a_page_at_a_time_each_once(client, db, run):
+    async def seed(store):
+        for i in range(7):
+            await store.lessons.add(f"rule-{i}", f"situation {i}", f"Do thing {i}", tags=["odd"] if i % 2 else [])
+        await store.lessons.set_lifecycle("rule-3", LessonStatus.archived, "retired")
+    run(db, seed)
+    seen, after = [], None
+    while True:
+        page = client.ok("list_lessons", limit=2, **({"after": after} if after else {}))
+        seen += [x["id"] for x in page["lessons"]]
+        after = page["next_after"]
+        if after is None:
+            break
+        assert after == seen[-1] and len(page["lessons"]) == 2
+    assert seen == ["rule-0", "rule-1", "rule-2", "rule-4", "rule-5", "rule-6"]
+    assert client.ok("list_lessons", tag="odd", after="rule-1") == {"lessons": [
+        {"id": "rule-5", "version": 1, "status": "active", "tags": ["odd"], "trigger": "situation 5"}],
+        "next_after": None}
+    assert [x["id"] for x in client.ok("list_lessons", status="all", after="rule-2", limit=1)["lessons"]] == ["rule-3"]
+    assert "limit" in client.error("list_lessons", limit=501)
+
+
 @pytest.mark.parametrize("as_text", [False, True])
 def test_a_draft_edit_is_accepted_as_an_object_or_a_json_string(client, db, as_text):
     client.ok("save_project_context", project_path=PROJECT, session_id="s1",
@@ -289,6 +312,14 @@ def test_context_history_lists_both_saves(client, db):
     history = client.ok("get_context_history", project_path=PROJECT)["history"]
     assert [(h["session_number"], h["notes"]) for h in history] == [(1, "started checkout"), (2, "checkout done")]
     assert len(client.ok("get_context_history", project_path=PROJECT, limit=1)["history"]) == 1
+
+
+def test_context_history_gives_the_last_ten_saves_and_how_many_there_are(client, db):
+    for i in range(12):
+        client.ok("save_project_context", project_path=PROJECT, session_id=f"s{i}", notes=f"step {i}")
+    reply = client.ok("get_context_history", project_path=PROJECT)
+    assert [h["notes"] for h in reply["history"]] == [f"step {i}" for i in range(2, 12)] and reply["total"] == 12
+    assert len(client.ok("get_context_history", project_path=PROJECT, limit=50)["history"]) == 12
 
 
 def test_context_at_session_rebuilds_that_catalogue(client, db):
@@ -419,6 +450,27 @@ def test_rem_status_lists_every_operation(client, db):
 
 def test_rem_report_before_any_run(client, db):
     assert client.ok("rem_report", project_path=PROJECT)["report"] is None
+
+
+def test_rem_report_lists_findings_as_lines_and_stays_small(client, db, run):
+    """Sixty copied lessons: fifty duplicate findings and a summary of the rest wait; the report
+    lists fifty, one line each, counts them all, and fits where a client takes a reply whole."""
+    async def seed(store):
+        for i in range(60):
+            action = f"Pin the qz{i:03d}x gateway release before rolling out its wy{i:03d}k schema"
+            await store.lessons.add(f"pin-{i:03d}", f"releasing the qz{i:03d}x gateway", action)
+            await store.lessons.add(f"copy-{i:03d}", f"rolling out the wy{i:03d}k schema", action)
+    run(db, seed)
+    ran = client.ok("rem_run", project_path=PROJECT, operations=["duplicate_detection"])
+    result = client.call("rem_report", project_path=PROJECT)
+    assert not result.is_error and len(result.content[0].text) < 50_000
+    reply = result.structured_content
+    assert reply["pending_count"] == ran["pending"] > 50 and len(reply["pending"]) == 50
+    assert sum(reply["pending_by_kind"].values()) == reply["pending_count"]
+    assert reply["pending_by_kind"]["duplicate_merge"] == 50
+    assert set(reply["pending"][0]) == {"id", "operation", "kind", "title", "status", "created_at"}
+    assert reply["report"]["findings_count"] == ran["run"]["new_findings"] and len(reply["report"]["findings"]) == 50
+    assert "the first 50 listed" in reply["message"]
 
 
 def test_rem_run_rejects_an_unknown_operation(client, db):

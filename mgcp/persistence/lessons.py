@@ -152,10 +152,14 @@ class Lessons:
     async def exists(self, lesson_id: str) -> bool:
         return await self.db.fetchone("SELECT 1 FROM lessons WHERE id = ?", [lesson_id]) is not None
 
-    async def list(self, tag: str | None = None, status: str | None = "active") -> list[Lesson]:
+    async def list(self, tag: str | None = None, status: str | None = "active", after: str | None = None,
+                   limit: int | None = None) -> list[Lesson]:
         """Lessons by id; `tag` matches whatever the case of its ASCII letters ("React" finds lessons
-        tagged "react")."""
+        tagged "react"); with `after`, only ids after it; with `limit`, at most that many."""
         sql, params = LESSON_SELECT + " WHERE 1", []
+        if after is not None:
+            sql += " AND l.id > ?"
+            params.append(after)
         if status:
             sql += " AND COALESCE(c.status, 'active') = ?"
             params.append(status)
@@ -164,7 +168,8 @@ class Lessons:
             params.append(tag)
         tags = Memo(_tags)
         with collector_paused():
-            return [lesson_from_row(r, tags.__getitem__) for r in await self.db.fetchall(sql + " ORDER BY l.id", params)]
+            return [lesson_from_row(r, tags.__getitem__) for r in await self.db.fetchall(
+                sql + " ORDER BY l.id LIMIT ?", [*params, -1 if limit is None else limit])]
 
     async def uses(self, skip: tuple[int, int] | None = None) -> list[LessonUse]:
         """Every active lesson's use (see `LessonUse`), by id; with `skip` (low, high), but those

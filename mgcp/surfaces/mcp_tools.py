@@ -32,6 +32,12 @@ OPERATION_HEADERS = {
 }
 HEADERS.update({"failure_streak": "Failing", "speculative_unconfirmed": "Speculative"})
 MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
+# A reply the agent reads stays well under what a client takes in one piece (Claude Code moves a tool
+# result over 50,000 characters out of the conversation; the SDK's HTTP client refuses an event over
+# 1 MB): lists come a page at a time, findings as one line each.
+LISTED, MAX_LISTED = 100, 500  # list_lessons' page
+HISTORY_SHOWN = 10  # get_context_history's snapshots unless a limit is given
+FINDINGS_LISTED = 50  # rem_report's findings of each list
 
 ProjectPath = Annotated[str, Field(description="The project's absolute path (the agent's working "
                                                "directory); it need not exist on disk.")]
@@ -47,6 +53,12 @@ Confidence = Annotated[float | None, Field(ge=0, le=1, description="How sure, 0 
 class TodoInput(BaseModel):
     content: str = Field(description="What is to be done.")
     status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+def _listed(findings: list[RemFinding]) -> list[dict[str, Any]]:
+    """The first FINDINGS_LISTED findings, each as the line a report shows of it."""
+    return [{"id": f.id, "operation": f.operation, "kind": f.kind, "title": f.title, "status": f.status.value,
+             "created_at": f.created_at} for f in findings[:FINDINGS_LISTED]]
 
 
 def header_for(finding: RemFinding) -> str:
@@ -240,13 +252,21 @@ class Tools:
         tag: Annotated[str | None, Field(description="Only lessons with this tag.")] = None,
         status: Annotated[Literal["active", "archived", "deleted", "superseded", "all"],
                           Field(description="Lifecycle status to list.")] = "active",
+        after: Annotated[str | None, Field(description="Only lessons whose id comes after this one: the "
+                                                       "next_after of the page before.")] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LISTED, description="How many lessons at most.")] = LISTED,
     ) -> dict[str, Any]:
-        """List lessons by id (no search, no retrieval counted): id, version, status, tags and trigger
-        of each, ordered by id. Call get_lesson for one lesson whole. Returns {"lessons": [...]}."""
-        lessons = await self.service.run(lambda s: s.lessons.list(tag, None if status == "all" else status),
-                                         create=False)
+        """List lessons by id, a page at a time (no search, no retrieval counted): id, version,
+        status, tags and trigger of each. Call get_lesson for one lesson whole. Returns
+        {"lessons": [...], "next_after": the last id listed when more follow (pass it as after for
+        the next page), else null}."""
+        lessons = await self.service.run(lambda s: s.lessons.list(tag, None if status == "all" else status,
+                                                                  after, limit + 1), create=False)
+        more = len(lessons) > limit
+        lessons = lessons[:limit]
         return {"lessons": [{"id": x.id, "version": x.version, "status": x.status.value, "tags": x.tags,
-                             "trigger": x.trigger} for x in lessons]}
+                             "trigger": x.trigger} for x in lessons],
+                "next_after": lessons[-1].id if more else None}
 
     async def get_lesson(self, lesson_id: LessonId) -> dict[str, Any]:
         """One lesson as it is now, whole: trigger, action, rationale, tags, links, version, status
@@ -286,12 +306,20 @@ class Tools:
     async def get_context_history(
         self,
         project_path: ProjectPath,
-        limit: Annotated[int | None, Field(ge=1, le=1_000_000, description="Only the last N snapshots.")] = None,
+        limit: Annotated[int, Field(ge=1, le=1_000_000, description="How many of the last snapshots.")] = HISTORY_SHOWN,
     ) -> dict[str, Any]:
-        """The project's saved snapshots, oldest first (the last N with limit): what changed from
-        session to session. Returns {"history": [snapshot, ...]}."""
-        rows = await self.service.run(lambda s: s.context.history(_path(project_path), limit), create=False)
-        return {"history": to_jsonable(rows)}
+        """The project's last saved snapshots (the last 10 unless limit says otherwise), oldest
+        first: what changed from session to session. Returns {"history": [snapshot, ...], "total":
+        how many the project has}."""
+        path = _path(project_path)
+
+        async def work(store):
+            rows = await store.context.history(path, limit)
+            project = await store.context.get_project(path)
+            return rows, (await store.context.history_mark(project.project_id))[0]
+
+        rows, total = await self.service.run(work, create=False)
+        return {"history": to_jsonable(rows), "total": total}
 
     async def get_context_at_session(
         self,
@@ -314,9 +342,11 @@ class Tools:
         return to_jsonable(await self.service.run(lambda s: engine.status(s, cfg, _path(project_path)), create=False))
 
     async def rem_report(self, project_path: ProjectPath) -> dict[str, Any]:
-        """The project's last REM run with every finding it raised (their status now), and every
-        finding waiting for this project's review, without running anything. Returns
-        {"report": last run or null, "pending": [...], "message"}."""
+        """The project's last REM run with the findings it raised (their status now), and the
+        findings waiting for this project's review, without running anything; each finding as a
+        line (id, operation, kind, title, status), the first 50 of each list. rem_run shows them
+        whole, one at a time. Returns {"report": last run or null, "pending": [...],
+        "pending_count", "pending_by_kind", "message"}."""
         from mgcp import engine
         from mgcp.surfaces import format
 
@@ -332,7 +362,18 @@ class Tools:
         if result.unfinished_run:
             message += f" ({format.unfinished(result.unfinished_run)})"
 
-        return {"report": to_jsonable(result.last_run), "pending": to_jsonable(result.pending), "message": message}
+        if len(result.pending) > FINDINGS_LISTED:
+            message += f" (the first {FINDINGS_LISTED} listed; rem_run shows each in turn)"
+        report = None
+        if result.last_run is not None:
+            findings = result.last_run.findings
+            report = {**to_jsonable(result.last_run.model_copy(update={"findings": []})),
+                      "findings": _listed(findings), "findings_count": len(findings)}
+        kinds: dict[str, int] = {}
+        for finding in result.pending:
+            kinds[finding.kind] = kinds.get(finding.kind, 0) + 1
+        return {"report": report, "pending": _listed(result.pending), "pending_count": len(result.pending),
+                "pending_by_kind": kinds, "message": message}
 
     def _step(self, step: ReviewStep) -> dict[str, Any]:
         return {"finding": finding_prompt(step.finding) if step.finding else None,
