@@ -264,6 +264,8 @@ def test_add_then_refine_is_kept_in_history(client, db):
     assert [(v["version"], v["action"], v["refinement_reason"]) for v in history] == [
         (1, "Read its signature first", "too vague"),
         (2, "Read the signature and one usage example", None)]
+    last = client.ok("get_lesson_history", lesson_id="verify-api", limit=1)
+    assert [v["version"] for v in last["versions"]] == [2] and last["total"] == 2
 
 
 def test_text_content_carries_the_same_json(client, db):

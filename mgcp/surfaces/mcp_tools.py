@@ -36,7 +36,7 @@ MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
 # result over 50,000 characters out of the conversation; the SDK's HTTP client refuses an event over
 # 1 MB): lists come a page at a time, findings as one line each.
 LISTED, MAX_LISTED = 100, 500  # list_lessons' page
-HISTORY_SHOWN = 10  # get_context_history's snapshots unless a limit is given
+HISTORY_SHOWN = 10  # get_context_history's snapshots, get_lesson_history's versions, unless a limit is given
 FINDINGS_LISTED = 50  # rem_report's findings of each list
 
 ProjectPath = Annotated[str, Field(description="The project's absolute path (the agent's working "
@@ -227,11 +227,16 @@ class Tools:
         return {"results": [{"score": round(score, 4), **({"score_parts": parts} if explain else {}),
                              **to_jsonable(lesson)} for lesson, score, parts in results]}
 
-    async def get_lesson_history(self, lesson_id: LessonId) -> dict[str, Any]:
-        """Every version of a lesson, oldest first, each with the reason it was refined. Call it to
-        see how a lesson evolved before refining it. Returns {"lesson_id", "versions": [...]}."""
+    async def get_lesson_history(
+        self,
+        lesson_id: LessonId,
+        limit: Annotated[int, Field(ge=1, le=1_000_000, description="How many of the last versions.")] = HISTORY_SHOWN,
+    ) -> dict[str, Any]:
+        """A lesson's last versions (the last 10 unless limit says otherwise), oldest first, each
+        with the reason it was refined. Call it to see how a lesson evolved before refining it.
+        Returns {"lesson_id", "versions": [...], "total": how many versions it has}."""
         versions = await self.service.run(lambda s: s.lessons.versions(lesson_id), create=False)
-        return {"lesson_id": lesson_id, "versions": to_jsonable(versions)}
+        return {"lesson_id": lesson_id, "versions": to_jsonable(versions[-limit:]), "total": len(versions)}
 
     async def link_lessons(
         self,
