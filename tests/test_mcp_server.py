@@ -211,6 +211,7 @@ def test_lessons_are_listed_a_page_at_a_time_each_once(client, db, run):
         "next_after": None}
     assert [x["id"] for x in client.ok("list_lessons", status="all", after="rule-2", limit=1)["lessons"]] == ["rule-3"]
     assert "limit" in client.error("list_lessons", limit=501)
+    assert "limit" in client.error("query_lessons", text="situation", limit=21)
 
 
 @pytest.mark.parametrize("as_text", [False, True])

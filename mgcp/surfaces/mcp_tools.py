@@ -36,6 +36,7 @@ MAX_PROMPT_OPTIONS = 4  # AskUserQuestion offers at most four options
 # result over 50,000 characters out of the conversation; the SDK's HTTP client refuses an event over
 # 1 MB): lists come a page at a time, findings as one line each.
 LISTED, MAX_LISTED = 100, 500  # list_lessons' page
+MAX_FOUND = 20  # query_lessons' lessons, each whole
 HISTORY_SHOWN = 10  # get_context_history's snapshots, get_lesson_history's versions, unless a limit is given
 FINDINGS_LISTED = 50  # rem_report's findings of each list
 
@@ -211,7 +212,7 @@ class Tools:
         self,
         text: Annotated[str, Field(description="The situation or task, in words, e.g. 'writing a database migration' "
                                                f"(at most {MAX_QUERY:,} characters).")],
-        limit: Annotated[int, Field(ge=1, le=100, description="How many lessons at most.")] = 5,
+        limit: Annotated[int, Field(ge=1, le=MAX_FOUND, description="How many lessons at most.")] = 5,
         project_path: Annotated[str | None, Field(description="The project's absolute path, to attribute the query (optional).")] = None,
         explain: Annotated[bool, Field(description="Add each result's score parts (relevance, confidence, use, success, importance, tier).")] = False,
     ) -> dict[str, Any]:
