@@ -139,6 +139,7 @@ def test_a_day_of_use(tmp_path, db):
         try:
             day(db, tmp_path, agent, s0, saves)
             assert agent.stream_errors == []
+            assert agent.longest < 50_000  # every reply short enough for an agent's client to take whole
         finally:
             agent.close()
 

@@ -63,6 +63,7 @@ class Client:
 
     def __init__(self, params: StdioServerParameters, errlog):
         self.stream_errors: list[Exception] = []
+        self.longest = 0  # the longest reply's text, in characters
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -94,7 +95,9 @@ class Client:
         return self._await(self.session.list_tools()).tools
 
     def call(self, name: str, **arguments):
-        return self._await(self.session.call_tool(name, arguments))
+        result = self._await(self.session.call_tool(name, arguments))
+        self.longest = max(self.longest, sum(len(getattr(part, "text", "")) for part in result.content))
+        return result
 
     def ok(self, name: str, **arguments) -> dict:
         result = self.call(name, **arguments)
