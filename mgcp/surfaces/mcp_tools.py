@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from typing import Annotated, Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
@@ -375,11 +376,8 @@ class Tools:
             findings = result.last_run.findings
             report = {**to_jsonable(result.last_run.model_copy(update={"findings": []})),
                       "findings": _listed(findings), "findings_count": len(findings)}
-        kinds: dict[str, int] = {}
-        for finding in result.pending:
-            kinds[finding.kind] = kinds.get(finding.kind, 0) + 1
         return {"report": report, "pending": _listed(result.pending), "pending_count": len(result.pending),
-                "pending_by_kind": kinds, "message": message}
+                "pending_by_kind": dict(Counter(f.kind for f in result.pending)), "message": message}
 
     def _step(self, step: ReviewStep) -> dict[str, Any]:
         return {"finding": finding_prompt(step.finding) if step.finding else None,
