@@ -98,3 +98,27 @@ def test_the_hook_and_a_save_go_through_while_a_rem_run_is_analysing(db, run, mo
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM project_sessions WHERE session_id = 'during-rem'").fetchone()[0] == 1
     assert conn.execute("SELECT notes FROM context_history ORDER BY id DESC").fetchone()[0] == "saved while REM analyses"
+
+
+def test_opening_the_database_again_in_a_process_keeps_its_connections_locks(db, run):
+    """A server opens the database for each call while other calls hold it open. Checking the file
+    must not drop this process's locks: a CLI process that exits meanwhile would take itself for the
+    last user, checkpoint and remove the WAL under the open connection, and the file is damaged."""
+    from mgcp.persistence.migrate import check_file
+
+    run(db, lambda s: s.lessons.add("first", "when a call holds the database", "Keep reading it."))
+    held = sqlite3.connect(db, isolation_level=None)
+    try:
+        held.execute("BEGIN")
+        held.execute("SELECT count(*) FROM lessons").fetchone()  # a call's read, its lock held
+        check_file(db)  # another call of the same process opens the database
+        cli = subprocess.run([sys.executable, "-m", "mgcp", "lesson", "add", "second", "--trigger", "from the CLI",
+                              "--action", "Write while the server reads.", "--db", str(db)], capture_output=True)
+        assert cli.returncode == 0, cli.stderr
+        assert db.with_name(db.name + "-wal").exists()  # still in use here: not checkpointed away
+        held.execute("COMMIT")
+        held.execute("UPDATE lessons SET usage_count = usage_count + 1 WHERE id = 'first'")
+    finally:
+        held.close()
+    check = subprocess.run([sys.executable, "-m", "mgcp", "db", "check", "--db", str(db)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -136,13 +136,32 @@ def check_file(path: str | os.PathLike, allow_empty: bool = False) -> None:
             return
         raise DatabaseError(f"{path} is an empty file (0 bytes), not an mgcp database; nothing was changed "
                             "(`mgcp db migrate` makes it a new database)")
-    try:
-        with open(p, "rb") as fh:
-            header = fh.read(16)
-    except OSError as exc:
-        raise explain(exc, path) from None
-    if header != SQLITE_HEADER:
+    if not _read_by_sqlite(p):
         raise DatabaseError(f"{path} is not an SQLite database; refusing to touch it")
+
+
+def _read_by_sqlite(p: Path) -> bool:
+    """Whether SQLite takes the file for a database, asked of SQLite in read-only mode (it writes
+    nothing) rather than read with open(): closing any other descriptor of a file drops every POSIX
+    lock this process holds on it, those of its open connections included (a server's other calls).
+    Another process would then take itself for the file's last user, checkpoint and remove the WAL
+    under them, and the file is damaged. SQLite shares its own descriptors of a file it holds and
+    closes them only once no lock needs them."""
+    try:
+        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise explain(exc, p) from None
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
+            return False
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_CANTOPEN":
+            raise explain(exc, p) from None
+        # busy, locked, damaged past its header: a database all the same, for what opens it next
+    finally:
+        conn.close()
+    return True
 
 
 def explain(exc: BaseException, path: str | os.PathLike) -> DatabaseError:
