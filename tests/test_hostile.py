@@ -277,7 +277,7 @@ def test_a_new_database_is_never_a_zero_byte_file(tmp_path):
 
     path = tmp_path / "new" / "lessons.db"
     migrate._create(path)
-    assert path.stat().st_size > 0 and path.read_bytes()[:16] == migrate.SQLITE_HEADER
+    assert path.stat().st_size > 0 and path.read_bytes()[:16] == b"SQLite format 3\x00"
     assert sorted(p.name for p in path.parent.iterdir()) == ["lessons.db"]  # no scratch file left
 
 

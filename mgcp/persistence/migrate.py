@@ -31,7 +31,6 @@ from mgcp.resources import migrations_dir
 
 MIGRATION_SET = "mgcp"
 MIGRATIONS_TABLE = "_sqlite_migrations"
-SQLITE_HEADER = b"SQLite format 3\x00"
 LEGACY_MARKER_TABLE = "lessons"
 # The columns of an MGCP v1.2 lessons table (the upgrade and the store read them all)
 LEGACY_COLUMNS = ("id", "trigger", "action", "rationale", "examples", "version", "created_at", "last_refined",
