@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, dump
-from mgcp.persistence.migrate import open_and_migrate
 
 HOOK = ROOT / "hooks" / "rem-cycle-trigger.py"
 
