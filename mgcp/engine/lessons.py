@@ -19,7 +19,7 @@ import asyncio
 from mgcp import quality
 from mgcp.config import RemConfig
 from mgcp.errors import InvalidInputError
-from mgcp.models import Lesson
+from mgcp.models import Lesson, LessonStatus
 from mgcp.persistence.store import Store
 from mgcp.validation import MAX_SHORT, check_text
 
@@ -102,12 +102,25 @@ async def near_matches(store: Store, config: RemConfig, lesson: Lesson) -> list[
     return sorted(found, key=lambda s: (-s["similarity"], s["id"]))[:3]
 
 
+def require_active(lesson: Lesson, verb: str, purpose: str) -> None:
+    """Refuse what is done to a lesson agents are given (`verb` it: "refine"), unless it is active:
+    one merged into another names that one, one archived or deleted says to restore it first."""
+    if lesson.status == LessonStatus.active:
+        return
+    if lesson.status == LessonStatus.superseded and lesson.superseded_by:
+        raise InvalidInputError(f"lesson {lesson.id} was merged into {lesson.superseded_by}; {verb} "
+                                f"{lesson.superseded_by}")
+    raise InvalidInputError(f"lesson {lesson.id} is {lesson.status.value}; restore it first "
+                            f"(`mgcp lesson restore {lesson.id}`) {purpose}")
+
+
 async def refine_lesson(store: Store, lesson_id: str, reason: str, trigger: str | None = None,
                         action: str | None = None, rationale: str | None = None, tags: list[str] | None = None,
                         session_id: str | None = None, kind: str | None = None,
                         confidence: float | None = None) -> Lesson:
-    """A refinement through the gate (new trigger or action text must not be trivial)."""
-    await store.lessons.get(lesson_id)
+    """A refinement through the gate (new trigger or action text must not be trivial), of an active
+    lesson: a version of a merged, archived or deleted one would be retrieved by nobody."""
+    require_active(await store.lessons.get(lesson_id), "refine", "to refine it")
     gate(trigger, action, required=False)
     return await store.lessons.refine(lesson_id, reason, trigger, action, rationale, tags, session_id,
                                       kind=kind, confidence=confidence)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 
 from mgcp.config import RemConfig
-from mgcp.errors import InvalidInputError
-from mgcp.models import FindingOption, FindingStatus, LessonStatus, RemFinding
+from mgcp.engine.lessons import require_active
+from mgcp.models import FindingOption, FindingStatus, RemFinding
 from mgcp.operations import fingerprint, subject_identity, subject_of
 from mgcp.persistence.database import utcnow
 from mgcp.persistence.store import Store
@@ -33,7 +33,8 @@ async def record_outcome(store: Store, config: RemConfig, lesson_id: str, helped
     threshold = int(config.outcomes["failure_threshold"])
     async with store.transaction():
         lesson = await store.lessons.get(lesson_id)
-        _check_active(lesson)
+        # a failure streak of a lesson no agent is given would raise a finding already out of date
+        require_active(lesson, "report the outcome of", "to report its outcomes")
         project = await store.context.find_project(project_path) if project_path else None
         stats = await store.outcomes.record(lesson.id, helped, note, session_id,
                                             project.project_id if project else None,
@@ -55,19 +56,6 @@ async def record_outcome(store: Store, config: RemConfig, lesson_id: str, helped
                 finding = None
     return {"lesson_id": lesson.id, "outcome": "helped" if helped else "failed", **stats,
             "failure_threshold": threshold, "finding": finding}
-
-
-def _check_active(lesson) -> None:
-    """An outcome is reported of a lesson an agent was given: an active one. One merged into another,
-    archived or deleted is refused, naming what to do, since a failure streak it started would raise
-    a finding already out of date."""
-    if lesson.status == LessonStatus.active:
-        return
-    if lesson.status == LessonStatus.superseded and lesson.superseded_by:
-        raise InvalidInputError(f"lesson {lesson.id} was merged into {lesson.superseded_by}; report the outcome "
-                                f"of {lesson.superseded_by}")
-    raise InvalidInputError(f"lesson {lesson.id} is {lesson.status.value}; restore it first "
-                            f"(`mgcp lesson restore {lesson.id}`) to report its outcomes")
 
 
 async def _retire(store: Store, lesson_id: str) -> None:

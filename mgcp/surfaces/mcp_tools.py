@@ -202,8 +202,9 @@ class Tools:
         kind: Kind = None,
         confidence: Confidence = None,
     ) -> dict[str, Any]:
-        """Improve an existing lesson: writes version N+1 and keeps every earlier version with the
-        reason. Call it when a lesson proved wrong, vague or incomplete. Returns the new lesson."""
+        """Improve an active lesson: writes version N+1 and keeps every earlier version with the
+        reason. Call it when a lesson proved wrong, vague or incomplete (one merged into another is
+        refused, naming the lesson to refine). Returns the new lesson."""
         from mgcp.engine.lessons import refine_lesson
 
         return to_jsonable(await self.service.run(lambda s: refine_lesson(
