@@ -18,6 +18,8 @@ MAX_QUERY = 2_000       # a query or a recall's task
 MAX_SESSION_ID = 200    # a session id (Claude Code's are 36-character UUIDs)
 MAX_PATH = 4_096        # a project path (Linux's PATH_MAX)
 MAX_DEPTH = 64          # nesting levels of a catalogue
+MAX_TAGS = 50           # tags of a lesson
+MAX_ITEMS = 200         # todos, decisions or active files in one context save
 LESSON_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 # Patterns of credentials that must never be stored in shared knowledge. Each is specific enough
@@ -142,10 +144,18 @@ def check_lesson_id(value: str, field: str = "lesson id") -> str:
     return value
 
 
-def check_list(field: str, values: list[str] | None, limit: int = MAX_SHORT) -> list[str] | None:
+def check_list(field: str, values: list[str] | None, limit: int = MAX_SHORT, count: int = MAX_ITEMS) -> list[str] | None:
+    """Each value checked as text of at most `limit` characters, and at most `count` of them (every
+    reply that shows them must stay small enough for an agent to take whole)."""
     if values is None:
         return None
+    check_count(field, values, count)
     return [check_text(field, v, limit=limit) for v in values]
+
+
+def check_count(field: str, values: list, count: int = MAX_ITEMS) -> None:
+    if len(values) > count:
+        raise InvalidInputError(f"too many values for {field}: {len(values):,} (limit {count:,})")
 
 
 def check_catalogue(catalogue) -> dict:

@@ -157,3 +157,21 @@ def test_an_outcome_of_a_lesson_no_longer_active_is_refused_naming_what_to_do(tm
         assert code == 2 and why in err and err.count("\n") == 1, err
     assert _count(db, "lesson_outcomes") == 0
     assert mgcp("lesson", "outcome", "pool", "--helped", "--db", db)[0] == 0
+
+
+def test_lists_hold_a_bounded_number_of_values(tmp_path):
+    """Fifty thousand active files or a hundred thousand tags made every later reply that shows them
+    megabytes long: a list over its limit is refused with one line, nothing written."""
+    db = tmp_path / "k.db"
+    assert mgcp("lesson", "add", "k1", "--trigger", "when testing things", "--action", "Run the suite.", "--db", db)[0] == 0
+    before = dump(db)
+    tags = [arg for i in range(51) for arg in ("--tag", f"t{i}")]
+    for args in (["lesson", "add", "k2", "--trigger", "when tagging lessons", "--action", "Give each lesson its tags.", *tags],
+                 ["lesson", "refine", "k1", "--reason", "tagged", *tags],
+                 ["context", "save", "--project", "/p", *[a for i in range(201) for a in ("--active-file", f"f{i}.py")]],
+                 ["context", "save", "--project", "/p", *[a for i in range(201) for a in ("--todo", f"do {i}")]]):
+        code, _, err = mgcp(*args, "--db", db)
+        assert code == 2 and "too many values for" in err and err.count("\n") == 1, (args[:2], err)
+    assert dump(db) == before
+    assert mgcp("lesson", "add", "k2", "--trigger", "when tagging lessons", "--action", "Give each lesson its tags.",
+                *tags[:100], "--db", db)[0] == 0

@@ -21,7 +21,7 @@ from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
 from mgcp.models import ContextAt, ContextSnapshot, ProjectContext, SessionRegistration, Todo
 from mgcp.persistence import sessions as sql
 from mgcp.persistence.database import Database, dumps, utcnow
-from mgcp.validation import check_catalogue, check_list, check_session_id, check_text
+from mgcp.validation import check_catalogue, check_count, check_list, check_session_id, check_text
 
 RECENT_DECISIONS = 10
 SHOWN_TODOS = 5  # open todos an unknown `done` name's error lists
@@ -198,6 +198,7 @@ class Contexts:
         decisions = check_list("decision", decisions)
         active_files = check_list("active file", active_files)
         if todos is not None:  # trimmed like every other text
+            check_count("todo", todos)
             todos = [todo.model_copy(update={"content": check_text("todo", todo.content)}) for todo in todos]
         done = check_list("todo", done)
         if catalogue is not None:

@@ -24,8 +24,8 @@ from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.queue_reads import QueueReads
 from mgcp.persistence.recall_data import SEARCH
 from mgcp.text import Memo, query_terms
-from mgcp.validation import (MAX_SHORT, check_lesson_id, check_list, check_query, check_session_id, check_text,
-                             redacted)
+from mgcp.validation import (MAX_SHORT, MAX_TAGS, check_lesson_id, check_list, check_query, check_session_id,
+                             check_text, redacted)
 
 LESSON_SELECT = """
 SELECT l.*, COALESCE(c.status, 'active') AS status, c.superseded_by, c.project_id AS lc_project_id,
@@ -224,7 +224,7 @@ class Lessons:
         trigger = check_text("trigger", trigger, limit=MAX_SHORT)
         action = check_text("action", action)
         rationale = check_text("rationale", rationale, required=False)
-        tags = check_list("tag", tags)
+        tags = check_list("tag", tags, count=MAX_TAGS)
         session_id = check_session_id(session_id)
         if parent_id is not None:
             check_lesson_id(parent_id, "parent id")
@@ -268,7 +268,7 @@ class Lessons:
         trigger = check_text("trigger", trigger, required=False, limit=MAX_SHORT)
         action = check_text("action", action, required=False)
         rationale = check_text("rationale", rationale, required=False)
-        tags = check_list("tag", tags)
+        tags = check_list("tag", tags, count=MAX_TAGS)
         session_id = check_session_id(session_id)
         if trigger == "" or action == "":
             raise InvalidInputError("trigger and action must not be empty")
