@@ -406,6 +406,28 @@ def test_a_bad_argument_is_named_with_its_value_and_what_is_allowed(client, db, 
     assert client.error(tool, **arguments) == message
 
 
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("lesson_outcome", {"lesson_id": "verify-api", "helped": "true"}, 'helped must be true or false (got "true")'),
+    ("lesson_outcome", {"lesson_id": "verify-api", "helped": 1}, "helped must be true or false (got 1)"),
+    ("rem_answer", {"project_path": PROJECT, "finding_id": "0" * 16, "option": "1"},
+     'option must be a whole number (got "1")'),
+    ("query_lessons", {"text": "api", "limit": "3"}, 'limit must be a whole number (got "3")'),
+    ("query_lessons", {"text": "api", "limit": 2.0}, "limit must be a whole number (got 2.0)"),
+    ("get_context_at_session", {"project_path": PROJECT, "session": "1"}, 'session must be a whole number (got "1")'),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "calling an api", "action": "Read it first", "confidence": "0.7"},
+     'confidence must be a number (got "0.7")'),
+    ("add_lesson", {"lesson_id": "a-b", "trigger": "calling an api", "action": "Read it first", "tags": ["api", True]},
+     "tags[1] must be text (got true)"),
+])
+def test_a_value_of_another_type_is_refused_not_converted(client, db, tool, arguments, message):
+    """The SDK's validation would take "true" or 1 for true and "3" or 3.0 for 3, and act on them."""
+    client.ok("add_lesson", lesson_id="verify-api", trigger="calling an unfamiliar API", action="Read its signature first")
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1", notes="started")
+    before = dump(db)
+    assert client.error(tool, **arguments) == message
+    assert dump(db) == before
+
+
 def nul(field: str, at: int) -> str:
     return f"{field} holds a NUL character (\\x00) at character {at}, which cannot be stored"
 

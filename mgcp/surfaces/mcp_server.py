@@ -110,12 +110,41 @@ class Server(MCPServer):
         if schema is not None and unknown:
             raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}; "
                             f"it takes {', '.join(taken) or 'none'}")
+        wrong = type_errors(arguments or {}, schema or {})
+        if wrong:
+            raise ToolError("\n".join(wrong))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
             raise ToolError(argument_errors(exc.__cause__, schema or {})) from exc.__cause__
+
+
+JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
+              type(None): "null"}
+
+
+def type_errors(arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Arguments, or items of a list argument, whose JSON type the tool's schema does not name, one
+    line each. The SDK's validation would take "true" or 1 for true, "3" or 3.0 for 3 and act on
+    them, while it refuses 123 for text: one rule instead, the types the schema says."""
+    defs = schema.get("$defs", {})
+    return [problem for key, value in arguments.items()
+            for problem in _wrong_type(key, value, _alternatives(schema.get("properties", {}).get(key, {}), defs), defs)]
+
+
+def _wrong_type(path: str, value: Any, alternatives: list[dict], defs: dict) -> list[str]:
+    named = {a.get("type") for a in alternatives}
+    if not named <= {*TYPE_WORDS, "null"}:
+        return []  # a schema that names no type (any value): pydantic's checks alone
+    kind = JSON_TYPES.get(type(value))
+    if kind == "array" and "array" in named:
+        items = [i for a in alternatives if a.get("type") == "array" for i in _alternatives(a.get("items", {}), defs)]
+        return next(([p] for i, item in enumerate(value) for p in _wrong_type(f"{path}[{i}]", item, items, defs)), [])
+    if kind in named or (kind == "integer" and "number" in named):
+        return []
+    return [f"{path} must be {_describe(alternatives, defs) or 'left out'} (got {_shown(value)})"]
 
 
 def argument_errors(error: ValidationError, schema: dict[str, Any]) -> str:
