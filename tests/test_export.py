@@ -54,3 +54,32 @@ def test_neither_export_writes_over_the_database_itself_even_with_force(db):
     assert db.read_bytes() == before
     code, out, _ = mgcp("lesson", "show", "a1", "--db", db)
     assert code == 0 and "do a thing properly" in out
+
+
+def test_two_exports_to_one_path_at_once_leave_one_of_them_whole(tmp_path):
+    """Each export writes a temporary file of its own: with one fixed name the two wrote into the
+    same file and removed each other's, and an export could report success over the other's rows."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    solo = []
+    for name, n in (("a", 3), ("b", 5)):
+        db = tmp_path / f"{name}.db"
+        for i in range(n):
+            assert mgcp("lesson", "add", f"{name}-{i}", "--trigger", f"when exporting {name} {i}",
+                        "--action", f"Export the {name} knowledge base {i}.", "--db", db)[0] == 0
+        assert mgcp("export", "jsonl", "--db", db, "--out", tmp_path / f"{name}.jsonl")[0] == 0
+        solo.append((tmp_path / f"{name}.jsonl").read_bytes())
+    out = tmp_path / "shared.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(3):
+        procs = [subprocess.Popen([sys.executable, "-m", "mgcp", "export", "jsonl", "--db", tmp_path / f"{name}.db",
+                                   "--out", out], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for name in ("a", "b")]
+        results = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], results
+        assert out.read_bytes() in solo
+    assert [f for f in os.listdir(tmp_path) if "mgcp-tmp" in f] == []
+    assert os.stat(out).st_mode & 0o777 == os.stat(tmp_path / "a.jsonl").st_mode & 0o777

@@ -59,15 +59,24 @@ def _write(out: str, lines, check=None) -> int:
             except OSError as exc:
                 raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
         return count
-    tmp = f"{out}.mgcp-tmp"
+    import tempfile
+
+    # a temporary file of its own: two exports to one path at once must not write into one file
+    # (or remove each other's), so that whichever replaces `out` last leaves a whole export there
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out)}.", suffix=".mgcp-tmp",
+                                   dir=os.path.dirname(os.path.abspath(out)))
+    except OSError as exc:
+        raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
     count = 0
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
             for line in lines:
                 fh.write(line)
                 count += 1
         if check is not None:
             check(tmp)
+        os.chmod(tmp, _mode(out))
         os.replace(tmp, out)
     except OSError as exc:
         raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
@@ -75,6 +84,18 @@ def _write(out: str, lines, check=None) -> int:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return count
+
+
+def _mode(out: str) -> int:
+    """The permissions the export gets: those of the file it replaces, else what a new file gets."""
+    import os
+
+    try:
+        return os.stat(out).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 @export_app.command("dpo")
