@@ -549,3 +549,20 @@ def test_a_link_to_a_lesson_that_does_not_exist_is_named(copy):
     sql(copy, "UPDATE lessons SET relationships = ? WHERE id = ?", json.dumps(links), LESSON)
     assert [line for line in problems(copy) if "ghost" in line] == [
         f"lesson {LESSON}: links to ghost, not a lesson here; `mgcp lesson show {LESSON}` lists its links"]
+
+
+def test_a_file_with_migrations_pending_is_sent_to_migrate_not_repaired(tmp_path):
+    """An upgrade stopped half-way (killed after its first migrations) holds lessons without their
+    versions, which the rest of the upgrade makes: the check says to migrate, and offers no
+    repair (it reported a problem per lesson and offered to rebuild each)."""
+    path = tmp_path / "legacy.db"
+    build_legacy(path)
+    open_and_migrate(path)
+    with sqlite3.connect(path) as conn:  # as if stopped before the migrations that make the versions
+        conn.execute("DELETE FROM lesson_versions")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = ?", [migration_names()[-1]])
+    code, out, _ = mgcp("db", "check", "--db", path)
+    assert code == 0 and "1 migration pending; run `mgcp db migrate`" in out and "problem" not in out, out
+    before = dump(path)
+    assert mgcp("db", "check", "--repair", "--yes", "--db", path)[0] == 0
+    assert dump(path) == before

@@ -11,7 +11,9 @@ What is checked:
 
 - the file: `PRAGMA integrity_check` and `PRAGMA foreign_key_check`;
 - migrations: the applied names are known, none is pending (only a warning: the next command
-  that opens the database applies them) and the tables of each applied migration exist;
+  that opens the database applies them) and the tables of each applied migration exist. With
+  migrations pending, only the file and the migrations are checked: the rest reads what an upgrade
+  has yet to make (an upgrade stopped half-way has lessons without their versions, which it makes);
 - lessons: `lesson_versions` holds versions 1..N, each once, N being the `lessons` row's version,
   and version N has the row's text; a version after one with a kind and confidence has its own;
 - context: each project's catalogue, replayed from its deltas, matches every recorded hash; history
@@ -422,6 +424,16 @@ CHECKS = [  # (name, check, the tables it reads: a check whose tables are missin
     ("json", json_columns, ()),
 ]
 REPAIRABLE = ("lessons", "rem", "search", "traits")
+STRUCTURE = ("integrity", "foreign_keys", "migrations")  # the checks of a file with migrations pending
+
+
+def _pending(conn: sqlite3.Connection) -> bool:
+    """Migrations this mgcp knows are not all applied (a file a newer mgcp upgraded is not pending)."""
+    try:
+        applied = {name for name, _ in migrate.applied_migrations(conn)}
+    except sqlite3.DatabaseError:
+        return False
+    return not applied.issuperset(migrate.migration_names()) and applied.issubset(migrate.migration_names())
 
 
 # -- the repairs -----------------------------------------------------------------------------------
@@ -510,8 +522,9 @@ def run_checks(conn: sqlite3.Connection, only: tuple[str, ...] | None = None) ->
     except sqlite3.DatabaseError:  # a damaged schema: only the checks that need no table run
         tables = set()
     problems = []
+    upgrading = _pending(conn)
     for name, run, needs in CHECKS:
-        if (only and name not in only) or not tables.issuperset(needs):
+        if (only and name not in only) or not tables.issuperset(needs) or (upgrading and name not in STRUCTURE):
             continue
         try:
             for problem in run(conn):
