@@ -60,14 +60,17 @@ class _CtrlC:
         return False
 
 
+SAID = ("what was written before is kept, even a change that finished as you interrupted (look, e.g. "
+        "`mgcp rem report`, before repeating it); nothing was applied half-way")
+
+
 def test_ctrl_c_in_review_exits_130_with_a_message_and_applies_nothing(db):
     for lesson_id, each in (("one", "every"), ("two", "each")):
         assert mgcp("lesson", "add", lesson_id, "--trigger", "when the pool runs dry",
                     "--action", f"Raise the connection pool size and add a timeout to {each} call", "--db", db)[0] == 0
     assert mgcp("rem", "run", "--op", "duplicate_detection", "--project", "/p", "--db", db)[0] == 0
     code, out, err = mgcp("rem", "review", "--project", "/p", "--db", db, stdin=_CtrlC())
-    assert code == 130 and err.strip().endswith("Interrupted; what was written before is kept, nothing was "
-                                                 "applied half-way."), err
+    assert code == 130 and err.strip().endswith(f"Interrupted; {SAID}."), err
     code, out, _ = mgcp("rem", "status", "--project", "/p", "--db", db, "--json")
     assert code == 0 and json.loads(out)["pending_findings"] == 1, out
 
@@ -81,8 +84,7 @@ def test_ctrl_c_under_json_says_so_as_json(db, monkeypatch):
     monkeypatch.setattr(rem, "with_store", pressed)
     code, out, err = mgcp("rem", "run", "--project", "/p", "--db", db, "--json")
     assert (code, out) == (130, "")
-    assert json.loads(err) == {"error": "interrupted; what was written before is kept, nothing was applied half-way",
-                               "exit_code": 130}
+    assert json.loads(err) == {"error": f"interrupted; {SAID}", "exit_code": 130}
 
 
 def test_a_run_that_never_finished_is_named_by_the_report(db):

@@ -183,7 +183,9 @@ def main() -> None:
     except json.JSONDecodeError as exc:  # what the store wrote is JSON: a value edited or damaged since
         _fail(f"the database holds a value that is not JSON ({exc.msg}); `mgcp db check` names it", 1)
     if code == INTERRUPTED:
-        said = "what was written before is kept, nothing was applied half-way"
+        # a change commits whole or not at all, and the interrupt may come just after its commit
+        said = ("what was written before is kept, even a change that finished as you interrupted "
+                "(look, e.g. `mgcp rem report`, before repeating it); nothing was applied half-way")
         if "--json" in sys.argv[1:]:  # a program reading --json output reads the error as JSON too
             _fail(f"interrupted; {said}", INTERRUPTED)
         print(f"Interrupted; {said}.", file=sys.stderr)
