@@ -64,7 +64,7 @@ def _write(out: str, lines, check=None) -> int:
     # a temporary file of its own: two exports to one path at once must not write into one file
     # (or remove each other's), so that whichever replaces `out` last leaves a whole export there
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out)}.", suffix=".mgcp-tmp",
+        fd, tmp = tempfile.mkstemp(prefix=f"{os.path.basename(out)}.", suffix=".mgcp-tmp",
                                    dir=os.path.dirname(os.path.abspath(out)))
     except OSError as exc:
         raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
