@@ -113,20 +113,26 @@ def test_a_project_path_is_checked_before_a_project_is_stored(tmp_path, path, wh
     assert _count(db, "project_contexts") == 0 and _count(db, "rem_runs") == 0
 
 
-def test_a_refine_of_a_lesson_no_longer_active_is_refused_naming_what_to_do(tmp_path):
-    """A new version of a merged, archived or deleted lesson would be retrieved by nobody (the merge's
-    kept lesson would not get the change): refused as an outcome of one is, nothing written."""
+def _no_longer_active(tmp_path):
+    """A database with lesson "pool" active, "pool-2" merged into it and "old" archived."""
+    import sqlite3
+
     db = tmp_path / "k.db"
     for lesson_id, action in (("pool", "Set max_connections to 20 per API worker."),
                               ("pool-2", "Keep max_connections at 20 per API worker."), ("old", "Run the full suite.")):
         assert mgcp("lesson", "add", lesson_id, "--trigger", "sizing the database pool", "--action", action,
                     "--db", db)[0] == 0
     assert mgcp("lesson", "archive", "old", "--reason", "replaced by CI", "--db", db)[0] == 0
-    import sqlite3
-
     with sqlite3.connect(db) as conn:  # as a merge leaves it
         conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, superseded_by, changed_at) "
                      "VALUES ('pool-2', 'superseded', 'pool', '2026-01-01T00:00:00+00:00')")
+    return db
+
+
+def test_a_refine_of_a_lesson_no_longer_active_is_refused_naming_what_to_do(tmp_path):
+    """A new version of a merged, archived or deleted lesson would be retrieved by nobody (the merge's
+    kept lesson would not get the change): refused as an outcome of one is, nothing written."""
+    db = _no_longer_active(tmp_path)
     before = dump(db)
     for lesson_id, why in (("pool-2", "lesson pool-2 was merged into pool; refine pool"),
                            ("old", "lesson old is archived; restore it first (`mgcp lesson restore old`) to refine it")):
@@ -140,17 +146,7 @@ def test_a_refine_of_a_lesson_no_longer_active_is_refused_naming_what_to_do(tmp_
 
 
 def test_an_outcome_of_a_lesson_no_longer_active_is_refused_naming_what_to_do(tmp_path):
-    db = tmp_path / "k.db"
-    for lesson_id, action in (("pool", "Set max_connections to 20 per API worker."),
-                              ("pool-2", "Keep max_connections at 20 per API worker."), ("old", "Run the full suite.")):
-        assert mgcp("lesson", "add", lesson_id, "--trigger", "sizing the database pool", "--action", action,
-                    "--db", db)[0] == 0
-    assert mgcp("lesson", "archive", "old", "--reason", "replaced by CI", "--db", db)[0] == 0
-    import sqlite3
-
-    with sqlite3.connect(db) as conn:  # as a merge leaves it
-        conn.execute("INSERT INTO lesson_lifecycle (lesson_id, status, superseded_by, changed_at) "
-                     "VALUES ('pool-2', 'superseded', 'pool', '2026-01-01T00:00:00+00:00')")
+    db = _no_longer_active(tmp_path)
     for lesson_id, why in (("pool-2", "lesson pool-2 was merged into pool; report the outcome of pool"),
                            ("old", "lesson old is archived; restore it first (`mgcp lesson restore old`)")):
         code, _, err = mgcp("lesson", "outcome", lesson_id, "--failed", "--db", db)

@@ -472,10 +472,10 @@ def auto_decision(finding: RemFinding, config: RemConfig, project_path: str | No
 def _numbers_apart(finding: RemFinding) -> bool:
     """Whether the actions of the two lessons the finding holds give different numbers (read from
     its data, so that a finding raised before findings said so is judged the same way)."""
-    from mgcp.operations.duplicate_detection import numbers
+    from mgcp.operations.duplicate_detection import numbers_apart
 
-    found = [sorted(numbers(lesson.get("action"))) for lesson in (finding.data.get("lessons") or {}).values()]
-    return len(found) == 2 and found[0] != found[1]
+    actions = [lesson.get("action") for lesson in (finding.data.get("lessons") or {}).values()]
+    return len(actions) == 2 and numbers_apart(*actions)
 
 
 def _opposed(finding: RemFinding, config: RemConfig, project_path: str | None) -> bool:

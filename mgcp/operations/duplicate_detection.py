@@ -244,6 +244,11 @@ def numbers(action: str | None) -> list[str]:
     return _NUMBER.findall(action or "")
 
 
+def numbers_apart(action: str | None, other: str | None) -> bool:
+    """Whether two actions give different numbers (the same ones in any order are not apart)."""
+    return sorted(numbers(action)) != sorted(numbers(other))
+
+
 def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool = False) -> RemFinding:
     """The finding of a pair; `claims`: whether its actions' claims are read to tell whether one
     denies the other (`opposite`), else only their word order is. A pair whose numbers differ
@@ -253,7 +258,7 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool =
     similarity = score.value
     kind = "duplicate_merge" if similarity >= merge_at else "duplicate_review"
     values = (numbers(keep.action), numbers(other.action))
-    apart = sorted(values[0]) != sorted(values[1])
+    apart = numbers_apart(keep.action, other.action)
     reordered = not score.copy and swapped(keep.action, other.action)
     opposite = not score.copy and (reordered or (claims and opposed(keep.action or "", other.action or "",
                                                                      OPPOSED_AT)))

@@ -45,7 +45,7 @@ from functools import partial
 from itertools import groupby
 from typing import Callable, Iterator
 
-from mgcp.errors import DatabaseError
+from mgcp.errors import DatabaseError, MgcpError
 from mgcp.models import REJECTING_ACTIONS
 from mgcp.persistence import columns, migrate
 from mgcp.persistence.context import apply_delta, canonical, catalogue_hash
@@ -428,12 +428,12 @@ STRUCTURE = ("integrity", "foreign_keys", "migrations")  # the checks of a file 
 
 
 def _pending(conn: sqlite3.Connection) -> bool:
-    """Migrations this mgcp knows are not all applied (a file a newer mgcp upgraded is not pending)."""
+    """Migrations this mgcp knows are not all applied (a file a newer mgcp upgraded is not pending:
+    the migrations check names it)."""
     try:
-        applied = {name for name, _ in migrate.applied_migrations(conn)}
-    except sqlite3.DatabaseError:
+        return bool(migrate.pending_migrations(conn))
+    except MgcpError:
         return False
-    return not applied.issuperset(migrate.migration_names()) and applied.issubset(migrate.migration_names())
 
 
 # -- the repairs -----------------------------------------------------------------------------------

@@ -43,12 +43,12 @@ def _write(out: str, lines, check=None) -> int:
     given) raised nothing; the number of lines written. A device or a pipe at `out` (/dev/null, a
     FIFO) is written into, never replaced: the lines go to a temporary file of their own first."""
     import os
+    import tempfile
 
     from mgcp.errors import MgcpError
 
     if os.path.exists(out) and not os.path.isfile(out):
         import shutil
-        import tempfile
 
         with tempfile.TemporaryDirectory(prefix="mgcp-export-") as folder:
             whole = os.path.join(folder, "export")
@@ -59,8 +59,6 @@ def _write(out: str, lines, check=None) -> int:
             except OSError as exc:
                 raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
         return count
-    import tempfile
-
     # a temporary file of its own: two exports to one path at once must not write into one file
     # (or remove each other's), so that whichever replaces `out` last leaves a whole export there
     try:
