@@ -7,7 +7,9 @@ rationale was empty, set it to the bare reason. So for a lesson at version N:
 - row N is the current state (trigger, action, rationale, tags, last_refined);
 - row k < N gets the reason that created version k+1 and its exact rationale: the prefix of the
   current rationale before the "[v(k+1)]" marker (empty when version 2 came from an empty rationale);
-- the action text of rows k < N is lost: they are stored with action '' and `reconstructed = 1`.
+- the action text of rows k < N is lost: they are stored with action '' and `reconstructed = 1`;
+- tags are copied as a JSON list: an older writer left comma-separated words in some lessons'
+  column, which mgcp reads as the tags.
 
 Existing data is not modified: only rows missing from lesson_versions are inserted (insert only what
 is missing), so re-running does nothing and an interrupted run resumes. A lesson that cannot be
@@ -61,7 +63,10 @@ def migrate(db):
             version = int(version or 1)
             if version < 1:
                 raise ValueError(f"version {version} is below 1")
-            tag_list = json.loads(tags or "[]")
+            if tags and not tags.lstrip().startswith("["):  # comma-separated words, as mgcp reads them
+                tag_list = [t.strip() for t in tags.split(",") if t.strip()]
+            else:
+                tag_list = json.loads(tags or "[]")
             if not isinstance(tag_list, list):
                 raise ValueError("tags is not a JSON list")
             tags_json = json.dumps(tag_list)

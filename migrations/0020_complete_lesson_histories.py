@@ -3,7 +3,7 @@
 Why: every lesson must have one lesson_versions row per version it has had. Two kinds of lesson
 were left without their first rows:
 - a legacy lesson whose tags column is not a JSON list (an older writer left comma-separated
-  words, which mgcp reads as the tags): 0004 reports it and skips it;
+  words, which mgcp reads as the tags): 0004 reported it and skipped it, before it read such tags;
 - a lesson written without versions (by an older mgcp after 0004 ran, or skipped as above) and
   then refined: the refinement wrote rows only for its current version and the new one, so 0004,
   which backfills lessons that have no rows at all, never rebuilt versions 1..N-1.

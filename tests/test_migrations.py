@@ -187,8 +187,8 @@ LEGACY_V3 = ("Original why.\n\n[v2] first reason\n\n[v3] second reason")
 
 
 def test_a_legacy_lesson_with_comma_separated_tags_gets_its_whole_history(legacy):
-    """0004 skips a lesson whose tags column is not a JSON list; 0020 rebuilds it with the tags
-    mgcp reads there, and 0004 has nothing left to do at the next start."""
+    """0004 backfills a lesson whose tags column holds comma-separated words with the tags mgcp
+    reads there, in the first upgrade: nothing is left pending, and no legacy row changes."""
     conn = sqlite3.connect(legacy)
     conn.execute("UPDATE lessons SET tags = 'deploy, database', version = 3, rationale = ? WHERE id = 'plain-v1'",
                  [LEGACY_V3])
@@ -201,8 +201,26 @@ def test_a_legacy_lesson_with_comma_separated_tags_gets_its_whole_history(legacy
         (1, 1, "first reason"), (2, 1, "second reason"), (3, 0, None)]
     assert rows[1]["rationale"] == "Original why.\n\n[v2] first reason"
     assert {r["tags"] for r in rows} == {json.dumps(["deploy", "database"])}
-    assert migrate.open_and_migrate(legacy).applied == ["0004_backfill_lesson_versions"]
     assert migrate.status(legacy)["pending"] == [] and dump(legacy, LEGACY_TABLES) == before
+    assert migrate.open_and_migrate(legacy).applied == []
+
+
+def test_0004_left_pending_by_an_older_mgcp_adds_nothing(legacy):
+    """A database upgraded before 0004 read comma-separated tags: 0004 stayed pending and 0020
+    rebuilt the lesson's rows. 0004, run at the next start, finds nothing to add."""
+    conn = sqlite3.connect(legacy)
+    conn.execute("UPDATE lessons SET tags = 'deploy, database', version = 3, rationale = ? WHERE id = 'plain-v1'",
+                 [LEGACY_V3])
+    conn.commit()
+    conn.close()
+    migrate.open_and_migrate(legacy)
+    rows = versions(legacy, "plain-v1")
+    conn = sqlite3.connect(legacy)
+    with conn:
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0004_backfill_lesson_versions'")
+    conn.close()
+    assert migrate.open_and_migrate(legacy).applied == ["0004_backfill_lesson_versions"]
+    assert versions(legacy, "plain-v1") == rows
 
 
 def test_a_lesson_refined_before_its_first_rows_were_rebuilt_gets_them_back(legacy):

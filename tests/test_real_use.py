@@ -406,6 +406,32 @@ def test_the_legacy_rows_are_left_as_they_were(legacy_shapes):
     assert dump(legacy_shapes, ["project_contexts"]) == before
 
 
+def test_comma_separated_tags_an_older_writer_left_are_tags_everywhere(tmp_path):
+    """Such a row is filtered by tag, exported, imported back as it was, and checks clean; the
+    lessons around it (JSON tags) are unaffected, and no legacy row changes."""
+    from legacy import build_legacy
+
+    path = tmp_path / "legacy.db"
+    build_legacy(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE lessons SET tags = 'testing, Flaky' WHERE id = 'three-versions'")
+    conn.close()
+    before = dump(path, ["lessons"])
+
+    def listed(db, tag):
+        code, out, err = mgcp("lesson", "list", "--tag", tag, "--json", "--db", db)
+        assert code == 0, err
+        return [lesson["id"] for lesson in json.loads(out)]
+
+    assert listed(path, "flaky") == ["three-versions"] and listed(path, "api") == ["plain-v1"]
+    assert mgcp("db", "check", "--db", path)[0] == 0
+    assert mgcp("export", "jsonl", "--out", tmp_path / "all.jsonl", "--db", path)[0] == 0
+    assert mgcp("import", "jsonl", tmp_path / "all.jsonl", "--db", tmp_path / "copy.db")[0] == 0
+    assert dump(tmp_path / "copy.db", ["lessons"]) == dump(path, ["lessons"]) == before
+    assert listed(tmp_path / "copy.db", "FLAKY") == ["three-versions"]
+
+
 # -- 9. day-one defects ----------------------------------------------------------------------------
 
 def test_a_repeated_identical_save_writes_nothing(db):

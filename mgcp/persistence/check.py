@@ -167,8 +167,10 @@ def lesson_versions(conn: sqlite3.Connection) -> Iterator[Problem]:
 
 def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
     subject, n = f"lesson {lesson['id']}", lesson["version"]
-    if not isinstance(_json_list(lesson["tags"]), list):
-        yield Problem("lessons", subject, f"its tags {lesson['tags']!r} are not a JSON list; "
+    tags = [] if columns.comma_separated(lesson["tags"]) else _json_list(lesson["tags"])  # words: read as tags
+    if tags is None or not all(isinstance(tag, str) for tag in tags):
+        what = "are not a JSON list" if tags is None else "hold a value that is not text"
+        yield Problem("lessons", subject, f"its tags {lesson['tags']!r} {what}; "
                                           f"set them with `mgcp lesson refine {lesson['id']} --tag ...`")
     if not isinstance(n, int) or n < 1:  # the legacy table takes whatever an older writer put there
         yield Problem("lessons", subject, f"its row has version {n!r}, not a whole number from 1")
@@ -347,9 +349,9 @@ def rem_actions(conn: sqlite3.Connection) -> Iterator[Problem]:
 
 
 def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
-    def words(row: dict) -> tuple:  # what the index reads: tags in any order are the same words
-        tags = _json_list(row["tags"])
-        return row["trigger"], row["action"], row["rationale"] or "", sorted(map(str, tags)) if tags else row["tags"]
+    def words(row: dict) -> tuple:  # what the index reads: tags in any order, or form, are the same words
+        tags = columns.tags(row["tags"])
+        return row["trigger"], row["action"], row["rationale"] or "", sorted(tags) if tags else row["tags"]
 
     # Before migration 0010 the index kept every lesson: an inactive one there is no fault yet.
     active_only = ACTIVE_INDEX in {name for name, _ in migrate.applied_migrations(conn)}
@@ -389,7 +391,8 @@ def search_index(conn: sqlite3.Connection) -> Iterator[Problem]:
 def json_columns(conn: sqlite3.Connection) -> Iterator[Problem]:
     """Every column declared JSON holds JSON of the shape the store reads (a list or an object): an
     import refuses anything else, so an export of such a row could not be restored, and the commands
-    that read some of them fail. A lesson's tags are the lessons check's."""
+    that read some of them fail. A lesson's tags are the lessons check's; a tags column may hold
+    comma-separated words instead (`columns.TAGS`)."""
     tables = [row["name"] for row in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table' "
                                                  "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'lesson_search%' "
                                                  "ORDER BY name")]
@@ -402,6 +405,8 @@ def json_columns(conn: sqlite3.Connection) -> Iterator[Problem]:
                 continue
             want = {list: "array", dict: "object"}.get(columns.json_shape(table, name, column["dflt_value"]))
             bad = f'NOT json_valid("{name}")' + (f""" OR json_type("{name}") != '{want}'""" if want else "")
+            if (table, name) in columns.TAGS:  # comma-separated words are read as the tags
+                bad = f"""ltrim("{name}", ' ' || char(9, 10, 13)) LIKE '[%' AND ({bad})"""
             for row in _rows(conn, f'SELECT {key} AS key, "{name}" AS value FROM "{table}" '
                                    f'WHERE "{name}" IS NOT NULL AND ({bad}) ORDER BY 1 LIMIT 20'):
                 shown = repr(row["value"]) if len(repr(row["value"])) <= 40 else repr(row["value"])[:37] + "..."

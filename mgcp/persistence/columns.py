@@ -28,9 +28,19 @@ def json_list(text: str | None) -> list:
     return value if isinstance(value, list) else []
 
 
+# The tags columns: besides a JSON list, an older writer left comma-separated words in some (any
+# value that does not open with "["), which mgcp reads as the tags.
+TAGS = {("lessons", "tags"), ("lesson_versions", "tags")}
+
+
+def comma_separated(text: str | None) -> bool:
+    """Whether a tags column holds comma-separated words (not a JSON list)."""
+    return bool(text) and not text.lstrip().startswith("[")
+
+
 def tags(text: str | None) -> list[str]:
     """The tags column: a JSON list, or (as an older writer left some) comma-separated words."""
-    if text and not text.lstrip().startswith("["):
+    if comma_separated(text):
         return [t.strip() for t in text.split(",") if t.strip()]
     return [str(t) for t in json_list(text)]
 

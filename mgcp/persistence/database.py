@@ -19,6 +19,7 @@ from typing import Any, AsyncIterator, Iterable
 import aiosqlite
 
 from mgcp.errors import ConflictError, InvalidInputError
+from mgcp.persistence import columns
 from mgcp.persistence import migrate as migrations
 
 # The natural key of each table an undoable action may touch.
@@ -54,6 +55,12 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _tags_json(text: str | None) -> str:
+    """SQL's `mgcp_tags(tags)`: a tags column as the JSON list of the tags mgcp reads in it
+    (`columns.tags`: comma-separated words too, as an older writer left some), for `json_each`."""
+    return json.dumps(columns.tags(text) if text is None or isinstance(text, str) else [])
+
+
 class Database:
     """One aiosqlite connection with transactions (nested blocks are savepoints) and, inside
     `recording()`, row-level change capture."""
@@ -86,6 +93,7 @@ class Database:
             await conn.execute(f"PRAGMA busy_timeout = {migrations.BUSY_TIMEOUT_MS}")
             await conn.execute("PRAGMA foreign_keys = ON")
             await conn.execute("PRAGMA synchronous = NORMAL")
+            await conn.create_function("mgcp_tags", 1, _tags_json, deterministic=True)
             conn.row_factory = aiosqlite.Row
             yield cls(conn, str(path))
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:

@@ -60,7 +60,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
 from mgcp.persistence import check, migrate
-from mgcp.persistence.columns import json_list, json_shape
+from mgcp.persistence.columns import TAGS, comma_separated, json_list, json_shape
 from mgcp.persistence.database import dumps
 from mgcp.shown import json_escaped
 from mgcp.validation import check_unicode
@@ -383,8 +383,6 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
                     check_unicode(column, value or "")
                 if not (row.get("trigger") or "").strip() or not (lost or (row.get("action") or "").strip()):
                     raise InvalidInputError("a lesson needs a trigger and an action")
-                if not isinstance(json.loads(row.get("tags") or "[]"), list):
-                    raise InvalidInputError("tags must be a JSON list")
             except InvalidInputError as exc:
                 raise bad(str(exc)) from None
             if table == "lessons":
@@ -414,12 +412,14 @@ class _Column:
     kind: str
     notnull: bool
     shape: type | None = None
+    words: bool = False  # a tags column: comma-separated words are read too (`TAGS`)
 
     @classmethod
     def of(cls, table: str, info: dict) -> _Column:
         kind = (info["type"] or "").upper()
         shape = json_shape(table, info["name"], info["dflt_value"])
-        return cls(kind, bool(info["notnull"]) or bool(info["pk"]), shape if kind == "JSON" else None)
+        return cls(kind, bool(info["notnull"]) or bool(info["pk"]), shape if kind == "JSON" else None,
+                   (table, info["name"]) in TAGS)
 
 
 _SHAPE_NAMES = {list: "a JSON list", dict: "a JSON object"}
@@ -450,7 +450,7 @@ def _value_problem(column: _Column, value) -> str | None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return "is not valid Unicode text (it holds a lone surrogate)"
-    if column.kind == "JSON":
+    if column.kind == "JSON" and not (column.words and comma_separated(value)):
         try:
             parsed = json.loads(value)
         except ValueError:

@@ -164,7 +164,10 @@ class Lessons:
             sql += " AND COALESCE(c.status, 'active') = ?"
             params.append(status)
         if tag:
-            sql += " AND EXISTS (SELECT 1 FROM json_each(l.tags) WHERE lower(json_each.value) = lower(?))"
+            # a JSON list as it is; any other value (comma-separated words) as mgcp reads it
+            sql += """ AND EXISTS (SELECT 1 FROM json_each(CASE WHEN l.tags LIKE '[%' AND json_valid(l.tags)
+                                                       THEN l.tags ELSE mgcp_tags(l.tags) END)
+                                 WHERE lower(json_each.value) = lower(?))"""
             params.append(tag)
         tags = Memo(_tags)
         with collector_paused():
