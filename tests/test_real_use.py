@@ -432,6 +432,35 @@ def test_comma_separated_tags_an_older_writer_left_are_tags_everywhere(tmp_path)
     assert listed(tmp_path / "copy.db", "FLAKY") == ["three-versions"]
 
 
+@pytest.mark.parametrize("stored", ["/home/dev/alpha/", "~/alpha"])
+def test_a_legacy_project_stored_as_an_older_writer_gave_its_path_is_found(tmp_path, monkeypatch, stored):
+    """A project row whose path has a trailing slash, or starts with "~", is the project of its
+    normalized path: its context shows, a save continues it (no second project), the hook's
+    session goes to it, and the legacy row is otherwise left as it was."""
+    from legacy import build_legacy
+
+    monkeypatch.setenv("HOME", "/home/dev")
+    path = tmp_path / "legacy.db"
+    build_legacy(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE project_contexts SET project_path = ? WHERE project_path = '/home/dev/alpha'", [stored])
+    conn.close()
+    code, out, err = mgcp("context", "show", "--project", "/home/dev/alpha", "--json", "--db", path)
+    assert code == 0 and json.loads(out)["notes"] == "legacy notes", err
+    assert mgcp("context", "save", "--project", "/home/dev/alpha/", "--session-id", "s-new", "--notes", "on",
+                "--db", path)[0] == 0
+    from legacy import pid
+    from mgcp.persistence import sessions
+
+    conn = sqlite3.connect(path, isolation_level=None)  # as the SessionStart hook registers one
+    assert sessions.register_session(conn, "/home/dev/alpha", "s-hook", "startup", "2026-03-01T00:00:00+00:00") == (
+        pid("/home/dev/alpha"), 59, True)
+    rows = conn.execute("SELECT project_path, session_count FROM project_contexts").fetchall()
+    conn.close()
+    assert sorted(rows) == sorted([(stored, 59), ("/home/dev/beta", 3)])
+
+
 # -- 9. day-one defects ----------------------------------------------------------------------------
 
 def test_a_repeated_identical_save_writes_nothing(db):

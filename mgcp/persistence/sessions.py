@@ -4,7 +4,8 @@ only the stdlib, mgcp.config and mgcp.validation, and speaks plain sqlite3).
 
 - A project is named by its path: absolute, normalized, and with symlinks resolved when the path
   exists (`config.normalize_path`). A row is found by that path, or by the unresolved path older
-  versions stored; a new project's id is `sha256(path)[:12]` (the legacy rule).
+  versions stored, or by either as an older writer may have stored it (with a trailing slash, or
+  under the home directory as "~/..."); a new project's id is `sha256(path)[:12]` (the legacy rule).
 - A session id never seen for the project advances `session_count` by one and is recorded with
   its number. A known id (a resumed or compacted session) does not advance it: the session
   continues at the project's *current* number, since history is a timeline.
@@ -18,8 +19,8 @@ import sqlite3
 from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS, normalize_path, plain_path
 from mgcp.validation import check_project_path
 
-FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?)
-                  ORDER BY project_path = ? DESC LIMIT 1"""
+FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?, ?, ?, ?, ?)
+                  ORDER BY project_path = ? DESC, project_path = ? DESC LIMIT 1"""
 FIND_SESSION = "SELECT session_number FROM project_sessions WHERE project_id = ? AND session_id = ?"
 INSERT_SESSION = """INSERT INTO project_sessions (project_id, session_id, session_number, source, first_seen_at)
                     VALUES (?, ?, ?, ?, ?)"""
@@ -41,9 +42,15 @@ def project_id_for(path: str) -> str:
 
 
 def find_params(path: str) -> list[str]:
-    """Parameters of FIND_PROJECT for a path as the user gave it."""
-    key = normalize_path(path)
-    return [key, plain_path(path), key]
+    """Parameters of FIND_PROJECT for a path as the user gave it: the forms a row may hold it in,
+    its key and its unresolved path first."""
+    key, plain = normalize_path(path), plain_path(path)
+    home = os.path.expanduser("~")
+    forms = [key, plain]
+    forms += [p.rstrip("/") + "/" for p in forms]
+    forms += ["~" + p[len(home):] if home not in ("/", "~") and (p == home or p.startswith(home + "/")) else p
+              for p in (key, plain)]
+    return forms + [key, plain]
 
 
 def new_project(path: str, now: str) -> dict:
