@@ -555,6 +555,27 @@ def test_a_lesson_with_no_versions_and_tags_an_older_tool_wrote_is_rebuilt_with_
     assert check(copy)[0] == 0
 
 
+def test_a_link_whose_context_is_one_string_is_read_and_one_the_store_cannot_read_is_named(copy):
+    (other,) = sql(copy, "SELECT id FROM lessons WHERE id != ? ORDER BY id LIMIT 1", LESSON)[0]
+    links = [{"target": other, "type": "related", "weight": 0.5, "context": [], "bidirectional": False}]
+    sql(copy, "UPDATE lessons SET relationships = ? WHERE id = ?",
+        json.dumps([{**links[0], "context": "an older writer's note"}]), LESSON)
+    code, out, err = mgcp("lesson", "show", LESSON, "--json", "--db", copy)
+    assert code == 0 and json.loads(out)["relationships"][0]["context"] == ["an older writer's note"], err
+    code, out, err = check(copy)
+    assert (code, err) == (0, ""), out
+    sql(copy, "UPDATE lessons SET relationships = ? WHERE id = ?", json.dumps([{**links[0], "weight": "heavy"}]),
+        LESSON)
+    for command in (["lesson", "show", LESSON], ["lesson", "list"]):
+        code, out, err = mgcp(*command, "--db", copy)
+        assert (code, out) == (1, "") and err.startswith("Error: a stored Lesson cannot be read "
+                                                         "(relationships[0].weight: "), err
+        assert len(err.splitlines()) == 1, err
+    assert [line for line in problems(copy) if "cannot be read" in line] == [
+        f"lesson {LESSON}: its link 0 (its weight: Input should be a valid number, unable to parse string as a "
+        "number) cannot be read, and commands that show the lesson fail; restore a backup"]
+
+
 def test_a_link_to_a_lesson_that_does_not_exist_is_named(copy):
     (related,) = sql(copy, "SELECT relationships FROM lessons WHERE id = ?", LESSON)[0]
     links = json.loads(related) + [{"target": "ghost", "type": "related", "weight": 1.0, "context": [],

@@ -45,8 +45,10 @@ from functools import partial
 from itertools import groupby
 from typing import Callable, Iterator
 
+from pydantic import ValidationError
+
 from mgcp.errors import DatabaseError, MgcpError
-from mgcp.models import REJECTING_ACTIONS
+from mgcp.models import REJECTING_ACTIONS, Relationship
 from mgcp.persistence import columns, migrate
 from mgcp.persistence.context import apply_delta, canonical, catalogue_hash
 
@@ -213,11 +215,25 @@ def links(conn: sqlite3.Connection) -> Iterator[Problem]:
     of what it meant)."""
     ids = {row["id"] for row in _rows(conn, "SELECT id FROM lessons")}
     for row in _rows(conn, "SELECT id, relationships FROM lessons WHERE relationships NOT IN ('', '[]') ORDER BY id"):
-        targets = [r.get("target") for r in _json_list(row["relationships"]) or () if isinstance(r, dict)]
-        gone = sorted({t for t in targets if isinstance(t, str) and t not in ids})
+        entries = columns.relationships(row["relationships"])
+        unread = [f"{n} ({what})" for n, entry in enumerate(entries) for what in [_unread(entry)] if what]
+        if unread:
+            yield Problem("links", f"lesson {row['id']}", f"its link {_join(unread)} cannot be read, and commands "
+                                                          "that show the lesson fail; restore a backup")
+        gone = sorted({t for t in (r["target"] for r in entries) if isinstance(t, str) and t not in ids})
         if gone:
             yield Problem("links", f"lesson {row['id']}", f"links to {_join(gone)}, not a lesson here; "
                                                           f"`mgcp lesson show {row['id']}` lists its links")
+
+
+def _unread(entry: dict) -> str | None:
+    """What of a link (`columns.relationships`) the store cannot read, or None."""
+    try:
+        Relationship.model_validate(entry)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        return f"its {'.'.join(map(str, error['loc']))}: {error['msg']}"
+    return None
 
 
 def version_traits(conn: sqlite3.Connection) -> Iterator[Problem]:

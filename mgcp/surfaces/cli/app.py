@@ -182,6 +182,13 @@ def main() -> None:
         _fail(f"input is not valid text ({exc.reason})", 2)
     except json.JSONDecodeError as exc:  # what the store wrote is JSON: a value edited or damaged since
         _fail(f"the database holds a value that is not JSON ({exc.msg}); `mgcp db check` names it", 1)
+    except Exception as exc:  # a stored value of a shape mgcp cannot read (the models check what is read)
+        pydantic = sys.modules.get("pydantic")  # not imported on every command's path
+        if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+            raise
+        error = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+        _fail(f"a stored {exc.title} cannot be read ({where}: {error['msg']}); `mgcp db check` names it", 1)
     if code == INTERRUPTED:
         # a change commits whole or not at all, and the interrupt may come just after its commit
         said = ("what was written before is kept, even a change that finished as you interrupted "
