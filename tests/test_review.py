@@ -345,6 +345,27 @@ def test_a_forced_undo_of_a_closed_todo_saves_it_open_again_and_keeps_the_histor
     assert code == 0 and todo_status(json.loads(out)["snapshot"], todo) == "pending"
 
 
+def test_a_forced_undo_of_a_closed_todo_keeps_what_later_saves_added(planted, run):
+    """The undo takes back the close, not the todos, files and catalogue keys saved since (a save
+    naming its todos names the closed one again, as it stands)."""
+    f = by_kind(pending(run, planted), "stale_todo")[0]
+    todo = f.data["todo"]
+    run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "close_todo"), None))
+    catalogue = {**context_of(planted)["catalogue"], "added": "later"}
+    code, _, err = mgcp("context", "save", "--project", PROJECT, "--todo", todo, "--todo", "ship the release",
+                        "--active-file",
+                        "src/new.py", "--catalogue", "-", "--db", planted, stdin=json.dumps(catalogue))
+    assert code == 0, err
+    later = context_of(planted)
+    assert later["catalogue"] == catalogue
+    code, out, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
+    assert code == 0, err
+    now = context_of(planted)
+    assert todo_status(now, todo) == "pending" and todo_status(now, "ship the release") == "pending"
+    assert [t for t in now["todos"] if t["content"] != todo] == [t for t in later["todos"] if t["content"] != todo]
+    assert (now["active_files"], now["catalogue"]) == (later["active_files"], later["catalogue"])
+
+
 # -- --auto ---------------------------------------------------------------------------------------
 
 @pytest.fixture

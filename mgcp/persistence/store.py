@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from mgcp.errors import ConflictError
 from mgcp.persistence import columns
@@ -38,6 +38,23 @@ class _Part:
         part = getattr(importlib.import_module(self.module), self.name)(store.db)
         store.__dict__[self.attr] = part  # found there from now on
         return part
+
+
+def _taken_back(earlier: list, left: list, now: list, key: Callable) -> list:
+    """`now` with what went from `earlier` to `left` taken back item by item (items matched by
+    `key`): an item that went in comes out, one that changed is as it was, one that went out
+    comes back (at the end); an item changed since (no longer as `left` holds it) stays as it is."""
+    before = {key(item): item for item in earlier}
+    after = {key(item): item for item in left}
+    result = []
+    for item in now:
+        k = key(item)
+        if k not in after or after[k] != item or before.get(k) == item:  # not the changes' doing, or changed since
+            result.append(item)
+        elif k in before:
+            result.append(before[k])
+    present = {key(item) for item in now}
+    return result + [item for item in earlier if key(item) not in after and key(item) not in present]
 
 
 def _lesson_of(change: dict) -> str | None:
@@ -176,22 +193,29 @@ class Store:
 
     async def _bring_back_context(self, project_id: str, changes: list[dict]) -> None:
         """A project's context saved since `changes` (its rows among them): what they changed of
-        it (todos, notes, active files, catalogue) as it was before them, in a new save."""
+        it as it was before them, in a new save. Todos, active files and the catalogue's keys are
+        taken back one by one (`_taken_back`): a todo a later save added stays; the notes, one
+        text, come back whole."""
         from mgcp.models import Todo
 
         images = [c for c in changes if c["table"] == "project_contexts"]
         if not images or images[0]["before"] is None:
             return
-        earlier, later = images[0]["before"], images[-1]["after"] or {}
+        earlier, left = images[0]["before"], images[-1]["after"] or {}
+        now = await self.db.row("project_contexts", {"project_id": project_id}) or left
         values = {}
-        if earlier["todos"] != later.get("todos"):
-            values["todos"] = [Todo.from_stored(t) for t in json.loads(earlier["todos"] or "[]")]
-        if earlier["notes"] != later.get("notes"):
+        if earlier["todos"] != left.get("todos"):
+            todos = _taken_back(*(json.loads(row.get("todos") or "[]") for row in (earlier, left, now)),
+                                key=lambda todo: Todo.from_stored(todo).content)
+            values["todos"] = [Todo.from_stored(t) for t in todos]
+        if earlier["notes"] != left.get("notes"):
             values["notes"] = earlier["notes"] or ""
-        if earlier["active_files"] != later.get("active_files"):
-            values["active_files"] = json.loads(earlier["active_files"] or "[]")
-        if earlier["catalogue"] != later.get("catalogue"):
-            values["catalogue"] = json.loads(earlier["catalogue"] or "{}")
+        if earlier["active_files"] != left.get("active_files"):
+            values["active_files"] = _taken_back(
+                *(json.loads(row.get("active_files") or "[]") for row in (earlier, left, now)), key=str)
+        if earlier["catalogue"] != left.get("catalogue"):
+            keyed = [list(json.loads(row.get("catalogue") or "{}").items()) for row in (earlier, left, now)]
+            values["catalogue"] = dict(_taken_back(*keyed, key=lambda item: item[0]))
         if values:
             await self.context.save(earlier["project_path"], restoring=True, **values)
 
