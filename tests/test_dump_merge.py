@@ -75,6 +75,30 @@ def test_no_finding_arrives_about_lessons_this_database_kept(tmp_path):
     assert mgcp("db", "check", "--db", b)[0] == 0
 
 
+def test_a_pattern_derived_from_lessons_or_sessions_this_database_kept_stays_out(tmp_path):
+    """Else it would stamp another lesson here with the file's reinforcement (or count sessions
+    that are not here); what the file and this database share still comes in."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    copies(a, "l")
+    for n in range(3):
+        code, _, err = mgcp("context", "save", "--project", "/p/a", "--session-id", f"s{n}", "--decision",
+                            "Pin every dependency", "--db", a)
+        assert code == 0, err
+    rem(a, "/p/a", "pattern_reinforcement")
+    assert count(a, "SELECT count(*) FROM reinforced_patterns") == 2
+    copies(b, "l", "Something unrelated to {}, and different each time")  # l-0.. are other lessons here
+    code, _, err = mgcp("context", "save", "--project", "/p/a", "--notes", "here first", "--db", b)
+    assert code == 0, err  # the project is kept as it is here
+    report = merge(a, b, tmp_path)
+    skipped = sorted(s["reason"] for s in report["skipped"] if s["kind"] == "pattern")
+    assert len(skipped) == 2 and "derived from sessions of project(s)" in skipped[0] and \
+        "reinforces lesson(s) l-0, l-1, l-2, not imported" in skipped[1], skipped
+    assert count(b, "SELECT count(*) FROM reinforced_patterns") == 0
+    c = tmp_path / "c.db"  # an empty database takes everything
+    copies(c, "m")
+    assert merge(a, c, tmp_path)["imported"]["reinforced_patterns"] == 2
+
+
 def test_a_link_to_a_lesson_whose_id_is_another_lesson_here_stays_out(tmp_path):
     source, db = tmp_path / "source.db", tmp_path / "here.db"
     for lesson_id, words in (("verify-api", "calling an unfamiliar API"), ("read-tests", "changing code")):
@@ -159,7 +183,7 @@ def without_trigger(lines):
 
 
 def tags_not_json(lines):
-    next(x for x in lines if x.get("table") == "lessons")["row"]["tags"] = "not json"
+    next(x for x in lines if x.get("table") == "lessons")["row"]["tags"] = "[not json"
 
 
 def no_versions(lines):

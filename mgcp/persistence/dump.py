@@ -693,6 +693,28 @@ class _Merge:
             return f"the same finding is here as {same['id']} ({same['status']})"
         return None
 
+    async def _pattern_out(self, row: dict) -> str | None:
+        """Why a reinforced pattern stays out, or None: it must be derived only from what came in
+        (or is the same here), or it would stamp a lesson here with another's reinforcement; the
+        next pattern_reinforcement run finds again what the history here holds."""
+        try:
+            sources = json.loads(row.get("derived_from") or "[]")
+        except ValueError:
+            sources = []
+        lessons = [str(s).removeprefix("lesson:") for s in sources if str(s).startswith("lesson:")]
+        lessons += [row["lesson_id"]] if row.get("lesson_id") else []
+        others = sorted({lesson_id for lesson_id in lessons
+                         if lesson_id not in self.imported["lessons"] and lesson_id not in self.identical})
+        if others:
+            return f"it reinforces lesson(s) {', '.join(others)}, not imported (this database's kept)"
+        projects = sorted({str(s).split(":")[1] for s in sources if str(s).startswith("session:")})
+        kept = [project_id for project_id in projects if await self._project_kept(project_id)]
+        if kept:
+            return f"it is derived from sessions of project(s) {', '.join(kept)}, not imported (this database's kept)"
+        if await self.db.fetchone("SELECT 1 FROM reinforced_patterns WHERE cluster_key = ?", [row.get("cluster_key")]):
+            return "the same pattern is here"
+        return None
+
     async def add(self, table: str, row: dict) -> None:
         run_out = table in ID_COLUMNS and row.get("run_id") in self.runs_out
         if run_out and table == "rem_actions" and row.get("finding_id") is None:
@@ -750,6 +772,11 @@ class _Merge:
                                         "reason": f"lesson {row['superseded_by']} here is another lesson (this "
                                                   f"database's kept); {row['lesson_id']} comes in active"})
             return self._skip(table)
+        if table == "reinforced_patterns":
+            reason = await self._pattern_out(row)
+            if reason:
+                self.report.skipped.append({"kind": "pattern", "id": row["id"], "reason": reason})
+                return self._skip(table)
         if table == "rem_runs" and await self._project_kept(row.get("project_id")):
             self.runs_out.add(row["id"])
             return self._skip(table)
