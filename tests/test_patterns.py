@@ -93,6 +93,23 @@ def test_a_recurring_decision_no_lesson_holds_is_a_draft_finding(db, dbp, run):
     assert pattern["lesson_id"] == finding["data"]["draft"]["id"]
 
 
+def test_a_decision_drafted_by_two_operations_is_one_lesson_whatever_trigger_the_first_was_given(db, dbp, run):
+    seed_sessions(run, db, n=4)
+    report = cli_json("rem", "run", "--project", PROJECT, "--op", "pattern_reinforcement", "--op",
+                      "knowledge_extraction", "--db", dbp)["report"]
+    drafts = {f["kind"]: f for f in report["findings"] if f["kind"] in ("reinforced_draft", "uncaptured_decision")}
+    assert set(drafts) == {"reinforced_draft", "uncaptured_decision"}
+    code, out, err = mgcp("rem", "resolve", drafts["reinforced_draft"]["id"], "--option", "1", "--project", PROJECT,
+                          "--input", '{"trigger": "choosing a package manager"}', "--db", dbp)
+    assert code == 0 and "added lesson" in out, err
+    pending = cli_json("rem", "report", "--project", PROJECT, "--db", dbp)["pending"]
+    assert drafts["uncaptured_decision"]["id"] not in [f["id"] for f in pending]  # stale: a lesson says it
+    code, out, err = mgcp("rem", "resolve", drafts["uncaptured_decision"]["id"], "--option", "1", "--project",
+                          PROJECT, "--db", dbp)
+    assert code == 1 and "is already stale; nothing was applied" in err
+    assert len(cli_json("lesson", "list", "--db", dbp)) == 1
+
+
 def test_lessons_added_again_are_superseded_by_the_newest_under_auto_and_undone_in_one_step(db, dbp, run):
     seed_copies(run, db)
     result = reinforce(dbp, "--auto")

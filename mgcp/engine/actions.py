@@ -302,10 +302,9 @@ async def _draft_lesson(store, config, finding, text, selection):
     except InvalidInputError as exc:
         what = "the drafted lesson with these edits" if edits else "the drafted lesson as it is"
         raise InvalidInputError(f"{what} cannot be added: {exc}; {EDIT_HINT}") from None
-    held = (await store.queue.same_texts([(trigger, action)])).get((trigger, action))
-    if held is not None:  # another finding's draft (or a person) already wrote it
-        raise ConflictError(f"finding {finding.id} is stale: lesson {held} already says this "
-                            "(the same trigger and action)")
+    held = (await store.queue.same_texts([(trigger, action)], action_only=True)).get((trigger, action))
+    if held is not None:  # another finding's draft (or a person) already wrote it, perhaps under another trigger
+        raise ConflictError(f"finding {finding.id} is stale: lesson {held} already says this (the same action)")
     base, n = lesson_id, 2
     if edits.get("id") and await store.lessons.exists(lesson_id):
         raise InvalidInputError(f"lesson id {lesson_id!r} is taken (by an active, archived or deleted lesson): "

@@ -55,7 +55,7 @@ def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
         if states[mark.lesson][2]:
             return f"lesson {mark.lesson} has been linked since"
     if mark.draft in held:  # e.g. the same decision drafted by two operations, one answered
-        return f"lesson {held[mark.draft]} already says what its draft says"
+        return f"lesson {held[mark.draft]} already says what its draft says (its action)"
     return None
 
 
@@ -73,7 +73,7 @@ def _lessons_read(mark: FindingMark) -> list[str]:
 async def _read_for(store: Store, marks: list[FindingMark]) -> tuple[dict, dict]:
     """What `why_stale` reads of the lessons, for all the findings at once."""
     states = await store.queue.lesson_states(lesson_id for mark in marks for lesson_id in _lessons_read(mark))
-    held = await store.queue.same_texts(mark.draft for mark in marks if mark.draft)
+    held = await store.queue.same_texts((mark.draft for mark in marks if mark.draft), action_only=True)
     return states, held
 
 

@@ -46,22 +46,28 @@ class QueueReads:
         return {lesson_id: (int(version), LessonStatus(status), bool(relationships(links)))
                 for lesson_id, version, status, links in rows}
 
-    async def same_texts(self, texts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """For each (trigger, action), the id of the active lesson whose trigger and action equal
-        these once normalized (mgcp.quality.normalized), the oldest if several, where there is one.
-        The lessons holding the trigger as a phrase are found through the search index (a few texts
-        per search), then their texts compared."""
-        keys = {t: same_text_key(*t) for t in set(texts)}
+    async def same_texts(self, texts: Iterable[tuple[str, str]], action_only: bool = False
+                         ) -> dict[tuple[str, str], str]:
+        """For each (trigger, action), the id of the active lesson whose trigger and action (with
+        `action_only`, whose action: a lesson drafted twice under two triggers) equal these once
+        normalized (mgcp.quality.normalized), the oldest if several, where there is one. The lessons
+        holding the trigger (or the action) as a phrase are found through the search index (a few
+        texts per search), then their texts compared."""
+        def key_of(trigger: str, action: str):
+            return (quality.normalized(action) or None) if action_only else same_text_key(trigger, action)
+
+        column, phrase = ("action", lambda key: key) if action_only else ("trigger", lambda key: key[0])
+        keys = {t: key_of(*t) for t in set(texts)}
         wanted = sorted({key for key in keys.values() if key is not None})
-        found: dict[tuple[str, str], str] = {}
+        found: dict = {}
         for at in range(0, len(wanted), SAME_TEXTS_AT_ONCE):
             phrases = " OR ".join('"{}"'.format(k.replace('"', '""'))
-                                  for k in sorted({key[0] for key in wanted[at:at + SAME_TEXTS_AT_ONCE]}))
+                                  for k in sorted({phrase(key) for key in wanted[at:at + SAME_TEXTS_AT_ONCE]}))
             for lesson_id, trigger, action in await self.db.fetchall(
                     """SELECT l.id, l.trigger, l.action FROM lesson_search
                        JOIN lesson_search_docs d ON d.id = lesson_search.rowid JOIN lessons l ON l.id = d.lesson_id
                        LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
                        WHERE lesson_search MATCH ? AND COALESCE(c.status, 'active') = 'active'
-                       ORDER BY l.created_at, l.id""", [f"trigger : ({phrases})"]):
-                found.setdefault(same_text_key(trigger, action), lesson_id)  # the oldest
+                       ORDER BY l.created_at, l.id""", [f"{column} : ({phrases})"]):
+                found.setdefault(key_of(trigger, action), lesson_id)  # the oldest
         return {t: found[key] for t, key in keys.items() if key in found}
