@@ -312,6 +312,26 @@ def test_lessons_alike_in_every_word_but_a_number_are_not_a_copy_nor_merged_by_a
     assert auto_decision(same, load_config(None), "/p") is not None
 
 
+@pytest.mark.parametrize("action, values", [
+    ("Log these events: (1) login failures, (2) authorization failures, (3) admin actions.", []),
+    ("Steps:\n1. Pin the version\n2) Run the tests", []),
+    ("Hash passwords with Argon2id; deploy with k8s", []),
+    ("Use API v2 with a 20ms timeout", ["2", "20"]),
+    ("Use SHA-256, Python 3.11, x86_64 and call f(2)", ["256", "3.11", "86", "64", "2"]),
+])
+def test_the_numbers_read_are_values_not_list_markers_nor_names(action, values):
+    assert duplicate_detection.numbers(action) == values
+
+
+def test_a_list_numbered_in_one_action_only_is_not_different_numbers():
+    pairs = [lesson("log-a", "deciding what security events to log",
+                    "Log these events: (1) login failures, (2) authorization failures, (3) admin actions."),
+             lesson("log-b", "deciding what security events to log",
+                    "Log these events: login failures, authorization failures, admin actions.")]
+    [found] = [f for f in duplicate_detection.run(pairs, SETTINGS) if f.kind.startswith("duplicate")]
+    assert "numbers" not in found.data and "different numbers" not in found.title
+
+
 def test_a_rule_and_its_denial_are_not_recommended_for_a_merge():
     """"Read its tests before editing it" / "Never read its tests before editing it" score as
     duplicates in words; the finding says one denies the other and recommends keeping both."""

@@ -234,14 +234,18 @@ def _reason(keep: Lesson, other: Lesson) -> str:
     return "first by id"
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A number, unless it is inside a word with letters on both sides ("Argon2id", "k8s": a name the
+# words compare); and the markers of a list's items ("(1)", "2)", "3." opening a line), which
+# number the items rather than say a value.
+_NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*|(?<![\d.,])\d+(?:[.,]\d+)*(?![A-Za-z\d])")
+_ENUMERATOR = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)|(?:(?<=\s)|^)(?:\(\d{1,2}\)|\d{1,2}\))(?=\s|$)")
 
 
 def numbers(action: str | None) -> list[str]:
-    """The numbers an action gives, in order ("20", "3.11"): similarity reads words and leaves them
+    """The values an action gives, in order ("20", "3.11"): similarity reads words and leaves them
     out, so two actions may be alike in every word and differ in a value. (A trigger's numbers, a
     file or a ticket, say where a rule was written, not what it says.)"""
-    return _NUMBER.findall(action or "")
+    return _NUMBER.findall(_ENUMERATOR.sub(" ", action or ""))
 
 
 def numbers_apart(action: str | None, other: str | None) -> bool:
