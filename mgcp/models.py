@@ -292,7 +292,7 @@ class AutoResult(BaseModel):
 
 class RemRun(BaseModel):
     """One `rem run`: the cycle's report and, with --auto, what was applied, what was left, and
-    what another process answered while this one was applying (skipped)."""
+    what was skipped as no longer pending: answered by another process meanwhile, or stale."""
 
     report: RemCycleReport
     auto: bool = False

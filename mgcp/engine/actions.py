@@ -491,7 +491,8 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     that run takes them back); returns (applied, left pending, settled elsewhere). A finding
     whose earlier answer was undone is left pending: --auto never gives again an answer a person
     took back. A finding that another process answered or found stale meanwhile (another --auto, a
-    person reviewing) is skipped and listed as such: a concurrent --auto is no failure."""
+    person reviewing), or that an answer of this one made stale (a merge of its lesson), is skipped
+    and listed as such, not as pending: a concurrent --auto is no failure."""
     applied, left, settled = [], [], []
     undone = await store.rem.undone(findings)
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
@@ -513,8 +514,9 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
             applied.append(entry.model_copy(update={"why": why, "result": outcome.message}))
         except SettledError as exc:
             settled.append(entry.model_copy(update={"result": str(exc)}))
-        except ConflictError as exc:
-            left.append(entry.model_copy(update={"result": str(exc)}))
+        except ConflictError as exc:  # stale (marked so: no longer pending), or refused and still pending
+            pending = (await store.rem.get_finding(finding.id)).status == FindingStatus.pending
+            (left if pending else settled).append(entry.model_copy(update={"result": str(exc)}))
     return applied, left, settled
 
 

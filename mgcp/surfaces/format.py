@@ -200,8 +200,8 @@ def rem_run(result: RemRun) -> str:
         lines.append(f"--auto {verb} {len(result.applied)} finding(s), left {len(result.left_pending)} pending for review")
         lines += [f"  {verb}: {a.id}  {a.title}  ->  {a.option} ({a.why})" for a in result.applied]
         if result.settled_elsewhere:
-            lines.append(f"  skipped {len(result.settled_elsewhere)} finding(s) another process answered "
-                         "or found stale meanwhile: " + ", ".join(a.id for a in result.settled_elsewhere))
+            lines.append(f"  skipped {len(result.settled_elsewhere)} finding(s) answered elsewhere or no longer "
+                         "applying (stale): " + ", ".join(a.id for a in result.settled_elsewhere))
         lines += [f"  left: {a.id}  {a.title}  ({a.result})" for a in result.left_pending if a.result]
         if result.left_pending:
             lines.append("  review the rest with `mgcp rem review`")
