@@ -71,6 +71,20 @@ def test_a_refine_answer_passes_the_write_gate(dbp, answer):
     assert cli_json("lesson", "show", "pool-size", "--db", dbp)["action"] == "Start from cores x 2 and measure under load."
 
 
+def test_undoing_the_answer_to_a_failure_streak_a_success_ended_since_leaves_it_stale(dbp):
+    mgcp("lesson", "add", "flaky-one", "--trigger", "running the integration tests",
+         "--action", "Run them with --retries 3 to absorb flakes", "--db", dbp)
+    for _ in range(3):
+        mgcp("lesson", "outcome", "flaky-one", "--failed", "--project", "/p", "--db", dbp)
+    [finding] = [f for f in pending(dbp, "/p") if f["kind"] == "failure_streak"]
+    keep = next(i for i, o in enumerate(finding["options"], 1) if o["action"] == "keep")
+    assert mgcp("rem", "resolve", finding["id"], "--option", keep, "--project", "/p", "--db", dbp)[0] == 0
+    assert mgcp("lesson", "outcome", "flaky-one", "--helped", "--project", "/p", "--db", dbp)[0] == 0
+    code, out, err = mgcp("rem", "undo", finding["id"], "--project", "/p", "--db", dbp)
+    assert code == 0 and "marked stale" in out and "failure streak" in out, (out, err)
+    assert pending(dbp, "/p") == []
+
+
 def test_auto_never_merges_two_lessons_that_say_opposite_things(dbp):
     """Duplicate detection reads words, so two reversed preferences look like one lesson (1.00);
     --auto leaves such a merge to a person, and the contradiction scan raises the pair."""

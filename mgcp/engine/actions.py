@@ -567,8 +567,9 @@ async def _undo(store: Store, actions: list[dict], force: bool, confirmed: list[
     them changed is compared once, with what the last of them left, so that only a change made
     since is named as a conflict. Forced, it overwrites the changes made since, but when
     `confirmed` lists those a person agreed to overwrite, any other found now refuses. Their
-    findings are pending again, but those whose subject a forced undo left changed, which are
-    stale: returns those, with why."""
+    findings are pending again, but those that no longer apply (a forced undo left their subject
+    changed; the failure streak one is about ended meanwhile), which are stale: returns those,
+    with why."""
     names = ", ".join(dict.fromkeys(action["action"] for action in actions))
     changes, reason = [c for action in actions for c in action["changes"]], f"forced undo of REM action {names}"
     try:
@@ -587,7 +588,7 @@ async def _undo(store: Store, actions: list[dict], force: bool, confirmed: list[
         await store.rem.mark_action_undone(action["id"])
         if action["finding_id"]:
             finding_id = action["finding_id"]
-            why = await review.is_stale(store, await store.rem.get_finding(finding_id)) if force else None
+            why = await review.is_stale(store, await store.rem.get_finding(finding_id))
             if why:
                 stale[finding_id] = why
             await store.rem.set_finding_status(finding_id, FindingStatus.stale if why else FindingStatus.pending)

@@ -60,9 +60,17 @@ def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
 
 
 async def is_stale(store: Store, finding: RemFinding) -> str | None:
-    """Why the finding no longer applies (its subject changed since it was raised), or None."""
+    """Why the finding no longer applies (its subject changed since it was raised, or the failure
+    streak it is about ended), or None."""
+    from mgcp.engine.outcomes import KIND as FAILURE_STREAK
+
     mark = FindingMark.of(finding)
-    return why_stale(mark, *await _read_for(store, [mark]))
+    why = why_stale(mark, *await _read_for(store, [mark]))
+    if why is None and finding.kind == FAILURE_STREAK:
+        lesson_id = finding.data.get("lesson")
+        if await store.outcomes.streak_started(lesson_id) != finding.data.get("streak_started"):
+            why = f"the failure streak of lesson {lesson_id} has ended since (a success was reported)"
+    return why
 
 
 def _lessons_read(mark: FindingMark) -> list[str]:

@@ -55,6 +55,12 @@ class Outcomes:
         stats["success_rate"] = ranking.success_rate(stats["helped"], stats["failed"])
         return stats
 
+    async def streak_started(self, lesson_id: str) -> int | None:
+        """Where the lesson's current failure streak began (an outcome id), or None: no streak."""
+        row = await self.db.fetchone("SELECT streak_started FROM lesson_outcome_stats WHERE lesson_id = ?",
+                                     [lesson_id])
+        return row[0] if row else None
+
     async def records(self) -> dict[str, tuple[int, int]]:
         """(helped, failed) of each lesson with a reported outcome."""
         rows = await self.db.fetchall_tuples("SELECT lesson_id, helped, failed FROM lesson_outcome_stats")
