@@ -125,6 +125,23 @@ def test_lessons_added_again_are_superseded_by_the_newest_under_auto_and_undone_
     assert len(cli_json("lesson", "list", "--db", dbp)) == 30
 
 
+def test_a_pattern_whose_copies_keep_the_most_used_reinforces_it_at_once_and_an_undo_puts_it_back(db, dbp, run):
+    seed_copies(run, db, n=3)
+    with sqlite3.connect(db) as conn:  # the oldest is the most used: kept, not the newest (the canonical)
+        conn.execute("UPDATE lessons SET usage_count = 9 WHERE id = 'pin-01'")
+    [finding] = reinforce(dbp)["report"]["findings"]
+    assert finding["data"]["canonical"] == "pin-01"
+    [pattern] = cli_json("patterns", "list", "--db", dbp)
+    assert pattern["lesson_id"] == "pin-03"
+    code, out, err = mgcp("rem", "resolve", finding["id"], "--option", "1", "--project", PROJECT, "--db", dbp)
+    assert code == 0, err
+    explained = cli_json("patterns", "explain", "pin-01", "--db", dbp)  # before any later pattern run
+    assert explained["pattern"]["lesson_id"] == "pin-01" and explained["lesson_status"] == "active"
+    assert [m["id"] for m in explained["members"]] == ["pin-02", "pin-03"]
+    assert mgcp("rem", "undo", finding["id"], "--db", dbp)[0] == 0
+    assert cli_json("patterns", "list", "--db", dbp) == [pattern]
+
+
 OPENING = "Before you cut a release, " + "check the changelog, the version bump and the tag in that order; " * 4
 
 

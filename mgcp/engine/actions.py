@@ -369,6 +369,8 @@ async def _supersede_duplicates(store, config, finding, text, selection):
         pair = finding.model_copy(update={"data": {"canonical": canonical, "other": other}})
         await _merge(store, config, pair, text, selection)
         merged.append(other)
+    if finding.data.get("pattern"):  # the pattern reinforces the lesson kept, not one superseded
+        await store.patterns.repoint(finding.data["pattern"], merged, canonical)
     return (f"superseded {', '.join(merged)} by {canonical} (their tags, examples and links merged in)",
             {"canonical": canonical, "superseded": merged})
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from mgcp.errors import PatternNotFoundError
 from mgcp.models import PatternMember, ReinforcedPattern
-from mgcp.persistence.database import Database, dumps
+from mgcp.persistence.database import Database, dumps, utcnow
 
 
 def pattern_from_row(row) -> ReinforcedPattern:
@@ -56,6 +56,16 @@ class Patterns:
         """Insert the patterns, or replace the rows with their ids (recorded inside `recording()`)."""
         await self.db.upsert_many("reinforced_patterns", [
             {**p.model_dump(), "derived_from": dumps(p.derived_from)} for p in patterns])
+
+    async def repoint(self, pattern_id: str, gone: list[str], kept: str) -> None:
+        """The pattern reinforces (and stands by) `kept` where it named a lesson among `gone`
+        (recorded inside `recording()`, so an undo puts it back)."""
+        row = await self.db.row("reinforced_patterns", {"id": pattern_id})
+        if row is None:
+            return
+        values = {column: kept for column in ("lesson_id", "canonical") if row[column] in gone}
+        if values:
+            await self.db.update("reinforced_patterns", {"id": pattern_id}, {**values, "updated_at": utcnow()})
 
     async def reinforcement_counts(self, lesson_ids: list[str]) -> dict[str, int]:
         """Each lesson's reinforcement count (the largest of the patterns reinforcing it); lessons
