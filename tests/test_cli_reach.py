@@ -46,6 +46,18 @@ def test_lesson_diff_of_two_named_versions_as_json(db):
     assert "+action: Read the signature and one real call site" in result["diff"]
 
 
+def test_lesson_diff_reads_tags_as_a_set(db):
+    """An older writer's tags in another order, written sorted by a later version: no change."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("""UPDATE lesson_versions SET tags = '["zeta", "api"]' WHERE lesson_id = 'read-the-tests'""")
+        conn.execute("""UPDATE lessons SET tags = '["zeta", "api"]' WHERE id = 'read-the-tests'""")
+    code, _, err = mgcp("lesson", "refine", "read-the-tests", "--tag", "api", "--tag", "zeta", "--tag", "new",
+                        "--reason", "one more tag", "--db", db)
+    assert code == 0, err
+    code, out, err = mgcp("lesson", "diff", "read-the-tests", "--db", db)
+    assert code == 0 and [line for line in out.splitlines()[2:] if line[:1] in "+-"] == ["+tag: new"], out
+
+
 @pytest.mark.parametrize("args, message", [(["read-the-tests"], "only version 1"),
                                            (["verify-api", "1", "9"], "no version 9"),
                                            (["verify-api", "1"], "two version numbers"),

@@ -14,7 +14,7 @@ def version_lines(v: LessonVersion) -> list[str]:
     lines = [f"trigger: {v.trigger}",
              f"action: {v.action if v.action is not None else '(not recoverable: overwritten before versioning)'}",
              f"rationale: {v.rationale}" if v.rationale else "rationale:"]
-    lines += [f"tag: {t}" for t in v.tags]
+    lines += [f"tag: {t}" for t in sorted(v.tags)]  # a set: the same tags in another order are no change
     return lines
 
 
