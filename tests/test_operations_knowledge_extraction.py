@@ -63,6 +63,13 @@ def test_theme_finding_offers_a_draft():
     assert [e["session"] for e in theme.data["excerpts"]] == [1, 2, 3]
 
 
+def test_a_draft_says_a_note_written_again_once():
+    notes = ["Webhook retries flaky.", "webhook retries flaky", "Webhook retries flaky. Raised the timeout."]
+    [theme] = kinds(knowledge_extraction.run([snap(i, i, n) for i, n in enumerate(notes, 1)], [], SETTINGS), "theme")
+    assert theme.data["draft"]["action"] == "Webhook retries flaky."
+    assert len(theme.data["excerpts"]) == 3  # the finding still shows where it came up
+
+
 def test_stale_todo_pending_across_sessions():
     todo = Todo(content="Write the migration guide")
     snaps = [snap(i, i, todos=[todo]) for i in range(1, 6)]

@@ -278,13 +278,21 @@ def _themes(history, index: _LessonIndex, span: list[int], min_sessions: int, li
         yield _theme_finding({**theme, "excerpts": found[theme["key"]]}, span)
 
 
+def _distinct(texts) -> list[str]:
+    """The texts in order, each once (texts equal up to case, spacing and punctuation are one)."""
+    first: dict[str, str] = {}
+    for said in texts:
+        first.setdefault(text.normalize(said), said)
+    return list(first.values())
+
+
 def _theme_finding(theme: dict, span: list[int]) -> RemFinding:
     name, sessions = theme["theme"], theme["sessions"]
     excerpts = [{"session": s, "text": t} for s, t in theme["excerpts"][:MAX_EXCERPTS]]
     draft = {
         "id": text.slug(name),
         "trigger": f"When working on {name}",
-        "action": " ".join(e["text"] for e in excerpts),
+        "action": " ".join(_distinct(e["text"] for e in excerpts)),  # a note saved again says nothing new
         "rationale": f'Came up in the notes of {len(sessions)} sessions ({_sessions(sessions)}) '
                      f"and no lesson covered it.",
         "tags": sorted(set(text.tokenize(name))),
