@@ -30,7 +30,8 @@ SHORTEST_LINE characters a line: nothing is trimmed while it would fit.
 Preferences, lessons and error solutions are chosen MMR-style: each next lesson is the one with the
 best score after a penalty for its word overlap with those already chosen (the cosine of their sets
 of words, trigger and action), and a lesson at NEAR_DUPLICATE overlap or more with a chosen one
-(constraints included) is never included. Text holding anything that looks like a credential is
+(constraints included) is never included, unless its action denies what the other's says, or
+orders the same words otherwise ("prefer A over B" / "prefer B over A"): both are shown. Text holding anything that looks like a credential is
 redacted. The section tells the agent not to quote it verbatim. The lessons it returns count as
 used (the caller writes that).
 """
@@ -63,12 +64,16 @@ _STOP = frozenset("a an the to of in on for and or is are be it this that with a
 
 # Plain classes, not dataclasses: importing dataclasses would cost the hook several milliseconds.
 class Item:
-    __slots__ = ("text", "lesson_id", "words", "score", "parts")
+    """A line of the section. A lesson's carries its words (trigger and action) and what tells two
+    lessons alike in words apart (`said`: see `saying`)."""
+
+    __slots__ = ("text", "lesson_id", "words", "score", "parts", "said")
 
     def __init__(self, text: str, lesson_id: str | None = None, words: frozenset = frozenset(),
-                 score: float = 0.0, parts: dict | None = None):
+                 score: float = 0.0, parts: dict | None = None, said: tuple | None = None):
         self.text, self.lesson_id, self.words, self.score = text, lesson_id, words, score
         self.parts = parts or {}
+        self.said = said
 
 
 class Section:
@@ -128,6 +133,42 @@ def overlap(a: frozenset, b: frozenset) -> float:
     return len(a & b) / (len(a) * len(b)) ** 0.5 if a and b else 0.0
 
 
+# Words that deny what follows: "t" is what the words of "don't", "can't", "won't" end in.
+_DENYING = frozenset("not no never avoid without nor cannot t".split())
+
+
+def saying(action: str) -> tuple[bool, dict]:
+    """What an action says beyond its words: whether it denies (an odd number of denying words) and
+    its words' order (each word's first place)."""
+    said = [w for w in _WORD.findall(action.casefold()) if w not in _STOP]
+    places: dict[str, int] = {}
+    for place, word in enumerate(said):
+        places.setdefault(word, place)
+    return sum(w in _DENYING for w in said) % 2 == 1, places
+
+
+def in_order(a: dict, b: dict) -> float:
+    """The share of the pairs of words two actions share that each puts in the same order (1.0
+    when they share fewer than two)."""
+    shared = sorted(a.keys() & b.keys(), key=a.__getitem__)
+    pairs = len(shared) * (len(shared) - 1) // 2
+    if not pairs:
+        return 1.0
+    at = [b[w] for w in shared]
+    return sum(at[i] < at[j] for i in range(len(at)) for j in range(i + 1, len(at))) / pairs
+
+
+def near_duplicate(a: Item, b: Item) -> bool:
+    """Whether one lesson says what the other says: their words alike (NEAR_DUPLICATE), and the one
+    neither denies what the other says nor orders its words otherwise ("prefer A over B" /
+    "prefer B over A"): two such lessons are both shown, however alike their words."""
+    if overlap(a.words, b.words) < NEAR_DUPLICATE:
+        return False
+    if a.said is None or b.said is None:
+        return True
+    return a.said[0] == b.said[0] and in_order(a.said[1], b.said[1]) >= NEAR_DUPLICATE
+
+
 # -- ranking and diversity ------------------------------------------------------------------------
 
 def rank(rows: list[dict], weights: dict | None = None, reinforcement: dict | None = None) -> list[dict]:
@@ -144,21 +185,20 @@ def diverse(items: list[Item], chosen: list[Item], limit: int | None = None) -> 
     already chosen item (this list's or `chosen`) left out, and how many others the limit left out.
     `chosen` grows with what is picked."""
     top = max((i.score for i in items), default=1.0) or 1.0
-    # each remaining item's highest overlap with what is chosen, kept up to date pick by pick
-    pool = {n: max((overlap(item.words, c.words) for c in chosen), default=0.0) for n, item in enumerate(items)}
+    # each remaining item's highest overlap with what is chosen, kept up to date pick by pick; a
+    # near-duplicate of a chosen one leaves the pool
+    pool = {n: max((overlap(item.words, c.words) for c in chosen), default=0.0) for n, item in enumerate(items)
+            if not any(near_duplicate(item, c) for c in chosen)}
     picked: list[Item] = []
     while pool and (limit is None or len(picked) < limit):
-        pool = {n: o for n, o in pool.items() if o < NEAR_DUPLICATE}
-        if not pool:
-            break
         best = max(pool, key=lambda n: (MMR_LAMBDA * items[n].score / top - (1 - MMR_LAMBDA) * pool[n], -n))
         del pool[best]
         item = items[best]
         picked.append(item)
         chosen.append(item)
-        for n in pool:
-            pool[n] = max(pool[n], overlap(items[n].words, item.words))
-    return picked, sum(1 for o in pool.values() if o < NEAR_DUPLICATE)
+        pool = {n: max(o, overlap(items[n].words, item.words)) for n, o in pool.items()
+                if not near_duplicate(items[n], item)}
+    return picked, len(pool)
 
 
 def lesson_item(row: dict, with_confidence: bool = False) -> Item:
@@ -170,7 +210,8 @@ def lesson_item(row: dict, with_confidence: bool = False) -> Item:
         trigger = f"When {trigger}"
     text = f"[{row['id']}] {trigger}: {_clean(row['action'])}{note}"
     return Item(text=text, lesson_id=row["id"], words=words(f"{row['trigger']} {row['action']}"),
-                score=row.get("score", row.get("confidence", 0.0)), parts=row.get("parts", {}))
+                score=row.get("score", row.get("confidence", 0.0)), parts=row.get("parts", {}),
+                said=saying(row["action"]))
 
 
 # -- assembly -------------------------------------------------------------------------------------
@@ -211,7 +252,7 @@ def _fit(section: Section, shown: dict[int, Item], index: int, room: int) -> Ite
     keep = len(item.text) - over - 1
     if keep < MIN_SHORTENED:
         return None
-    return Item(item.text[:keep].rstrip() + "…", item.lesson_id, item.words, item.score, item.parts)
+    return Item(item.text[:keep].rstrip() + "…", item.lesson_id, item.words, item.score, item.parts, item.said)
 
 
 def assemble(sections: list[Section], budget: int, shares: dict | None = None,

@@ -142,6 +142,21 @@ def test_near_duplicates_are_never_both_included(template, tmp_path):
     assert sorted(result.lessons) == ["a", "c"]
 
 
+@pytest.mark.parametrize("first, second", [
+    ("Prefer Tailwind utility classes over custom CSS modules", "Prefer custom CSS modules over Tailwind utility classes"),
+    ("Always commit the lockfile with the change", "Never commit the lockfile with the change"),
+    ("Use WAL mode for the SQLite databases", "Don't use WAL mode for the SQLite databases"),
+])
+def test_two_lessons_alike_in_words_that_say_opposite_things_are_both_shown(template, tmp_path, first, second):
+    """Hiding one would show an agent half of a contradiction as the whole rule."""
+    path = fresh(template, tmp_path)
+    with writing(path) as conn:
+        add(conn, "one", "styling components in this repository", first, usage=9)
+        add(conn, "other", "styling components in this repository", second, usage=8)
+    result = build(path, 4000)
+    assert sorted(result.lessons) == ["one", "other"]
+
+
 def billing_rules(conn, modules, confidence=0.94, usage=0):
     """Constraints written from one template: alike in words, each about its own module."""
     for m in modules:
