@@ -25,6 +25,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "models": set(),
     "validation": {"errors"},
     "shown": set(),  # stdlib only: JSON safe to show in a terminal, for files and surfaces
+    "files": set(),  # stdlib only: a file replaced whole
     "config": {"errors", "schedule", "ranking", "reinforcement"},  # reinforcement: min_count's range
     "quality": set(),  # stdlib only: the SessionStart hook imports it
     "ranking": {"quality", "reinforcement"},  # stdlib only: the SessionStart hook imports it
@@ -36,7 +37,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "engine": {"__init__", "errors", "config", "schedule", "models", "validation", "persistence", "operations",
                "quality", "ranking", "recall", "reinforcement", "collector", "text"},
     "surfaces": {"__init__", "errors", "config", "schedule", "models", "resources", "export",
-                 "persistence", "engine", "quality", "ranking", "recall", "validation", "shown"},
+                 "persistence", "engine", "quality", "ranking", "recall", "validation", "shown", "files"},
     "__main__": {"surfaces"},
 }
 # `records`: the plain (stdlib-only) part of the data model, used wherever models are.

@@ -123,6 +123,36 @@ def test_remove_takes_out_exactly_what_init_added(tmp_path):
     assert path.read_text() == before and not (tmp_path / ".mcp.json").exists()
 
 
+def test_init_writes_through_a_symlinked_settings_file_and_keeps_its_permissions(tmp_path):
+    """Settings kept in a dotfiles folder stay there, linked; a private file stays private."""
+    dotfile = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfile.parent.mkdir()
+    dotfile.write_text(json.dumps(OTHER_SETTINGS, indent=2) + "\n")
+    dotfile.chmod(0o600)
+    path = settings_of(tmp_path / "project")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(dotfile)
+    for args in ([], ["--remove"]):
+        code, out, err = mgcp("init", "--project", tmp_path / "project", *args)
+        assert (code, err) == (0, ""), out
+        assert path.is_symlink() and path.resolve() == dotfile and dotfile.stat().st_mode & 0o777 == 0o600
+        assert len(ours(json.loads(dotfile.read_text()))) == (0 if args else 1)
+    assert json.loads(dotfile.read_text()) == OTHER_SETTINGS
+    assert [p.name for p in dotfile.parent.iterdir()] == [dotfile.name]  # no temporary file left
+
+
+def test_remove_leaves_a_symlinked_file_it_empties_in_place(tmp_path):
+    dotfile = tmp_path / "settings.json"
+    dotfile.write_text("{}")
+    path = settings_of(tmp_path / "project")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(dotfile)
+    mgcp("init", "--project", tmp_path / "project")
+    code, out, err = mgcp("init", "--project", tmp_path / "project", "--remove", "--json")
+    assert code == 0 and json.loads(out)["deleted"] is False and path.is_symlink()
+    assert "mgcp-hook" not in dotfile.read_text()
+
+
 def test_remove_of_what_init_created_leaves_no_file(tmp_path):
     mgcp("init", "--project", tmp_path)
     code, out, _ = mgcp("init", "--project", tmp_path, "--remove", "--json")

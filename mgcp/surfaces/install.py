@@ -38,6 +38,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from mgcp import files
 from mgcp.errors import InvalidInputError, MgcpError
 
 HOOK_COMMAND = "mgcp-hook"
@@ -271,8 +272,9 @@ def check_files(project_path: str | None, mcp: bool) -> None:
 # -- files -------------------------------------------------------------------------------------------
 
 def _write_or_delete(path: Path, content: dict) -> bool:
-    """Write `content`, or delete the file when nothing is left in it. True when deleted."""
-    if content:
+    """Write `content`, or delete the file when nothing is left in it (a symlink's file is written,
+    never deleted: it is someone's, kept elsewhere). True when deleted."""
+    if content or path.is_symlink():
         _write(path, content)
         return False
     try:
@@ -283,19 +285,14 @@ def _write_or_delete(path: Path, content: dict) -> bool:
 
 
 def _write(path: Path, settings: dict) -> None:
-    # Through a temporary file and a rename, so Claude Code never reads a half-written file.
-    tmp = path.with_name(path.name + ".mgcp-tmp")
+    """Replace the file whole (Claude Code never reads half of one), through a symlink, keeping its
+    permissions: settings may hold secrets (`files.replace`)."""
     if path.parent.exists() and not path.parent.is_dir():
         raise InvalidInputError(f"cannot write {path}: {path.parent} is a file, not a folder")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        files.replace(path, lambda handle: handle.write(json.dumps(settings, indent=2, ensure_ascii=False) + "\n"))
     except OSError as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         raise MgcpError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

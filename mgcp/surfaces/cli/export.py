@@ -39,12 +39,14 @@ def _may_replace(out: str, force: bool, earlier_export, db) -> None:
 
 def _write(out: str, lines, check=None) -> int:
     """Write the lines to `out` through a temporary file that replaces it whole at the end (an
-    interrupted export leaves the earlier file as it was), once `check(temporary file)` (when
-    given) raised nothing; the number of lines written. A device or a pipe at `out` (/dev/null, a
-    FIFO) is written into, never replaced: the lines go to a temporary file of their own first."""
+    interrupted export leaves the earlier file as it was; a symlink's file is replaced, with its
+    permissions), once `check(temporary file)` (when given) raised nothing; the number of lines
+    written. A device or a pipe at `out` (/dev/null, a FIFO) is written into, never replaced: the
+    lines go to a temporary file of their own first."""
     import os
     import tempfile
 
+    from mgcp import files
     from mgcp.errors import MgcpError
 
     if os.path.exists(out) and not os.path.isfile(out):
@@ -59,41 +61,18 @@ def _write(out: str, lines, check=None) -> int:
             except OSError as exc:
                 raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
         return count
-    # a temporary file of its own: two exports to one path at once must not write into one file
-    # (or remove each other's), so that whichever replaces `out` last leaves a whole export there
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f"{os.path.basename(out)}.", suffix=".mgcp-tmp",
-                                   dir=os.path.dirname(os.path.abspath(out)))
+
+    def write(handle) -> int:
+        count = 0
+        for line in lines:
+            handle.write(line)
+            count += 1
+        return count
+
+    try:  # two exports to one path at once each leave a whole export there (`files.replace`)
+        return files.replace(out, write, check)
     except OSError as exc:
         raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
-    count = 0
-    try:
-        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for line in lines:
-                fh.write(line)
-                count += 1
-        if check is not None:
-            check(tmp)
-        os.chmod(tmp, _mode(out))
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise MgcpError(f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return count
-
-
-def _mode(out: str) -> int:
-    """The permissions the export gets: those of the file it replaces, else what a new file gets."""
-    import os
-
-    try:
-        return os.stat(out).st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 @export_app.command("dpo")
