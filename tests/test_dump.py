@@ -319,6 +319,8 @@ def test_an_export_of_format_version_1_still_imports(demo_db, tmp_path):
     ("rem_runs", "duration_ms", float("nan"), "duration_ms is nan, not a finite number"),
     ("query_log", "query", 7, "query is not text (7)"),
     ("community_summaries", "member_count", None, "member_count is missing (null)"),
+    ("lesson_traits", "confidence", 7.5, "confidence must be a number from 0 to 1; got 7.5"),
+    ("lesson_traits", "kind", "bogus", "unknown kind 'bogus'"),
 ])
 def test_a_row_the_store_could_not_read_back_imports_nothing(demo_db, tmp_path, table, column, value, says):
     """A value of the wrong type (or JSON of the wrong shape) would go in as it is and make every
@@ -334,6 +336,27 @@ def test_a_row_the_store_could_not_read_back_imports_nothing(demo_db, tmp_path, 
     key = dump._key(table, line["row"])
     assert err.startswith(f"Error: {tmp_path / 'bad.jsonl'}: {table} row ({key}): {says}"), err
     assert err.endswith("; nothing was imported\n") and not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize("spoil, says", [
+    (lambda lesson, rows: lesson.update(version=lesson["version"] + 2), "but the file has no version"),
+    (lambda lesson, rows: rows.append({**rows[-1], "id": 10 ** 6}), "more than once"),
+])
+def test_a_lesson_whose_history_db_check_would_fail_imports_nothing(demo_db, tmp_path, spoil, says):
+    """Every version from 1 to the lesson's own, each once: else the import would make a database
+    `db check` calls damaged, whose lesson can no longer be refined."""
+    lines = [json.loads(line) for line in export(demo_db, tmp_path / "a.jsonl").decode().splitlines()]
+    lesson = next(x["row"] for x in lines if x.get("table") == "lessons")
+    rows = [x["row"] for x in lines if x.get("table") == "lesson_versions" and x["row"]["lesson_id"] == lesson["id"]]
+    added = len(rows)
+    spoil(lesson, rows)
+    at = max(n for n, x in enumerate(lines) if x.get("table") == "lesson_versions") + 1
+    lines[at:at] = [{"table": "lesson_versions", "row": row} for row in rows[added:]]
+    lines = [x for x in lines if "end" not in x] + [{"end": True, "rows": len([x for x in lines if "row" in x])}]
+    (tmp_path / "bad.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, out, err = mgcp("import", "jsonl", tmp_path / "bad.jsonl", "--db", tmp_path / "new.db")
+    assert (code, out) == (2, "") and f"lesson {lesson['id']} " in err and says in err, err
+    assert "(`db check` would fail); nothing was imported" in err and not (tmp_path / "new.db").exists()
 
 
 def test_a_lesson_whose_parent_is_missing_imports_nothing(tmp_path):

@@ -52,7 +52,7 @@ import importlib
 import json
 import os
 import sqlite3
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import groupby, islice
 from pathlib import Path
@@ -348,6 +348,7 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
     lessons, versioned, with_history = [], set(), set()
     current: dict[str, tuple] = {}   # lesson id -> (its version, the digest of its content)
     said: dict[tuple, bytes] = {}    # (lesson id, version) -> the digest of that version's content
+    held: dict[str, Counter] = defaultdict(Counter)  # lesson id -> how many rows of each version
     replays: dict[str, tuple] = {}  # project id -> (its last context_history id, its catalogue replayed so far)
     for table, row in rows:
         if not columns[table]:
@@ -391,14 +392,36 @@ def check_rows(rows: Iterable[tuple[str, dict]], columns: dict[str, set], info: 
             else:
                 versioned.add(row["lesson_id"])
                 said[(row["lesson_id"], row.get("version"))] = _content_digest(row)
+                held[row["lesson_id"]][row.get("version")] += 1
     unversioned = [lesson_id for lesson_id in lessons if lesson_id not in versioned]
     if unversioned:
         raise InvalidInputError(f"{source}: lesson {unversioned[0]} has no lesson_versions rows; nothing was imported")
     for lesson_id, (version, digest) in current.items():
+        problem = _history_problem(held[lesson_id], version)
+        if problem:
+            raise InvalidInputError(f"{source}: lesson {lesson_id} {problem} (`db check` would fail); "
+                                    "nothing was imported")
         if said.get((lesson_id, version), digest) != digest:
             raise InvalidInputError(f"{source}: lesson {lesson_id} says other than its version {version} "
                                     "(`db check` would fail); nothing was imported")
     return with_history
+
+
+def _history_problem(versions: Counter, n) -> str | None:
+    """What is wrong with a lesson's version rows (how many of each version) for a lesson at
+    version `n`: every version from 1 to n, each once, and no other (as `db check` holds them)."""
+    if not isinstance(n, int) or n < 1:
+        return f"is at version {n!r}, not a whole number from 1"
+    twice = sorted(v for v, times in versions.items() if times > 1)
+    outside = sorted(str(v) for v in versions if not isinstance(v, int) or not 1 <= v <= n)
+    missing = [v for v in range(1, n + 1) if v not in versions]
+    if twice:
+        return f"has version {twice[0]} more than once"
+    if outside:
+        return f"has version {outside[0]}, outside 1..{n}"
+    if missing:
+        return f"is at version {n} but the file has no version {missing[0]} of it"
+    return None
 
 
 LARGEST = 2 ** 63  # SQLite's integers are 64-bit
@@ -487,6 +510,14 @@ def _lesson(row: dict):
                             "confidence": 0.8, "helped": 0, "failed": 0, "streak": 0, **row})
 
 
+def _traits(row: dict):
+    """A version's kind and confidence, held to what `lesson add` takes."""
+    from mgcp.persistence.lessons import check_confidence, check_kind
+
+    check_kind(row.get("kind"))
+    check_confidence(row.get("confidence"))
+
+
 def _status(row: dict):
     from mgcp.models import LessonStatus
 
@@ -510,7 +541,8 @@ def _reader(module: str, name: str) -> Callable[[dict], object]:
 # build from a row): a row they cannot read is refused, whatever its column types.
 READERS: dict[str, Callable[[dict], object]] = {
     "lessons": _lesson, "lesson_versions": _reader("mgcp.persistence.lessons", "version_from_row"),
-    "lesson_lifecycle": _status, "project_contexts": _reader("mgcp.persistence.context", "project_from_row"),
+    "lesson_lifecycle": _status, "lesson_traits": _traits,
+    "project_contexts": _reader("mgcp.persistence.context", "project_from_row"),
     "context_history": _reader("mgcp.persistence.context", "snapshot_from_row"),
     "rem_findings": _reader("mgcp.persistence.rem", "finding_from_row"),
     "reinforced_patterns": _reader("mgcp.persistence.patterns", "pattern_from_row"),
