@@ -293,3 +293,47 @@ def test_placeholders_and_prose_are_not_credentials(text):
     from mgcp.validation import find_secret
 
     assert find_secret(text) is None and recall.redact(text) == text
+
+
+def test_a_lookup_on_a_full_disk_is_shown_and_not_counted(db, run, capsys):
+    """Use counts and the query log are counters, not content: when the disk is full a lookup still
+    answers (lesson query, recall), says on stderr that it was not counted, and changes nothing."""
+    import sqlite3
+
+    from mgcp.persistence import recall_data
+
+    async def seed(store):
+        await store.lessons.add("pool", "sizing a connection pool", "Start from cores x 2 and measure under load")
+    run(db, seed)
+
+    def fill(conn):  # the file may grow no further, and not even the smallest row fits
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+        for size in (500, 50, 1):
+            with pytest.raises(sqlite3.OperationalError, match="full"):
+                for i in range(100_000):
+                    conn.execute("INSERT INTO query_log (query, result_ids, created_at) VALUES (?, '[]', 'x')",
+                                 ["x" * size])
+
+    async def query(store):
+        conn = store.db.conn
+        pages = await (await conn.execute("PRAGMA page_count")).fetchone()
+        await conn.execute(f"PRAGMA max_page_count = {pages[0]}")
+        for size in (500, 50, 1):  # until not even the smallest row fits
+            with pytest.raises(sqlite3.OperationalError, match="full"):
+                for i in range(100_000):
+                    await conn.execute("INSERT INTO query_log (query, result_ids, created_at) VALUES (?, '[]', 'x')",
+                                       ["x" * size])
+        before = await store.db.fetchone("SELECT usage_count FROM lessons WHERE id = 'pool'")
+        found = await store.lessons.query("connection pool")
+        after = await store.db.fetchone("SELECT usage_count FROM lessons WHERE id = 'pool'")
+        return [lesson.id for lesson, _ in found], before[0], after[0]
+
+    assert run(db, query) == (["pool"], 0, 0)
+    assert capsys.readouterr().err == recall_data.NOT_COUNTED + "\n"
+    conn = sqlite3.connect(db, isolation_level=None)
+    fill(conn)
+    reader = recall_data.Reader(conn)
+    reader.mark_used(["pool"], "2026-01-01T00:00:00+00:00", query="connection pool")
+    assert capsys.readouterr().err == recall_data.NOT_COUNTED + "\n"
+    assert conn.execute("SELECT usage_count FROM lessons WHERE id = 'pool'").fetchone()[0] == 0
+    conn.close()

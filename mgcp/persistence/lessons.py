@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+import sys
 from operator import itemgetter
 from typing import Any
 
@@ -20,9 +22,10 @@ from mgcp.models import Lesson, LessonLink, LessonRow, LessonStatus, LessonUse, 
 from mgcp.persistence.columns import json_list as _json_list
 from mgcp.persistence.columns import relationships as _relationships
 from mgcp.persistence.columns import tags as _tags
+from mgcp.persistence import migrate
 from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.queue_reads import QueueReads
-from mgcp.persistence.recall_data import SEARCH
+from mgcp.persistence.recall_data import NOT_COUNTED, SEARCH
 from mgcp.text import Memo, query_terms
 from mgcp.validation import (MAX_SHORT, MAX_TAGS, check_lesson_id, check_list, check_query, check_session_id,
                              check_text, redacted)
@@ -521,14 +524,19 @@ class Lessons:
         scored = scored[:limit]
         ids = [item[1] for item in scored]
         now = utcnow()
-        async with self.db.transaction():
-            await self.db.conn.executemany(
-                "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
-                [(now, i) for i in ids])
-            await self.db.insert("query_log", {"query": redacted(text), "project_id": project_id,
-                                             "result_ids": dumps(ids), "created_at": now})
-            rows = {r["id"]: r for r in await self.db.fetchall(
-                LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
+        try:
+            async with self.db.transaction():
+                await self.db.conn.executemany(
+                    "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
+                    [(now, i) for i in ids])
+                await self.db.insert("query_log", {"query": redacted(text), "project_id": project_id,
+                                                 "result_ids": dumps(ids), "created_at": now})
+        except sqlite3.OperationalError as exc:  # counters, not content: a full disk leaves them behind
+            if not migrate.out_of_space(exc, self.db.path):
+                raise
+            print(NOT_COUNTED, file=sys.stderr)
+        rows = {r["id"]: r for r in await self.db.fetchall(
+            LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
         results = []
         for score, lesson_id, parts, importance in scored:
             lesson = lesson_from_row(rows[lesson_id])

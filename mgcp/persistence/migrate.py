@@ -163,16 +163,25 @@ def _read_by_sqlite(p: Path) -> bool:
     return True
 
 
+_ERRNO_KINDS = {errno.ENOSPC: "FULL", errno.EDQUOT: "FULL", errno.EFBIG: "FULL", errno.EROFS: "READONLY",
+                errno.EACCES: "DENIED", errno.EPERM: "DENIED", errno.ENOTDIR: "NOTDIR"}
+
+
+def out_of_space(exc: BaseException, path: str | os.PathLike) -> bool:
+    """Whether a write to the database at `path` failed for want of space."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith("SQLITE_FULL") or _ERRNO_KINDS.get(getattr(exc, "errno", None)) == "FULL":
+        return True
+    # a write that failed for want of space is often reported as an I/O error
+    return name.startswith("SQLITE_IOERR") and _free_bytes(Path(path).parent) < 64 * 1024
+
+
 def explain(exc: BaseException, path: str | os.PathLike) -> DatabaseError:
     """A fault of the file system or of SQLite as the user can act on it: what is wrong, where."""
     name = getattr(exc, "sqlite_errorname", "")
-    errno_name = {errno.ENOSPC: "FULL", errno.EDQUOT: "FULL", errno.EFBIG: "FULL", errno.EROFS: "READONLY",
-                  errno.EACCES: "DENIED", errno.EPERM: "DENIED", errno.ENOTDIR: "NOTDIR"}
-    kind = errno_name.get(getattr(exc, "errno", None), "")
+    kind = _ERRNO_KINDS.get(getattr(exc, "errno", None), "")
     folder = Path(path).parent
-    if name.startswith("SQLITE_IOERR") and _free_bytes(folder) < 64 * 1024:
-        kind = "FULL"  # a write that failed for want of space is often reported as an I/O error
-    if name.startswith("SQLITE_FULL") or kind == "FULL":
+    if out_of_space(exc, path):
         return StorageError(f"the disk is full (writing {path}); the change was not made")
     if name.startswith("SQLITE_READONLY") or name.startswith("SQLITE_CANTOPEN") or kind in ("READONLY", "DENIED"):
         if Path(path).exists() and not os.access(path, os.W_OK):

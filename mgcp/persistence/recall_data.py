@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 
 from mgcp.persistence.columns import json_list as _json_list
 from mgcp.persistence.columns import tags
@@ -62,6 +63,10 @@ def rows(conn: sqlite3.Connection, sql: str, params) -> list[dict]:
     return found
 
 
+# Said on stderr when a lookup's results are shown but a full disk kept it from being counted.
+NOT_COUNTED = "mgcp: the disk is full: this lookup was not counted (use counts, the query log)"
+
+
 class Reader:
     """The reads recall makes, over one sqlite3 connection (autocommit)."""
 
@@ -110,7 +115,12 @@ class Reader:
                 self.conn.execute("INSERT INTO query_log (query, project_id, result_ids, created_at) VALUES (?, ?, ?, ?)",
                                   [query, project_id, json.dumps(ids), now])
             self.conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
-            raise
+            from mgcp.persistence import migrate
+
+            path = self.conn.execute("PRAGMA database_list").fetchone()[2]
+            if not (isinstance(exc, sqlite3.OperationalError) and migrate.out_of_space(exc, path)):
+                raise
+            print(NOT_COUNTED, file=sys.stderr)  # counters, not content: the recall is shown all the same
