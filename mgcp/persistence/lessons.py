@@ -8,6 +8,7 @@ step in that transaction too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
@@ -77,10 +78,11 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
 
 
 def _lesson_rows(rows: list[tuple], state: LessonStatus) -> list[LessonRow]:
-    """`Lessons.rows`' rows as `LessonRow`s, made as the tuples they are with every field given
+    """`Lessons.rows`' rows (sorted here, by id) as `LessonRow`s, made as the tuples they are with every field given
     (the named tuple's constructor is a Python call per row). A lesson's parent is one of its links
     (type "parent"), unless a relationship names it already: the REM operations read the hierarchy
     as the explicit relationship it is."""
+    rows.sort(key=_first)
     tags = Memo(_tags_of)  # tags lists repeat from lesson to lesson; rows are read-only
     new = tuple.__new__
     return [new(LessonRow, (lesson_id, trigger, action, tags[tags_text],
@@ -218,8 +220,7 @@ class Lessons:
                           l.created_at, l.last_refined, l.parent_id
                    FROM lessons l NOT INDEXED LEFT JOIN lesson_lifecycle c ON c.lesson_id = l.id
                    WHERE COALESCE(c.status, 'active') = ?""", [status])
-            rows.sort(key=_first)
-            return _lesson_rows(rows, LessonStatus(status))
+            return await asyncio.to_thread(_lesson_rows, rows, LessonStatus(status))  # off the event loop
 
     async def add(self, lesson_id: str, trigger: str, action: str, rationale: str | None = None,
                          tags: list[str] | None = None, parent_id: str | None = None,
