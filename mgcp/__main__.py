@@ -1,5 +1,5 @@
 """`python -m mgcp ...` is the `mgcp` command."""
 
-from mgcp.surfaces.cli import main
+from mgcp.surfaces.cli import command
 
-main()
+command()

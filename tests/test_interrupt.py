@@ -2,6 +2,8 @@
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -105,3 +107,16 @@ def test_a_run_that_never_finished_is_named_by_the_report(db):
     assert "1 finding(s) waiting for review" in out
     code, out, _ = mgcp("rem", "report", "--project", "/p", "--db", db, "--json")
     assert json.loads(out)["unfinished_run"] == 1
+
+
+def test_a_ctrl_c_once_the_command_finished_is_ignored_while_the_process_ends():
+    """Else an interrupt while the interpreter joins its threads ends the process by the signal,
+    and a script reads "interrupted" for a command that finished."""
+    child = ("import atexit, signal, sys\n"
+             "atexit.register(lambda: print('ignored' if signal.getsignal(signal.SIGINT) == signal.SIG_IGN "
+             "else 'handled', file=sys.stderr))\n"
+             "sys.argv = ['mgcp', '--version']\n"
+             "from mgcp.surfaces.cli import command\n"
+             "command()\n")
+    result = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (0, "ignored\n"), result

@@ -11,6 +11,6 @@ from mgcp.surfaces.cli import db, lesson, context, rem, export, agents  # noqa: 
 from mgcp.surfaces.cli import importing, settings  # noqa: F401,I001
 from mgcp.surfaces.cli import memory  # noqa: F401,I001  (recall, stats)
 from mgcp.surfaces.cli import patterns  # noqa: F401,E402,I001
-from mgcp.surfaces.cli.app import app, main
+from mgcp.surfaces.cli.app import app, command, main
 
-__all__ = ["app", "main"]
+__all__ = ["app", "command", "main"]

@@ -13,6 +13,7 @@ neither retitle nor recolour the terminal. `--json` output is JSON, which escape
 
 import json
 import os
+import signal
 import sys
 from typing import Annotated, Any, Awaitable, Callable, Optional
 
@@ -197,3 +198,13 @@ def main() -> None:
             _fail(f"interrupted; {said}", INTERRUPTED)
         print(f"Interrupted; {said}.", file=sys.stderr)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def command() -> None:
+    """The `mgcp` command: `main`, after which a Ctrl-C is ignored while the process ends (its
+    threads joined): it would end the process by the signal, and a script would read
+    "interrupted" for a command that finished."""
+    try:
+        main()
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
