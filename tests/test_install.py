@@ -201,7 +201,7 @@ def test_an_unusable_mcp_file_is_refused_and_left_unchanged(tmp_path, text):
     assert not settings_of(tmp_path).exists()  # nothing written: not the hook either
 
 
-@pytest.mark.parametrize("text", ["{not json", '["a list"]', '{"hooks": []}'])
+@pytest.mark.parametrize("text", ["{not json", '["a list"]', '{"hooks": []}', '{"x": "\\ud800"}'])
 def test_unusable_settings_are_refused_and_left_unchanged(tmp_path, text):
     path = settings_of(tmp_path)
     path.parent.mkdir()

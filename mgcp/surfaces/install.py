@@ -313,4 +313,9 @@ def _read(path: Path) -> dict:
             "(it was not changed)") from None
     if not isinstance(settings, dict):
         raise InvalidInputError(f"{path} must hold a JSON object at the top level; it was not changed")
+    try:  # what is read is written back as UTF-8: a lone surrogate ("\ud800") cannot be
+        json.dumps(settings, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{path} holds an escaped lone surrogate (such as \\ud800), which is not text "
+                                "mgcp can write back; fix it and run `mgcp init` again (it was not changed)") from None
     return settings
