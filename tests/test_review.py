@@ -139,6 +139,63 @@ def test_review_quits_cleanly_on_q_and_on_end_of_input(planted):
         assert code == 0 and "Stopped. 0 applied" in out
 
 
+def test_a_digit_int_refuses_is_asked_again_or_refused_not_a_crash(planted, run):
+    code, out, err = mgcp("rem", "review", "--project", PROJECT, "--db", planted, stdin="²\nq\n")
+    assert (code, err) == (0, "") and "Please answer a number from 1 to" in out
+    f = by_kind(pending(run, planted), "duplicate_merge")[0]
+    delete = option_of(f, "delete_one")
+    before = dump(planted, DATA_TABLES)
+    code, out, err = mgcp("rem", "resolve", f.id, "--option", delete, "--input", "²", "--project", PROJECT,
+                          "--db", planted)
+    assert (code, out) == (2, "") and "name the lesson to delete" in err
+    assert dump(planted, DATA_TABLES) == before
+
+
+class TypingThenCtrlD:
+    """A person at a terminal who types a line and ends it with Ctrl-D, not Enter."""
+
+    def __init__(self, *lines):
+        self.lines = list(lines)
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.lines.pop(0) if self.lines else ""
+
+
+def test_a_line_cut_short_by_ctrl_d_in_a_terminal_is_no_answer(planted, run):
+    f = pending(run, planted)[0]
+    refine = next((i for i, o in enumerate(f.options, 1) if o.needs_input), None)
+    before = dump(planted, DATA_TABLES)
+    stdin = TypingThenCtrlD(f"{refine}\n", "partial text") if refine else TypingThenCtrlD("1")
+    code, out, err = mgcp("rem", "review", "--project", PROJECT, "--db", planted, stdin=stdin)
+    assert (code, err) == (0, "") and "Stopped. 0 applied" in out
+    assert dump(planted, DATA_TABLES) == before
+
+
+def test_review_asks_no_text_for_a_finding_answered_meanwhile(planted, run):
+    """Another surface answers the finding while it is shown: picking an option that needs text
+    says so at once, instead of asking for text no answer would apply."""
+    f = pending(run, planted)[0]
+    needs = next(i for i, o in enumerate(f.options, 1) if o.needs_input or o.multi_select)
+    other = next(i for i, o in enumerate(f.options, 1) if not (o.needs_input or o.multi_select)
+                 and o.action != "skip")
+
+    class Elsewhere:
+        def __init__(self):
+            self.lines = [f"{needs}\n", "q\n"]
+
+        def readline(self):
+            if len(self.lines) == 2:  # the finding is on screen: an agent answers it now
+                run(planted, lambda s: engine.resolve(s, CONFIG, f.id, other))
+            return self.lines.pop(0)
+
+    code, out, err = mgcp("rem", "review", "--project", PROJECT, "--db", planted, stdin=Elsewhere())
+    assert code == 0 and f"Not applied: finding {f.id} was answered meanwhile" in out, out
+    assert "Stopped. 0 applied" in out
+
+
 def test_rejected_finding_is_not_raised_again(planted, run):
     f = by_kind(pending(run, planted), "duplicate_review")[0]
     run(planted, lambda s: engine.resolve(s, CONFIG, f.id, option_of(f, "keep_both")))

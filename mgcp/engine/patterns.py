@@ -68,7 +68,7 @@ async def explain(store: Store, ident: str) -> PatternExplanation:
         else:
             project_id, _, session = rest.rpartition(":")
             source = {"ref": ref, "project_id": project_id, "project": paths.get(project_id, project_id),
-                      "session": int(session) if session.isdigit() else session}
+                      "session": int(session) if session.isascii() and session.isdigit() else session}
         sources.append(source)
     canonical_text = lesson.action if lesson is not None and pattern.category == "lesson" else pattern.text
     members = await store.patterns.superseded_into(pattern.lesson_id) if pattern.category == "lesson" else []

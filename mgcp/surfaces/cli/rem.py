@@ -84,7 +84,9 @@ def _ask(prompt: str) -> str | None:
     sys.stdout.write(terminal_safe(prompt))
     sys.stdout.flush()
     line = sys.stdin.readline()
-    if not line:  # end of input (Ctrl-D or the pipe ran dry)
+    # end of input (Ctrl-D or the pipe ran dry); in a terminal, a line Ctrl-D cut short (no newline)
+    # is one the person did not finish: never an answer
+    if not line or (not line.endswith("\n") and sys.stdin.isatty()):
         echo()
         return None
     return line.strip()
@@ -122,25 +124,35 @@ def review(project: Project = None, config: Config = None, db: Db = None):
     step = with_store(db, lambda s: engine.next_finding(s, path), create=False)
     if step.finding is None:
         return echo("No findings pending review.")
-    total, index, done, skipped = step.pending, 0, 0, 0
+    index, done, skipped = 0, 0, 0
+
+    def stopped() -> None:  # the count as it is now: others may have answered, or undone, meanwhile
+        pending = with_store(db, lambda s: engine.next_finding(s, path)).pending
+        echo(f"Stopped. {done} applied, {skipped} skipped; {pending} finding(s) still pending.")
+
     while step.finding is not None:
         finding, index = step.finding, index + 1
         echo()
-        echo(format.finding(finding, index, total))
+        echo(format.finding(finding, index, index + step.remaining))
         while True:
             answer = _ask(f"\nChoose 1-{len(finding.options)}, s to skip, q to quit: ")
             if answer is None or answer.lower() in ("q", "quit"):
-                return echo(f"Stopped. {done} applied, {skipped} skipped; {step.pending} finding(s) still pending.")
+                return stopped()
             if answer.lower() in ("s", "skip", ""):
                 skipped += 1
                 break
-            if not answer.isdigit() or not 1 <= int(answer) <= len(finding.options):
+            if not (answer.isascii() and answer.isdigit()) or not 1 <= int(answer) <= len(finding.options):
                 echo(f"Please answer a number from 1 to {len(finding.options)}, s or q.")
                 continue
             option = finding.options[int(answer) - 1]
+            if option.needs_input or option.multi_select:  # not asked for text no answer would apply
+                now = with_store(db, lambda s: s.rem.get_finding(finding.id))
+                if now.status.value != "pending":
+                    echo(f"  Not applied: finding {finding.id} was answered meanwhile ({now.status.value})")
+                    break
             answered, text = _input_for(finding, option)
             if not answered:
-                return echo(f"Stopped. {done} applied, {skipped} skipped.")
+                return stopped()
             try:
                 outcome = with_store(db, lambda s: engine.resolve(s, cfg, finding.id, int(answer), text or None,
                                                                   project_path=path))
