@@ -99,6 +99,22 @@ def test_a_pattern_derived_from_lessons_or_sessions_this_database_kept_stays_out
     assert merge(a, c, tmp_path)["imported"]["reinforced_patterns"] == 2
 
 
+def test_a_failure_streak_finding_merged_in_can_be_answered(tmp_path):
+    """The merge renumbers the outcomes (their ids are taken here): the finding still speaks."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for db, lesson_id, outcomes in ((b, "steady-one", ["--helped", "--helped"]),
+                                    (a, "flaky-one", ["--failed"] * 3)):
+        assert mgcp("lesson", "add", lesson_id, "--trigger", f"running the {lesson_id} suite", "--action",
+                    f"Run the {lesson_id} suite with retries to absorb flakes", "--db", db)[0] == 0
+        for flag in outcomes:
+            assert mgcp("lesson", "outcome", lesson_id, flag, "--project", "/p", "--db", db)[0] == 0
+    [finding] = [f for f in pending(a, "/p") if f["kind"] == "failure_streak"]
+    merge(a, b, tmp_path)
+    keep = next(i for i, o in enumerate(finding["options"], 1) if o["action"] == "keep")
+    code, out, err = mgcp("rem", "resolve", finding["id"], "--option", keep, "--project", "/p", "--db", b)
+    assert code == 0, err
+
+
 def test_a_link_to_a_lesson_whose_id_is_another_lesson_here_stays_out(tmp_path):
     source, db = tmp_path / "source.db", tmp_path / "here.db"
     for lesson_id, words in (("verify-api", "calling an unfamiliar API"), ("read-tests", "changing code")):

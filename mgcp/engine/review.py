@@ -3,7 +3,8 @@
 A review of project P -- from the CLI, the MCP server or `--auto` -- shows the findings about the
 lessons every project shares, and P's own context findings; never another project's. Findings
 are queued oldest first. A finding whose subject changed since it was raised (a lesson refined,
-merged, archived, deleted, or an orphan linked) is stale: it is marked so and leaves the queue.
+merged, archived, deleted, or an orphan linked), whose draft an active lesson now holds (its
+action), or whose failure streak has ended is stale: it is marked so and leaves the queue.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ async def is_stale(store: Store, finding: RemFinding) -> str | None:
     why = why_stale(mark, *await _read_for(store, [mark]))
     if why is None and finding.kind == FAILURE_STREAK:
         lesson_id = finding.data.get("lesson")
-        if await store.outcomes.streak_started(lesson_id) != finding.data.get("streak_started"):
+        # shorter than it reported: a success (or a change of its text) ended the streak since; the
+        # count, unlike the outcome ids, reads the same after an import renumbered them
+        if await store.outcomes.streak(lesson_id) < int(finding.data.get("streak") or 0):
             why = f"the failure streak of lesson {lesson_id} has ended since (a success was reported)"
     return why
 

@@ -55,11 +55,10 @@ class Outcomes:
         stats["success_rate"] = ranking.success_rate(stats["helped"], stats["failed"])
         return stats
 
-    async def streak_started(self, lesson_id: str) -> int | None:
-        """Where the lesson's current failure streak began (an outcome id), or None: no streak."""
-        row = await self.db.fetchone("SELECT streak_started FROM lesson_outcome_stats WHERE lesson_id = ?",
-                                     [lesson_id])
-        return row[0] if row else None
+    async def streak(self, lesson_id: str) -> int:
+        """How many failures in a row the lesson's current streak holds (0: none)."""
+        row = await self.db.fetchone("SELECT streak FROM lesson_outcome_stats WHERE lesson_id = ?", [lesson_id])
+        return int(row[0] or 0) if row else 0
 
     async def records(self) -> dict[str, tuple[int, int]]:
         """(helped, failed) of each lesson with a reported outcome."""
