@@ -318,6 +318,8 @@ def test_lessons_alike_in_every_word_but_a_number_are_not_a_copy_nor_merged_by_a
     ("Hash passwords with Argon2id; deploy with k8s", []),
     ("Use API v2 with a 20ms timeout", ["2", "20"]),
     ("Use SHA-256, Python 3.11, x86_64 and call f(2)", ["256", "3.11", "86", "64", "2"]),
+    ("Set the timeout to (30) seconds, then stop after 10) tries", ["30", "10"]),
+    ("(1) pin it, (2) test it, (10) ship it", ["1", "2", "10"]),  # not a run from 1: values, maybe
 ])
 def test_the_numbers_read_are_values_not_list_markers_nor_names(action, values):
     assert duplicate_detection.numbers(action) == values

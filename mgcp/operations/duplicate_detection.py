@@ -235,17 +235,23 @@ def _reason(keep: Lesson, other: Lesson) -> str:
 
 
 # A number, unless it is inside a word with letters on both sides ("Argon2id", "k8s": a name the
-# words compare); and the markers of a list's items ("(1)", "2)", "3." opening a line), which
-# number the items rather than say a value.
+# words compare).
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*|(?<![\d.,])\d+(?:[.,]\d+)*(?![A-Za-z\d])")
-_ENUMERATOR = re.compile(r"(?m)^\s*\d{1,2}[.)](?=\s)|(?:(?<=\s)|^)(?:\(\d{1,2}\)|\d{1,2}\))(?=\s|$)")
+# What may mark a list's item: "(1)" or "2)" after a space, "3." or "3)" opening a line.
+_MARKER = re.compile(r"(?m)^\s*(\d{1,2})[.)](?=\s)|(?:(?<=\s)|^)\(?(\d{1,2})\)(?=\s|$)")
 
 
 def numbers(action: str | None) -> list[str]:
     """The values an action gives, in order ("20", "3.11"): similarity reads words and leaves them
     out, so two actions may be alike in every word and differ in a value. (A trigger's numbers, a
-    file or a ticket, say where a rule was written, not what it says.)"""
-    return _NUMBER.findall(_ENUMERATOR.sub(" ", action or ""))
+    file or a ticket, say where a rule was written, not what it says.) The markers of a numbered
+    list ("(1) ... (2) ...": every marker, counting from 1) number its items rather than say a
+    value, and are left out; a lone "(30)" is a value."""
+    action = action or ""
+    markers = list(_MARKER.finditer(action))
+    if len(markers) >= 2 and [int(m.group(1) or m.group(2)) for m in markers] == list(range(1, len(markers) + 1)):
+        action = _MARKER.sub(" ", action)
+    return _NUMBER.findall(action)
 
 
 def numbers_apart(action: str | None, other: str | None) -> bool:
