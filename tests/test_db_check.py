@@ -576,6 +576,15 @@ def test_a_link_whose_context_is_one_string_is_read_and_one_the_store_cannot_rea
         "number) cannot be read, and commands that show the lesson fail; restore a backup"]
 
 
+def test_a_kind_or_confidence_lesson_add_would_refuse_is_named(copy, tmp_path):
+    """An import refuses such a row, so an export is not written, and says `db check` names it."""
+    sql(copy, "UPDATE lesson_traits SET kind = 'gotcha', confidence = 1.5 WHERE lesson_id = ?", LESSON)
+    assert any(line.startswith(f"lesson {LESSON}: version ") and "kind 'gotcha' and confidence 1.5" in line
+               for line in problems(copy))
+    code, out, err = mgcp("export", "jsonl", "--out", tmp_path / "x.jsonl", "--db", copy)
+    assert code == 1 and "unknown kind 'gotcha'" in err and "`mgcp db check` finds such rows" in err
+
+
 def test_a_link_to_a_lesson_that_does_not_exist_is_named(copy):
     (related,) = sql(copy, "SELECT relationships FROM lessons WHERE id = ?", LESSON)[0]
     links = json.loads(related) + [{"target": "ghost", "type": "related", "weight": 1.0, "context": [],

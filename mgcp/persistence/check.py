@@ -47,6 +47,7 @@ from typing import Callable, Iterator
 
 from pydantic import ValidationError
 
+from mgcp import quality
 from mgcp.errors import DatabaseError, MgcpError
 from mgcp.models import REJECTING_ACTIONS, Relationship
 from mgcp.persistence import columns, migrate
@@ -250,6 +251,18 @@ def version_traits(conn: sqlite3.Connection) -> Iterator[Problem]:
                                                        "earlier version has them",
                       repair="carry over the kind and confidence of the version before it",
                       fix=partial(_carry_traits, lesson_id, version))
+    # what `lesson add` takes (an import refuses anything else, so an export could not come back)
+    kinds = ", ".join(f"'{kind}'" for kind in quality.KINDS)
+    for lesson_id, version, kind, confidence in conn.execute(
+            f"""SELECT lesson_id, version, kind, confidence FROM lesson_traits
+                WHERE (kind IS NOT NULL AND kind NOT IN ({kinds}))
+                   OR (confidence IS NOT NULL AND (typeof(confidence) NOT IN ('integer', 'real')
+                                                   OR confidence < 0 OR confidence > 1))
+                ORDER BY lesson_id, version""").fetchall():
+        yield Problem("traits", f"lesson {lesson_id}", f"version {version} has kind {kind!r} and confidence "
+                                                       f"{confidence!r}, not a kind and a confidence from 0 to 1 "
+                                                       "mgcp takes (an import refuses them, so no export is "
+                                                       "written); restore a backup")
 
 
 def context_history(conn: sqlite3.Connection) -> Iterator[Problem]:
