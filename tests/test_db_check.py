@@ -485,6 +485,13 @@ def test_tags_that_are_not_a_json_list(copy):
                for line in problems(copy))
 
 
+def test_tags_that_are_not_text_are_named_and_read_as_none(copy):
+    sql(copy, "UPDATE lessons SET tags = 5 WHERE id = ?", LESSON)
+    assert any(line.startswith(f"lesson {LESSON}: its tags 5 are not a JSON list") for line in problems(copy))
+    code, out, err = mgcp("lesson", "show", LESSON, "--json", "--db", copy)
+    assert code == 0 and json.loads(out)["tags"] == [], err
+
+
 def test_comma_separated_tags_an_older_writer_left_check_clean(copy):
     """Comma-separated words in a tags column are tags mgcp reads (as `lesson show`, `lesson list
     --tag`, export and import do): not a problem."""

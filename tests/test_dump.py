@@ -341,6 +341,7 @@ def test_a_row_the_store_could_not_read_back_imports_nothing(demo_db, tmp_path, 
 @pytest.mark.parametrize("spoil, says", [
     (lambda lesson, rows: lesson.update(version=lesson["version"] + 2), "but the file has no version"),
     (lambda lesson, rows: rows.append({**rows[-1], "id": 10 ** 6}), "more than once"),
+    (lambda lesson, rows: lesson.update(version=10 ** 15), "but the file has no version"),  # found at once
 ])
 def test_a_lesson_whose_history_db_check_would_fail_imports_nothing(demo_db, tmp_path, spoil, says):
     """Every version from 1 to the lesson's own, each once: else the import would make a database

@@ -23,7 +23,7 @@ def json_list(text: str | None) -> list:
         return []
     try:
         value = json.loads(text)
-    except ValueError:
+    except (TypeError, ValueError):  # not JSON, or not text at all
         return []
     return value if isinstance(value, list) else []
 
@@ -34,8 +34,8 @@ TAGS = {("lessons", "tags"), ("lesson_versions", "tags")}
 
 
 def comma_separated(text: str | None) -> bool:
-    """Whether a tags column holds comma-separated words (not a JSON list)."""
-    return bool(text) and not text.lstrip().startswith("[")
+    """Whether a tags column holds comma-separated words (text, not a JSON list)."""
+    return isinstance(text, str) and bool(text) and not text.lstrip().startswith("[")
 
 
 def tags(text: str | None) -> list[str]:

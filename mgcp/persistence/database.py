@@ -71,6 +71,11 @@ class Database:
         self._depth = 0
         self._changes: list[dict] | None = None
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a `transaction()` block is open."""
+        return self._depth > 0
+
     @classmethod
     @asynccontextmanager
     async def open(cls, path, create: bool = True) -> AsyncIterator["Database"]:

@@ -533,8 +533,8 @@ class Lessons:
                 await self.db.insert("query_log", {"query": redacted(text), "project_id": project_id,
                                                  "result_ids": dumps(ids), "created_at": now})
         except sqlite3.OperationalError as exc:  # counters, not content: a full disk leaves them behind
-            if not migrate.out_of_space(exc, self.db.path):
-                raise
+            if self.db.in_transaction or not migrate.out_of_space(exc, self.db.path):
+                raise  # inside a caller's transaction, which SQLite rolled back whole: theirs to handle
             print(NOT_COUNTED, file=sys.stderr)
         rows = {r["id"]: r for r in await self.db.fetchall(
             LESSON_SELECT + f" WHERE l.id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}

@@ -118,9 +118,10 @@ class Reader:
         except BaseException as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise
             from mgcp.persistence import migrate
 
-            path = self.conn.execute("PRAGMA database_list").fetchone()[2]
-            if not (isinstance(exc, sqlite3.OperationalError) and migrate.out_of_space(exc, path)):
+            if not migrate.out_of_space(exc, self.conn.execute("PRAGMA database_list").fetchone()[2]):
                 raise
             print(NOT_COUNTED, file=sys.stderr)  # counters, not content: the recall is shown all the same
