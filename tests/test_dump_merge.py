@@ -99,6 +99,24 @@ def test_a_pattern_derived_from_lessons_or_sessions_this_database_kept_stays_out
     assert merge(a, c, tmp_path)["imported"]["reinforced_patterns"] == 2
 
 
+def test_a_project_here_under_its_path_in_an_older_form_is_kept_not_doubled(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/dev")
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    assert mgcp("context", "save", "--project", "/home/dev/w/proj", "--notes", "theirs", "--db", a)[0] == 0
+    assert mgcp("context", "save", "--project", "/home/dev/w/proj", "--notes", "ours", "--db", b)[0] == 0
+    conn = sqlite3.connect(b)
+    with conn:  # as an older writer stored it
+        conn.execute("UPDATE project_contexts SET project_path = '~/w/proj', project_id = 'older000001'")
+        conn.execute("UPDATE context_history SET project_id = 'older000001'")
+        conn.execute("UPDATE project_sessions SET project_id = 'older000001'")
+    conn.close()
+    report = merge(a, b, tmp_path)
+    assert any(s["kind"] == "project" and "is here as project older000001" in s["reason"] for s in report["skipped"])
+    assert count(b, "SELECT count(*) FROM project_contexts") == 1
+    code, out, _ = mgcp("context", "show", "--project", "/home/dev/w/proj", "--json", "--db", b)
+    assert code == 0 and json.loads(out)["notes"] == "ours"
+
+
 def test_a_failure_streak_finding_merged_in_can_be_answered(tmp_path):
     """The merge renumbers the outcomes (their ids are taken here): the finding still speaks."""
     a, b = tmp_path / "a.db", tmp_path / "b.db"

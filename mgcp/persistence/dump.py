@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
-from mgcp.persistence import check, migrate
+from mgcp.persistence import check, migrate, sessions
 from mgcp.persistence.columns import TAGS, comma_separated, json_list, json_shape
 from mgcp.persistence.database import dumps
 from mgcp.shown import json_escaped
@@ -780,8 +780,9 @@ class _Merge:
                 return self._skip_owner(table, ident, "already here" if not differs else
                                         f"here, differing in {', '.join(differs)} (this database's kept)")
             if table == "project_contexts":
-                here = await self.db.fetchone("SELECT project_id FROM project_contexts WHERE project_path = ?",
-                                              [row.get("project_path")])
+                # in any form a row may hold its path in (see `sessions.find_params`)
+                here = await self.db.fetchone(sessions.FIND_PROJECT,
+                                              sessions.find_params(str(row.get("project_path"))))
                 if here is not None:
                     return self._skip_owner(table, ident, f"its path {row.get('project_path')} is here as project "
                                                           f"{here['project_id']} (this database's kept)")
