@@ -575,7 +575,7 @@ def test_a_link_whose_context_is_one_string_is_read_and_one_the_store_cannot_rea
         LESSON)
     for command in (["lesson", "show", LESSON], ["lesson", "list"]):
         code, out, err = mgcp(*command, "--db", copy)
-        assert (code, out) == (1, "") and err.startswith("Error: a stored Lesson cannot be read "
+        assert (code, out) == (1, "") and err.startswith("Error: a Lesson read cannot be used "
                                                          "(relationships[0].weight: "), err
         assert len(err.splitlines()) == 1, err
     assert [line for line in problems(copy) if "cannot be read" in line] == [

@@ -48,5 +48,5 @@ def tags(text: str | None) -> list[str]:
 def relationships(text: str | None) -> list[dict]:
     """The relationships column as lessons hold it: the entries that are objects with a target (an
     entry whose context is one string, as an older writer left some, holds that one context)."""
-    return [{**r, "context": [r["context"]]} if isinstance(r.get("context"), str) else r
+    return [{**r, "context": [r["context"]] if r["context"] else []} if isinstance(r.get("context"), str) else r
             for r in json_list(text) if isinstance(r, dict) and "target" in r]

@@ -19,7 +19,7 @@ import sqlite3
 from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS, normalize_path, plain_path
 from mgcp.validation import check_project_path
 
-FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?, ?, ?, ?, ?)
+FIND_PROJECT = """SELECT * FROM project_contexts WHERE project_path IN (?, ?, ?, ?, ?, ?, ?, ?)
                   ORDER BY project_path = ? DESC, project_path = ? DESC LIMIT 1"""
 FIND_SESSION = "SELECT session_number FROM project_sessions WHERE project_id = ? AND session_id = ?"
 INSERT_SESSION = """INSERT INTO project_sessions (project_id, session_id, session_number, source, first_seen_at)
@@ -47,9 +47,9 @@ def find_params(path: str) -> list[str]:
     key, plain = normalize_path(path), plain_path(path)
     home = os.path.expanduser("~")
     forms = [key, plain]
-    forms += [p.rstrip("/") + "/" for p in forms]
     forms += ["~" + p[len(home):] if home not in ("/", "~") and (p == home or p.startswith(home + "/")) else p
-              for p in (key, plain)]
+              for p in forms]
+    forms += [p.rstrip("/") + "/" for p in forms]
     return forms + [key, plain]
 
 

@@ -189,7 +189,8 @@ def main() -> None:
             raise
         error = exc.errors()[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
-        _fail(f"a stored {exc.title} cannot be read ({where}: {error['msg']}); `mgcp db check` names it", 1)
+        _fail(f"a {exc.title} read cannot be used ({where}: {error['msg']}); if it is stored, `mgcp db check` "
+              "names it", 1)
     if code == INTERRUPTED:
         # a change commits whole or not at all, and the interrupt may come just after its commit
         said = ("what was written before is kept, even a change that finished as you interrupted "
