@@ -161,6 +161,15 @@ def test_pending_findings_alone_print_a_reminder(db):
     assert "1 REM finding awaits review" in text and "review it (or" in text and "due" not in text
 
 
+def test_a_team_servers_reminder_names_only_the_mcp_tools():
+    from mgcp.surfaces.hook import reminder
+
+    for due, pending in ((["staleness_scan"], 0), ([], 2)):
+        assert "mgcp rem" in reminder(5, due, pending)
+        text = reminder(5, due, pending, local=False)
+        assert "rem_run" in text and "mgcp rem" not in text and text.endswith(".")
+
+
 def test_due_operations_and_findings_share_one_reminder(db):
     at_session(db, 4)
     for _ in range(3):

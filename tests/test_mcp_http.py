@@ -175,6 +175,7 @@ def test_the_hook_of_a_machine_pointed_at_the_server_speaks_of_the_team_database
     assert not (tmp_path / "alice" / ".mgcp" / "lessons.db").exists()  # and nowhere else
     reminder = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Checkout retries are idempotent now" in reminder  # the team's project state
+    assert "`mgcp rem" not in reminder  # the CLI on this machine reads another database
     # the base URL works as well as the /mcp one; a wrong token or no server: nothing shown, exit 0, logged
     assert hook(tmp_path, "bob", {**start, "session_id": "bob-1"}, MGCP_SERVER=url.removesuffix("/mcp"),
                 MGCP_TOKEN=TOKEN).stdout

@@ -106,9 +106,11 @@ RECALL_SOURCES = (None, "startup", "clear")  # a resumed or compacted conversati
 
 
 def run(session_id: str, cwd: str, source: str | None, db: str | None = None,
-        config_file: str | None = None) -> str | None:
+        config_file: str | None = None, local: bool = True) -> str | None:
     """Register the session and return the text to show (reminder and recall), or None when there
-    is nothing to say. `db` and `config_file`: as `--db` and `--config` (default: the environment's)."""
+    is nothing to say. `db` and `config_file`: as `--db` and `--config` (default: the environment's).
+    `local`: the session's machine holds the database (not a team server's), so the reminder may
+    name the CLI's commands."""
     conn = _open(str(config.db_path(db)))
     try:
         project_id, session, _ = sessions.register_session(conn, cwd, session_id, source, utcnow())
@@ -124,7 +126,7 @@ def run(session_id: str, cwd: str, source: str | None, db: str | None = None,
             section = _recall(conn, cwd, budget, rem_config, {"session_id": session_id, "source": source, "cwd": cwd})
     finally:
         conn.close()
-    parts = [text for text in (reminder(session, due, pending), section) if text]
+    parts = [text for text in (reminder(session, due, pending, local), section) if text]
     return "\n\n".join(parts) or None
 
 
@@ -189,8 +191,9 @@ def _recall(conn, cwd: str, budget: int, rem_config, payload: dict) -> str | Non
         return None
 
 
-def reminder(session: int, due: list[str], pending: int) -> str | None:
-    """The text shown to the agent (at most MAX_REMINDER characters), or None."""
+def reminder(session: int, due: list[str], pending: int, local: bool = True) -> str | None:
+    """The text shown to the agent (at most MAX_REMINDER characters), or None. `local`: see `run`
+    (a team's database is reached through the MCP tools alone: the CLI there reads another)."""
     if not due and not pending:
         return None
     parts = []
@@ -200,9 +203,10 @@ def reminder(session: int, due: list[str], pending: int) -> str | None:
         noun = "finding awaits" if pending == 1 else "findings await"
         parts.append(f"{pending} REM {noun} review" + ("." if due else f" (session {session})."))
     if due:
-        parts.append("Run rem_run to consolidate (or `mgcp rem run` / `mgcp rem review`).")
+        parts.append("Run rem_run to consolidate" + (" (or `mgcp rem run` / `mgcp rem review`)." if local else "."))
     else:
-        parts.append(f"Run rem_run to review {'it' if pending == 1 else 'them'} (or `mgcp rem review`).")
+        parts.append(f"Run rem_run to review {'it' if pending == 1 else 'them'}"
+                     + (" (or `mgcp rem review`)." if local else "."))
     text = " ".join(parts)
     return text if len(text) <= MAX_REMINDER else text[: MAX_REMINDER - 3] + "..."
 

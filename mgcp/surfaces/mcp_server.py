@@ -363,7 +363,8 @@ async def _hook(db: str | None, config: str | None, security, request):
         return JSONResponse({"error": f"bad SessionStart payload: {exc}"}, status_code=400)
     try:
         text = await anyio.to_thread.run_sync(
-            functools.partial(hook.run, payload["session_id"], payload["cwd"], payload.get("source"), db, config))
+            functools.partial(hook.run, payload["session_id"], payload["cwd"], payload.get("source"), db, config,
+                              local=False))
     except Exception as exc:  # noqa: BLE001 -- the client fails open and logs what it is told
         log.warning("mgcp: the hook for %s failed: %s: %s", payload["cwd"], type(exc).__name__, exc)
         return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=500)

@@ -452,8 +452,8 @@ class Tools:
         if step.finding:
             message = f"{outcome.message}. Next question: finding {step.finding.id} ({step.remaining} more after it)."
         elif step.pending:
-            message = (f"{outcome.message}. No more findings in this pass; {step.pending} skipped "
-                       "finding(s) stay pending (rem_run shows them again).")
+            message = (f"{outcome.message}. No more findings after it in the queue; {step.pending} "
+                       "earlier finding(s) stay pending (rem_run shows them again).")
         else:
             message = f"{outcome.message}. No findings remain."
         return {"result": to_jsonable(outcome), **self._step(step), "message": message}
