@@ -31,9 +31,9 @@ Preferences, lessons and error solutions are chosen MMR-style: each next lesson 
 best score after a penalty for its word overlap with those already chosen (the cosine of their sets
 of words, trigger and action), and a lesson at NEAR_DUPLICATE overlap or more with a chosen one
 (constraints included) is never included, unless its action denies what the other's says, or
-orders the same words otherwise ("prefer A over B" / "prefer B over A"): both are shown. Text holding anything that looks like a credential is
-redacted. The section tells the agent not to quote it verbatim. The lessons it returns count as
-used (the caller writes that).
+orders the same words otherwise ("prefer A over B" / "prefer B over A"): both are shown. Text
+holding anything that looks like a credential is redacted. The section tells the agent not to quote
+it verbatim. The lessons it returns count as used (the caller writes that).
 """
 
 from __future__ import annotations
