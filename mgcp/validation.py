@@ -153,6 +153,12 @@ def check_list(field: str, values: list[str] | None, limit: int = MAX_SHORT, cou
     return [check_text(field, v, limit=limit) for v in values]
 
 
+def numeral(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits: `int` takes it ("²" and "①" are digits
+    `int` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def check_count(field: str, values: list, count: int = MAX_ITEMS) -> None:
     if len(values) > count:
         raise InvalidInputError(f"too many values for {field}: {len(values):,} (limit {count:,})")

@@ -23,7 +23,7 @@ from mgcp.errors import ConflictError, InvalidInputError, NotFoundError, Settled
 from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
 from mgcp.operations import BULK_ACTIONS, BULK_WORDS
 from mgcp.persistence.store import Store
-from mgcp.validation import MAX_TEXT, check_lesson_id, check_text
+from mgcp.validation import MAX_TEXT, check_lesson_id, check_text, numeral
 
 
 
@@ -176,7 +176,7 @@ async def _merge(store, config, finding, text, selection):
 async def _delete_one(store, config, finding, text, selection):
     pair = [finding.data["canonical"], finding.data["other"]]
     target = (text or "").strip()
-    if _numeral(target) and 1 <= int(target) <= 2:
+    if numeral(target) and 1 <= int(target) <= 2:
         target = pair[int(target) - 1]
     if target not in pair:
         raise InvalidInputError(f"name the lesson to delete: {pair[0]} or {pair[1]}")
@@ -223,18 +223,13 @@ async def _link_subset(store, config, finding, text, selection):
     return f"linked {len(picked)} lessons ({len(made)} new links)", {"links": made}
 
 
-def _numeral(text: str) -> bool:
-    """Whether `text` is a number written in ASCII digits ("²" is a digit `int` refuses)."""
-    return text.isascii() and text.isdigit()
-
-
 def _parse_selection(text: str | None, choices: list[str]) -> list[str]:
     """'1,3' (1-based numbers) or 'id-a id-b' (ids) -> ids."""
     picked = []
     for token in re.split(r"[\s,]+", (text or "").strip()):
         if not token:
             continue
-        if _numeral(token) and 1 <= int(token) <= len(choices):
+        if numeral(token) and 1 <= int(token) <= len(choices):
             picked.append(choices[int(token) - 1])
         else:
             picked.append(token)
@@ -401,7 +396,7 @@ async def _refine_one(store, config, finding, text, selection):
     pair = [finding.data["older"], finding.data["newer"]]
     target, _, action = (text or "").partition(":")
     target = target.strip()
-    if _numeral(target) and 1 <= int(target) <= 2:
+    if numeral(target) and 1 <= int(target) <= 2:
         target = pair[int(target) - 1]
     if target not in pair or not action.strip():
         raise InvalidInputError(f'give the lesson and its new action: "{pair[0]}: ..." or "{pair[1]}: ..."')

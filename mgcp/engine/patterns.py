@@ -10,6 +10,7 @@ from mgcp.config import PATTERN_CATEGORIES
 from mgcp.errors import InvalidInputError
 from mgcp.models import PatternExplanation, ReinforcedPattern
 from mgcp.persistence.store import Store
+from mgcp.validation import numeral
 
 MAX_LIMIT = 10_000
 
@@ -68,7 +69,7 @@ async def explain(store: Store, ident: str) -> PatternExplanation:
         else:
             project_id, _, session = rest.rpartition(":")
             source = {"ref": ref, "project_id": project_id, "project": paths.get(project_id, project_id),
-                      "session": int(session) if session.isascii() and session.isdigit() else session}
+                      "session": int(session) if numeral(session) else session}
         sources.append(source)
     canonical_text = lesson.action if lesson is not None and pattern.category == "lesson" else pattern.text
     members = await store.patterns.superseded_into(pattern.lesson_id) if pattern.category == "lesson" else []

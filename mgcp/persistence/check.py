@@ -185,12 +185,7 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
                                 "(their action text is lost)" if n > 1 else ""),
                       fix=partial(_rebuild, lesson["id"]))
         return
-    counted = Counter(r["version"] for r in rows)
-    twice = sorted(v for v, times in counted.items() if times > 1)
-    outside = sorted(v for v in counted if not isinstance(v, int) or not 1 <= v <= n)
-    # the first few versions missing, found without counting to n (a version may be huge)
-    missing = list(islice((v for v in range(1, n + 1) if v not in counted), 20)) \
-        if len(counted) - len(outside) < n else []
+    twice, outside, missing = version_gaps(Counter(r["version"] for r in rows), n)
     if twice:
         yield Problem("lessons", subject, f"has version {_join(twice)} more than once in lesson_versions")
     if outside:
@@ -210,6 +205,17 @@ def _lesson_problems(lesson: dict, rows: list[dict]) -> Iterator[Problem]:
     if differs:
         yield Problem("lessons", subject, f"its lessons row differs from its version {n} in {', '.join(differs)}; "
                                           f"compare them with `mgcp lesson history {lesson['id']}`")
+
+
+def version_gaps(counted: Counter, n: int) -> tuple[list, list, list]:
+    """Of a lesson at version `n` whose version rows hold each version `counted` times: the
+    versions held more than once, those outside 1..n, and the first few missing (found without
+    counting to n: a version may be huge). An import holds a file's lessons to the same rules."""
+    twice = sorted(v for v, times in counted.items() if times > 1)
+    outside = sorted((v for v in counted if not isinstance(v, int) or not 1 <= v <= n), key=repr)
+    missing = list(islice((v for v in range(1, n + 1) if v not in counted), 20)) \
+        if len(counted) - len(outside) < n else []
+    return twice, outside, missing
 
 
 def links(conn: sqlite3.Connection) -> Iterator[Problem]:

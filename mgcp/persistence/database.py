@@ -58,7 +58,7 @@ def dumps(value: Any) -> str:
 def _tags_json(text: str | None) -> str:
     """SQL's `mgcp_tags(tags)`: a tags column as the JSON list of the tags mgcp reads in it
     (`columns.tags`: comma-separated words too, as an older writer left some), for `json_each`."""
-    return json.dumps(columns.tags(text) if text is None or isinstance(text, str) else [])
+    return json.dumps(columns.tags(text))
 
 
 class Database:

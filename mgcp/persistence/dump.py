@@ -49,7 +49,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib
-import itertools
 import json
 import os
 import sqlite3
@@ -413,15 +412,13 @@ def _history_problem(versions: Counter, n) -> str | None:
     version `n`: every version from 1 to n, each once, and no other (as `db check` holds them)."""
     if not isinstance(n, int) or n < 1:
         return f"is at version {n!r}, not a whole number from 1"
-    twice = sorted(v for v, times in versions.items() if times > 1)
-    outside = [v for v in versions if not isinstance(v, int) or not 1 <= v <= n]
+    twice, outside, missing = check.version_gaps(versions, n)
     if twice:
         return f"has version {twice[0]} more than once"
     if outside:
         return f"has version {outside[0]!r}, outside 1..{n}"
-    if len(versions) < n:  # each of them in 1..n once: some are missing (the first found without counting to n)
-        missing = next(v for v in itertools.count(1) if v not in versions)
-        return f"is at version {n} but the file has no version {missing} of it"
+    if missing:
+        return f"is at version {n} but the file has no version {missing[0]} of it"
     return None
 
 

@@ -78,8 +78,8 @@ def lesson_from_row(row, tags=_tags) -> Lesson:
 
 
 def _lesson_rows(rows: list[tuple], state: LessonStatus) -> list[LessonRow]:
-    """`Lessons.rows`' rows (sorted here, by id) as `LessonRow`s, made as the tuples they are with every field given
-    (the named tuple's constructor is a Python call per row). A lesson's parent is one of its links
+    """`Lessons.rows`' rows (sorted here, by id) as `LessonRow`s, made as the tuples they are with
+    every field given (the named tuple's constructor is a Python call per row). A lesson's parent is one of its links
     (type "parent"), unless a relationship names it already: the REM operations read the hierarchy
     as the explicit relationship it is."""
     rows.sort(key=_first)

@@ -9,6 +9,7 @@ from mgcp.errors import ConflictError, InvalidInputError, MgcpError
 from mgcp.surfaces.cli.app import (Config, Db, Json, Project, echo, load_config, noun, note, print_json,
                                    project_path, terminal_safe, with_store)
 from mgcp.surfaces.cli.progress import reporter
+from mgcp.validation import numeral
 
 PENDING_EXIT = 3  # `rem run --auto --fail-on-pending`: nothing failed, but people have findings to review
 rem_app = noun("rem", "The REM consolidation cycle: status, run, review, resolve, undo.")
@@ -141,7 +142,7 @@ def review(project: Project = None, config: Config = None, db: Db = None):
             if answer.lower() in ("s", "skip", ""):
                 skipped += 1
                 break
-            if not (answer.isascii() and answer.isdigit()) or not 1 <= int(answer) <= len(finding.options):
+            if not numeral(answer) or not 1 <= int(answer) <= len(finding.options):
                 echo(f"Please answer a number from 1 to {len(finding.options)}, s or q.")
                 continue
             option = finding.options[int(answer) - 1]
