@@ -34,6 +34,18 @@ def test_todos_replace_and_decisions_append(db, run):
     assert project.recent_decisions == ["use WAL", "pin deps"]
 
 
+def test_a_save_of_more_decisions_than_the_context_keeps_records_every_one_in_history(db, run):
+    decisions = [f"decision number {i}" for i in range(12)]
+
+    async def work(s):
+        await s.context.save(P, "s1", decisions=["use WAL"])
+        snap = await s.context.save(P, "s1", decisions=decisions)
+        return snap, await s.context.get_project(P), await s.context.history(P)
+    snap, project, history = run(db, work)
+    assert snap.recent_decisions == decisions and history[-1].recent_decisions == decisions
+    assert project.recent_decisions == decisions[-10:]
+
+
 def test_add_project_stores_what_ensure_project_stores_once(db, run, tmp_path):
     """`add_project` (the cycle's) stores a new project as `ensure_project` does, and leaves a known
     one as it is; `QueueReads.project` reads, before and after, the project they store."""

@@ -261,3 +261,69 @@ def test_a_summary_replaced_by_a_newer_one_goes_stale_without_its_list(db, run):
     assert retired.status == FindingStatus.stale and retired.title == first.title
     assert retired.data == {**first.data, "items": [], "fingerprints": [], "bulk_action": None}
     assert len(second.data["fingerprints"]) == second.data["count"] and second.data["items"]
+
+
+def test_a_bulk_merge_leaves_one_lesson_of_each_set_of_copies(db, run):
+    """Each copy is paired with its set's first lesson, so the first merge of a set refines the
+    lesson the set's other pairs keep: the batch's own change does not leave those out, and a
+    lesson the batch merged away is followed to the one it was merged into."""
+    config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
+
+    async def scenario(store):
+        for fw in ("react", "vue", "angular", "svelte", "astro"):
+            await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
+                                    "Keep environment variables out of the client bundle")
+        for fw in ("go", "rust", "java"):
+            await store.lessons.add(f"fmt-{fw}", f"formatting {fw} code before commit",
+                                    "Run the formatter before every commit")
+        await store.lessons.refine("env-vue", "a reason", rationale="Secrets leak.")  # kept, not first by id
+        await engine.run(store, config, "/p", ["duplicate_detection"])
+        pending = await engine.pending_findings(store, "/p")
+        summary = next(f for f in pending if f.kind == "summary")
+        option = next(i for i, o in enumerate(summary.options, 1) if o.action == "apply_all")
+        outcome = await engine.resolve(store, config, summary.id, option, project_path="/p")
+        active = sorted(lesson.id for lesson in await store.lessons.list())
+        await engine.undo_finding(store, summary.id)
+        return outcome, active, sorted(lesson.id for lesson in await store.lessons.list())
+
+    outcome, active, after = run(db, scenario)
+    assert "left out" not in outcome.message, outcome.message
+    assert len([i for i in active if i.startswith("env-")]) == 1 and len([i for i in active if i.startswith("fmt-")]) == 1
+    assert len(after) == 8
+
+
+def test_keeping_a_set_of_look_alikes_keeps_its_pairs_from_auto_and_bulk_merges(db, run):
+    """A person who answers pattern reinforcement's "Keep them all" has decided about every pair
+    of those lessons: duplicate detection's bulk merge and --auto leave them, and a later run does
+    not raise them again."""
+    config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
+
+    async def scenario(store):
+        for fw in ("react", "vue", "angular", "svelte", "astro"):
+            await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
+                                    "Keep environment variables out of the client bundle")
+        for fw in ("go", "rust", "java"):
+            await store.lessons.add(f"fmt-{fw}", f"formatting {fw} code before commit",
+                                    "Run the formatter before every commit")
+        await engine.run(store, config, "/p", ["duplicate_detection", "pattern_reinforcement"])
+        pending = await engine.pending_findings(store, "/p")
+        look_alikes = next(f for f in pending if f.kind == "reinforced_duplicates" and "env-react" in f.subject)
+        keep = next(i for i, o in enumerate(look_alikes.options, 1) if o.action == "keep")
+        await engine.resolve(store, config, look_alikes.id, keep, project_path="/p")
+        summary = next(f for f in pending if f.kind == "summary")
+        bulk = next(i for i, o in enumerate(summary.options, 1) if o.action == "apply_all")
+        outcome = await engine.resolve(store, config, summary.id, bulk, project_path="/p")
+        active = sorted(lesson.id for lesson in await store.lessons.list())
+        await engine.undo_finding(store, summary.id)
+        auto = await engine.run(store, config, "/p", ["duplicate_detection"], auto=True)
+        after_auto = sorted(lesson.id for lesson in await store.lessons.list())
+        raised = [f for f in await engine.pending_findings(store, "/p")
+                  if f.operation == "duplicate_detection" and f.kind != "summary"]
+        return outcome, active, after_auto, raised, auto
+
+    outcome, active, after_auto, raised, auto = run(db, scenario)
+    assert "keep them apart" in outcome.message
+    assert [i for i in active if i.startswith("env-")] == [f"env-{fw}" for fw in sorted(("react", "vue", "angular", "svelte", "astro"))]
+    assert len([i for i in active if i.startswith("fmt-")]) == 1
+    assert len([i for i in after_auto if i.startswith("env-")]) == 5
+    assert not any("env-react" in f.subject for f in raised)

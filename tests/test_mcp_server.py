@@ -747,3 +747,14 @@ def test_a_request_cancelled_before_the_input_ends_does_not_hold_the_server(db):
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
     replies = _piped(db, [call, cancel])  # returns: the server stopped (an answer to 1 or none)
     assert [r["id"] for r in replies if r.get("id") != 1] == [0]
+
+
+def test_a_todo_read_and_saved_back_keeps_its_priority_and_notes_and_an_unknown_key_is_refused(client):
+    todo = {"content": "fix flaky test", "priority": "high", "notes": "fails 1 in 20 on CI"}
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1", todos=[todo])
+    read = client.ok("get_project_context", project_path=PROJECT)["todos"]
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1", notes="later", todos=read)
+    again = client.ok("get_project_context", project_path=PROJECT)["todos"]
+    assert again == read and (read[0]["priority"], read[0]["notes"]) == ("high", "fails 1 in 20 on CI")
+    assert "due" in client.error("save_project_context", project_path=PROJECT, todos=[{**todo, "due": "friday"}])
+    assert client.ok("get_project_context", project_path=PROJECT)["todos"] == read

@@ -344,21 +344,66 @@ async def _drop_todo(store, config, finding, text, selection):
 async def _apply_all(store, config, finding, text, selection):
     """A summary's bulk answer: each finding it stands for gets the summary's bulk action, as one
     action (so one undo takes all of it back). A finding whose lessons changed since the run, or
-    that a merge earlier in the batch settled, is left out and counted."""
+    that a person answered to keep apart meanwhile (`review.kept_apart`), is left out and counted;
+    what the batch itself changed is not such a change: a set of copies is asked
+    about as pairs with one lesson of the set, which each merge refines, and a lesson the batch
+    merged away is followed to the lesson it was merged into, so the set ends as one lesson."""
     action = finding.data.get("bulk_action")
     executor = ACTIONS.get(action) if action in BULK_ACTIONS.values() else None
     if executor is None:
         raise InvalidInputError(f"finding {finding.id} has no bulk answer")
-    done = skipped = 0
+    from mgcp.operations.duplicate_detection import pair_fingerprints
+
+    done = skipped = kept_apart = 0
+    kept = await review.kept_apart(store) if action == "merge" else frozenset()
+    versions: dict[str, tuple[int, int]] = {}  # a lesson the batch refined: its version before, after
+    into: dict[str, str] = {}  # a lesson the batch merged away -> the lesson kept
     for item in finding.data.get("items", []):
-        member = finding.model_copy(update={"kind": item["kind"], "data": item["data"], "subject": item["subject"]})
+        data, subject = _as_the_batch_left(item["data"], item["subject"], versions, into)
+        if data is None:  # its two lessons are one already
+            done += 1
+            continue
+        if pair_fingerprints(item["subject"]) & kept:
+            kept_apart += 1
+            continue
+        member = finding.model_copy(update={"kind": item["kind"], "data": data, "subject": subject})
         if await review.is_stale(store, member):
             skipped += 1
             continue
-        await executor(store, config, member, text, selection)
+        _, details = await executor(store, config, member, text, selection)
+        if details.get("superseded"):
+            into[details["superseded"]] = details["canonical"]
+        states = await store.queue.lesson_states(subject)
+        for lesson_id, version in subject.items():
+            if lesson_id in states and states[lesson_id][0] != version:
+                versions[lesson_id] = (versions.get(lesson_id, (version,))[0], states[lesson_id][0])
         done += 1
     left = f"; {skipped} left out (changed since the run)" if skipped else ""
-    return f"{BULK_WORDS[action]}: {done} done{left}", {"done": done, "skipped": skipped}
+    left += f"; {kept_apart} left out (a person answered to keep them apart)" if kept_apart else ""
+    return f"{BULK_WORDS[action]}: {done} done{left}", {"done": done, "skipped": skipped + kept_apart}
+
+
+def _as_the_batch_left(data: dict, subject: dict[str, int], versions: dict[str, tuple[int, int]],
+                       into: dict[str, str]) -> tuple[dict | None, dict[str, int]]:
+    """A bulk answer's item as the batch so far left its lessons (see `_apply_all`): a merged-away
+    lesson replaced by the one kept, a version the batch made expected in place of the one it
+    refined. (None, ...) when a merge's two lessons are one already."""
+    def kept(lesson_id: str) -> str:
+        while lesson_id in into:
+            lesson_id = into[lesson_id]
+        return lesson_id
+
+    if "canonical" in data and "other" in data:
+        keep, other = kept(data["canonical"]), kept(data["other"])
+        if keep == other:
+            return None, subject
+        data = {**data, "canonical": keep, "other": other}
+    now: dict[str, int] = {}
+    for lesson_id, version in subject.items():
+        target = kept(lesson_id)
+        before, after = versions.get(target, (None, None))
+        now[target] = after if after is not None and (target != lesson_id or version == before) else version
+    return data, now
 
 
 async def _supersede_duplicates(store, config, finding, text, selection):
@@ -495,8 +540,11 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     took back. A finding that another process answered or found stale meanwhile (another --auto, a
     person reviewing), or that an answer of this one made stale (a merge of its lesson), is skipped
     and listed as such, not as pending: a concurrent --auto is no failure."""
+    from mgcp.operations.duplicate_detection import pair_fingerprints
+
     applied, left, settled = [], [], []
     undone = await store.rem.undone(findings)
+    kept = await review.kept_apart(store)
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action in MERGING):
@@ -510,6 +558,10 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
             continue
         if finding.id in undone:  # taking an answer back is a person's say: theirs to give again
             left.append(entry.model_copy(update={"result": "an earlier answer was undone: a person decides"}))
+            continue
+        if finding.options[finding.recommended - 1].action in MERGING and pair_fingerprints(finding.subject) & kept:
+            left.append(entry.model_copy(update={"result": "a person answered to keep some of these lessons "
+                                                           "apart: a person decides"}))
             continue
         try:
             outcome = await resolve(store, config, finding.id, finding.recommended, auto=True, run_id=run_id)

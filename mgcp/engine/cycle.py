@@ -196,6 +196,9 @@ async def _analyse(store: Store, config: RemConfig, project: ProjectRef, plan: l
 # records the span of time over which the same inputs give the same findings (summary["steady"]:
 # from its clock to the first moment a finding could appear or the shown ones change), and it is
 # skipped only within that span.
+# Duplicate detection reads pattern reinforcement's answers too: a set of look-alikes kept there
+# keeps its pairs apart (`review.kept_apart`).
+ANSWERS_READ = {"duplicate_detection": ("duplicate_detection", "pattern_reinforcement")}
 DIGESTED = {"duplicate_detection": None, "community_detection": None, "contradiction_scan": None,
             "knowledge_extraction": "project", "pattern_reinforcement": "all", "staleness_scan": "use",
             "context_summary": "project"}
@@ -205,7 +208,7 @@ async def _input_digest(store: Store, project: ProjectRef, op: str, settings: di
                         similarity: dict, inputs: "_Inputs") -> str | None:
     if op not in DIGESTED:
         return None
-    answered = await store.rem.answers(op)
+    answered = await store.rem.answers(*ANSWERS_READ.get(op, (op,)))
     lessons = await inputs.lessons_digest("lesson_use" if DIGESTED[op] == "use" else "lesson_content")
     history = None
     if DIGESTED[op] == "project":
@@ -518,8 +521,7 @@ async def _duplicates(store, project, settings, inputs):
     if inputs.similarity is None:
         search = KeptSearch(await store.kept_pairs.load(duplicate_detection.OPERATION))
     findings = await asyncio.to_thread(duplicate_detection.run, active, settings, inputs.similarity,
-                                       inputs.cache, await store.rem.settled(duplicate_detection.OPERATION),
-                                       search)
+                                       inputs.cache, await review.kept_apart(store), search)
     if search is not None:
         inputs.hold_search(duplicate_detection.OPERATION, search.keep)
     return findings, {"lessons": len(active)}, None

@@ -60,6 +60,20 @@ def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
     return None
 
 
+async def kept_apart(store: Store) -> frozenset[str]:
+    """The duplicate pairs (`duplicate_detection.pair_fingerprints`) a person answered to keep:
+    pairs answered "keep both" or in a summary answered "don't ask again", and every pair of a set
+    of look-alike lessons pattern reinforcement raised, answered "keep them all" (at the versions
+    then). Such a pair is not raised again, and no merge of it is applied by --auto or a bulk
+    answer: a person's answer in one operation holds in the other."""
+    from mgcp.operations import duplicate_detection
+
+    kept = set(await store.rem.settled(duplicate_detection.OPERATION))
+    for subject in await store.rem.rejected_subjects("reinforced_duplicates"):
+        kept |= duplicate_detection.pair_fingerprints(subject)
+    return frozenset(kept)
+
+
 async def is_stale(store: Store, finding: RemFinding) -> str | None:
     """Why the finding no longer applies (its subject changed since it was raised, or the failure
     streak it is about ended), or None."""

@@ -113,6 +113,14 @@ def run(lessons: list[Lesson], settings: dict, backend: SimilarityBackend | None
             if f.kind != "summary" else f for f in shown]
 
 
+def pair_fingerprints(subject: dict[str, int]) -> set[str]:
+    """The fingerprints this operation gives the pairs of these lessons (id -> version), of
+    either kind: how an answer about a set of lessons ("keep them all") names its pairs."""
+    ids = sorted(subject)
+    return {fingerprint(OPERATION, kind, subject_identity({a: subject[a], b: subject[b]}))
+            for i, a in enumerate(ids) for b in ids[i + 1:] for kind in ("duplicate_merge", "duplicate_review")}
+
+
 def _pair(finding: RemFinding) -> tuple[str, str]:
     a, b = finding.data["canonical"], finding.data["other"]
     return (a, b) if a < b else (b, a)

@@ -5,7 +5,8 @@ of `project_contexts`: notes, active files, todos and decisions in full, plus th
 SHA-256 over canonical JSON and a top-level delta against the previous snapshot
 (`{"added": {k: new}, "removed": {k: old}, "changed": {k: new}}`; the first snapshot adds
 everything). Todos and active files given to a save replace the previous lists; decisions are
-appended (the last 10 stay in `project_contexts`). A project whose stored catalogue, todos, files
+appended (the last 10 stay in `project_contexts`; the history row of a save holds every decision
+it added, however many). A project whose stored catalogue, todos, files
 or decisions are not JSON of their type (an older writer's) reads them as empty, and is not saved
 until they are corrected: the save would write the empty value over text kept nowhere else.
 """
@@ -199,7 +200,9 @@ class Contexts:
         active_files = check_list("active file", active_files)
         if todos is not None:  # trimmed like every other text
             check_count("todo", todos)
-            todos = [todo.model_copy(update={"content": check_text("todo", todo.content)}) for todo in todos]
+            todos = [todo.model_copy(update={"content": check_text("todo", todo.content),
+                                             "notes": check_text("todo notes", todo.notes, required=False)})
+                     for todo in todos]
         done = check_list("todo", done)
         if catalogue is not None:
             check_catalogue(catalogue)
@@ -256,7 +259,9 @@ class Contexts:
             row = {
                 "project_id": project.project_id, "session_number": number, "session_id": session_id,
                 "timestamp": now, "notes": state["notes"], "active_files": state["active_files"],
-                "todos": state["todos"], "recent_decisions": state["recent_decisions"],
+                "todos": state["todos"],
+                # every decision the save added, should it add more than the current context keeps
+                "recent_decisions": dumps((project.recent_decisions + added)[-max(RECENT_DECISIONS, len(added)):]),
                 "catalogue_hash": catalogue_hash(new_catalogue),
                 "catalogue_delta": dumps(catalogue_delta(base, new_catalogue)),
             }

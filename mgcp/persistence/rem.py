@@ -124,13 +124,14 @@ class RemLedger:
             "SELECT 1 FROM rem_findings WHERE fingerprint = ? AND status IN ('pending', 'rejected') LIMIT 1",
             [fingerprint]) is not None
 
-    async def answers(self, operation: str) -> tuple:
-        """How many of an operation's findings people (or --auto) have answered, when the last
+    async def answers(self, *operations: str) -> tuple:
+        """How many of the operations' findings people (or --auto) have answered, when the last
         answer was given, and when the last action (of any run) was undone: an answer or an undo
         changes this, a new or retired finding does not."""
         row = await self.db.fetchone(
-            """SELECT count(*), max(resolved_at), (SELECT max(undone_at) FROM rem_actions)
-               FROM rem_findings WHERE operation = ? AND status IN ('applied', 'rejected')""", [operation])
+            f"""SELECT count(*), max(resolved_at), (SELECT max(undone_at) FROM rem_actions)
+                FROM rem_findings WHERE operation IN ({", ".join("?" * len(operations))})
+                AND status IN ('applied', 'rejected')""", list(operations))
         return tuple(row)
 
     async def was_applied(self, fingerprint: str) -> bool:
@@ -150,6 +151,11 @@ class RemLedger:
             if kind == "summary":
                 found.update(json.loads(data or "{}").get("fingerprints", []))
         return frozenset(found)
+
+    async def rejected_subjects(self, kind: str) -> list[dict[str, int]]:
+        """The subjects (lesson id -> version) of the findings of a kind answered "don't ask again"."""
+        rows = await self.db.fetchall("SELECT subject FROM rem_findings WHERE kind = ? AND status = 'rejected'", [kind])
+        return [json.loads(subject or "{}") for (subject,) in rows]
 
     async def insert_finding(self, finding: RemFinding) -> None:
         await self.db.insert("rem_findings", {

@@ -11,7 +11,7 @@ import os
 from collections import Counter
 from typing import Annotated, Any, Awaitable, Callable, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mgcp.errors import InvalidInputError
 from mgcp.models import RelationshipType, RemFinding, ReviewStep
@@ -53,8 +53,16 @@ Confidence = Annotated[float | None, Field(ge=0, le=1, description="How sure, 0 
 
 
 class TodoInput(BaseModel):
+    """A todo as `get_project_context` returns it; a key it does not hold is refused, not dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
     content: str = Field(description="What is to be done.")
     status: Literal["pending", "in_progress", "completed"] = "pending"
+    priority: Literal["low", "medium", "high"] | int = Field("medium", description="low, medium or high.")
+    notes: str | None = Field(None, description="Anything worth knowing about it.")
+    created_at: str | None = Field(None, description="As returned: read, not written (the store keeps when each "
+                                                     "todo was first saved).")
 
 
 def _listed(findings: list[RemFinding]) -> list[dict[str, Any]]:
@@ -289,7 +297,7 @@ class Tools:
         session_id: SessionId = None,
         notes: Annotated[str | None, Field(description="Where things stand, for the next session (replaces the notes).")] = None,
         todos: Annotated[list[TodoInput] | None, Field(description="The full todo list (replaces the previous list).")] = None,
-        decisions: Annotated[list[str] | None, Field(description="Decisions made this session (appended; the last 10 are kept current).")] = None,
+        decisions: Annotated[list[str] | None, Field(description="Decisions made this session (appended; the last 10 are kept current, the history keeps every one).")] = None,
         active_files: Annotated[list[str] | None, Field(description="Files in play (replaces the list).")] = None,
         catalogue: Annotated[dict[str, Any] | None, Field(description="The project's catalogue: a JSON object of what the project contains (replaces it; history keeps deltas).")] = None,
     ) -> dict[str, Any]:
@@ -299,7 +307,8 @@ class Tools:
         from mgcp.models import Todo
 
         path = _path(project_path)
-        todo_models = None if todos is None else [Todo(content=t.content, status=t.status) for t in todos]
+        todo_models = None if todos is None else [Todo(content=t.content, status=t.status, priority=t.priority,
+                                                       notes=t.notes) for t in todos]
         snap = await self.service.run(lambda s: s.context.save(
             path, session_id, notes, todo_models, decisions, active_files, catalogue))
         message = (f"saved session {snap.session_number} of {path}" if snap
