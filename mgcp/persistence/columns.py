@@ -46,7 +46,26 @@ def tags(text: str | None) -> list[str]:
 
 
 def relationships(text: str | None) -> list[dict]:
-    """The relationships column as lessons hold it: the entries that are objects with a target (an
-    entry whose context is one string, as an older writer left some, holds that one context)."""
-    return [{**r, "context": [r["context"]] if r["context"] else []} if isinstance(r.get("context"), str) else r
-            for r in json_list(text) if isinstance(r, dict) and "target" in r]
+    """The relationships column as lessons hold it: the entries that are objects with a target,
+    each field read as an older writer meant it (`_link`)."""
+    return [_link(r) for r in json_list(text) if isinstance(r, dict) and isinstance(r.get("target"), str)]
+
+
+LINK_DEFAULTS = {"type": "related", "weight": 0.5, "bidirectional": True}
+
+
+def _link(entry: dict) -> dict:
+    """One relationship entry: a field an older writer left empty (null) or of another type reads
+    as the field's default (a weight that is not a number, a type that is not text, ...); a context
+    of one string holds that one context, and a context list's entries read as text."""
+    link = dict(entry)
+    for key, default in LINK_DEFAULTS.items():
+        value = link.get(key, default)
+        kind = (int, float) if key == "weight" else type(default)
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+            link[key] = default
+    if "context" in link:
+        context = link["context"]
+        link["context"] = ([context] if context else []) if isinstance(context, str) else (
+            [c if isinstance(c, str) else json.dumps(c) for c in context] if isinstance(context, list) else [])
+    return link

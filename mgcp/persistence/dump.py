@@ -52,6 +52,7 @@ import importlib
 import json
 import os
 import sqlite3
+import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import groupby, islice
@@ -59,6 +60,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
+from mgcp.files import mode_of
 from mgcp.persistence import check, migrate, sessions
 from mgcp.persistence.columns import TAGS, comma_separated, json_list, json_shape
 from mgcp.persistence.database import dumps
@@ -910,7 +912,12 @@ def is_database_file(path: str | os.PathLike, other: str | os.PathLike) -> bool:
 
 
 def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = False) -> dict:
-    """Copy the database to `dest` as one consistent snapshot (SQLite's online backup API)."""
+    """Copy the database to `dest` as one consistent snapshot (SQLite's online backup API).
+
+    The copy is written to a file of its own beside `dest` (two backups at once never share one)
+    and put in its place whole; a symlink is followed and the permissions of the file replaced are
+    kept (`mgcp.files`). A database left at `dest` with its write-ahead log (a crash, or a program
+    that has it open) is settled first: that log would otherwise be replayed onto the new file."""
     dest = Path(dest)
     if dest.exists() and not overwrite:
         raise InvalidInputError(f"{dest} exists; choose another path or pass --force to replace it")
@@ -918,11 +925,15 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
         raise InvalidInputError(f"{dest} is a directory; name the backup file")
     if is_database_file(path, dest):
         raise InvalidInputError("the backup must go to another file than the database")
+    target = Path(os.path.realpath(dest))
     src = migrate.connect_readonly(path)
-    scratch = dest.with_name(f".{dest.name}.mgcp-backup")
+    scratch = None
     try:
         migrate.pending_migrations(src, path)  # refuses a file that is not an mgcp database
-        scratch.unlink(missing_ok=True)
+        _settle_log(target, dest)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".mgcp-backup", dir=target.parent)
+        os.close(fd)
+        scratch = Path(name)
         out = sqlite3.connect(scratch)
         try:
             src.backup(out)  # every page in one step: a single snapshot, writers are not blocked in WAL
@@ -935,12 +946,42 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
             out.close()
         if verdict != "ok":
             raise MgcpError(f"the backup failed its integrity check ({verdict}); {dest} was not written")
-        os.replace(scratch, dest)
+        os.chmod(scratch, mode_of(str(target)))
+        size = scratch.stat().st_size
+        os.replace(scratch, target)
     except sqlite3.Error as exc:
         raise migrate.explain(exc, path) from None
     except OSError as exc:
         raise MgcpError(f"cannot write {dest}: {exc.strerror or exc}") from None
     finally:
         src.close()
-        scratch.unlink(missing_ok=True)
-    return {"database": str(path), "backup": str(dest), "bytes": dest.stat().st_size, "rows": counts}
+        if scratch is not None:
+            scratch.unlink(missing_ok=True)
+    return {"database": str(path), "backup": str(dest), "bytes": size, "rows": counts}
+
+
+def _settle_log(target: Path, dest: Path) -> None:
+    """Leave no write-ahead log beside the database at `target` that a backup is to replace: SQLite
+    checkpoints and removes it when the last connection closes, which this one is unless another
+    program has the file open, and then nothing is written."""
+    logs = [Path(f"{target}-wal"), Path(f"{target}-shm")]
+    if not target.exists() or not any(log.exists() for log in logs):
+        return
+    busy = MgcpError(f"{dest} is open in another program (or its {dest.name}-wal cannot be settled); close "
+                     f"it and try again; {dest} was not written")
+    try:
+        conn = sqlite3.connect(target, timeout=0)
+        try:
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+            conn.execute("BEGIN EXCLUSIVE")  # refused while another connection has the file open
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise busy from None
+        raise MgcpError(f"{dest} is not a database mgcp can settle ({exc}), and its {dest.name}-wal would be "
+                        f"replayed onto the backup: move {dest} and its -wal and -shm files away, then try "
+                        f"again; {dest} was not written") from None
+    if Path(f"{target}-wal").exists() and Path(f"{target}-wal").stat().st_size:
+        raise busy
