@@ -27,6 +27,7 @@ from functools import lru_cache
 import Stemmer
 
 _WORD = re.compile(r"[a-z0-9_]+")
+_ANY_WORD = re.compile(r"\w+")  # _WORD in every script: for text that is not ASCII
 _CLAUSE = re.compile(r"[.,;:!?()\[\]{}\"\n\r\t]+|\s[-–—]+\s")
 
 # English function words. Negations ("not", "no", "never") are kept out on purpose: "Always do X"
@@ -68,8 +69,10 @@ _ALL_STOP = STOP_WORDS | CODING_STOP_WORDS
 
 
 def tokenize(text: str | None) -> list[str]:
-    """Lowercase word tokens (letters, digits, underscore); punctuation and hyphens split words."""
-    return _WORD.findall((text or "").lower())
+    """Lowercase word tokens (letters and digits of any script, underscore); punctuation and hyphens
+    split words."""
+    lower = (text or "").lower()
+    return (_WORD if lower.isascii() else _ANY_WORD).findall(lower)
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -105,14 +108,14 @@ _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _IDENTIFIER_SPLIT = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # where _IDENTIFIER splits
 _NOT = re.compile(r"\b(?:(can)['’]t|(wo)n['’]t|(cannot))\b|(?<=\w)n['’]t\b", re.IGNORECASE)
 _FOLDED_WORD = re.compile(r"[a-z0-9]+")
+_ANY_FOLDED_WORD = re.compile(r"[^\W_]+")  # _FOLDED_WORD in every script
 
 
 def fold(text: str | None) -> str:
     """Text as similarity reads it: compatibility forms and accents folded, identifiers split into
     words, "n't" as " not", lowercase (see the module docstring)."""
     text = text or ""
-    if not text.isascii():
-        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    text = _unaccented(text)
     # Each substitution runs only where it can change something (most text has neither): every
     # negation _NOT reads holds an apostrophe or "cannot"; an identifier splits only before a
     # capital that is not the text's first character, and _IDENTIFIER_SPLIT finds where _IDENTIFIER
@@ -126,6 +129,13 @@ def fold(text: str | None) -> str:
     return lower
 
 
+def _unaccented(text: str) -> str:
+    """Compatibility forms and accents folded ("ﬁ" -> "fi", "é" -> "e")."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def _not(match: re.Match) -> str:
     """ "can't" and "cannot" -> "can not", "won't" -> "will not", "doesn't" -> "does not"."""
     if match.group(1) or match.group(3):
@@ -136,7 +146,8 @@ def _not(match: re.Match) -> str:
 def terms(text: str | None) -> list[str]:
     """The words of `text` as compared: folded, split at anything not a letter or digit (so
     snake_case and kebab-case split too), synonyms and set phrases replaced."""
-    words = _FOLDED_WORD.findall(fold(text))
+    folded = fold(text)
+    words = (_FOLDED_WORD if folded.isascii() else _ANY_FOLDED_WORD).findall(folded)
     out: list[str] = []
     i, n = 0, len(words)
     while i < n:
@@ -156,6 +167,14 @@ def terms(text: str | None) -> list[str]:
         out.append(SYNONYMS.get(w, w))
         i += 1
     return out
+
+
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # kana and CJK ideographs
+
+
+def unspaced(word: str) -> bool:
+    """Whether a word is of a script written without spaces between words (Chinese, Japanese)."""
+    return bool(_UNSPACED.search(word))
 
 
 def query_terms(query: str | None) -> list[str]:
@@ -309,7 +328,8 @@ def normalize(text: str | None) -> str:
 
 
 def slug(text: str, max_words: int = 6) -> str:
-    words = [w for w in tokenize(text) if w not in STOP_WORDS][:max_words]
+    """A lesson id made of the text's first words: ASCII (accents dropped, other scripts left out)."""
+    words = [w for w in _WORD.findall(_unaccented(text).lower()) if w not in STOP_WORDS][:max_words]
     return "-".join(words) or "lesson"
 
 

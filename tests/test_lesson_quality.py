@@ -102,6 +102,7 @@ def test_a_near_match_that_denies_the_other_is_named_as_maybe_opposite_not_to_re
 @pytest.mark.parametrize("trigger, action, why", [
     ("hi", "Read its signature first.", "greeting or an acknowledgement"),
     ("calling an API", "ok thanks", "under 10 characters"),
+    ("部署服务时", "检查日志", "under 10 characters"),
     ("calling an API", "👍👍👍👍👍👍👍👍👍👍👍👍", "no words"),
     ("calling an API", "Thank you!", "greeting or an acknowledgement"),
 ])
@@ -110,6 +111,11 @@ def test_trivial_content_is_refused_and_nothing_written(dbp, trigger, action, wh
     code, out, err = mgcp("lesson", "add", "t", "--trigger", trigger, "--action", action, "--db", dbp)
     assert code == 2 and out == "" and why in err and err.count("\n") == 1
     assert dump(dbp) == before
+
+
+def test_a_short_action_in_chinese_says_enough(dbp):
+    code, _, err = mgcp("lesson", "add", "deploy-zh", "--trigger", "部署服务时", "--action", "部署后检查日志", "--db", dbp)
+    assert code == 0, err
 
 
 def outcome(dbp, lesson_id, flag, *more):

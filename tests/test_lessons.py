@@ -101,6 +101,15 @@ def test_query_ranks_counts_and_logs(db, run):
     assert queries == ["unfamiliar api call"]
 
 
+def test_lessons_written_in_other_scripts_are_found(db, run):
+    async def work(s):
+        await add(s, "deploy-ru", trigger="при развёртывании сервиса", action="Проверьте журналы после развёртывания")
+        await add(s, "deploy-el", trigger="κατά την ανάπτυξη", action="Ελέγξτε τα αρχεία καταγραφής")
+        await add(s, "deploy-zh", trigger="部署服务时", action="部署完成后务必检查服务日志和错误信息")
+        return [[h[0].id for h in await s.lessons.query(q)] for q in ("развёртывании сервиса", "Ανάπτυξη", "部署")]
+    assert run(db, work) == [["deploy-ru"], ["deploy-el"], ["deploy-zh"]]
+
+
 def test_query_skips_archived_lessons(db, run):
     from mgcp.models import LessonStatus
 

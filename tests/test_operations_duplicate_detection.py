@@ -105,6 +105,14 @@ def test_near_identical_pair_is_a_merge_candidate():
     assert finding.options[2].needs_input
 
 
+def test_two_lessons_alike_in_another_script_are_a_pair():
+    a = lesson("ru-a", "при развёртывании сервиса", "Всегда проверяйте журналы сервиса после развёртывания")
+    b = lesson("ru-b", "после развёртывания сервиса", "Всегда проверяйте журналы сервиса после развёртывания!")
+    c = lesson("ru-c", "при написании тестов", "Пишите тест до исправления ошибки")
+    [finding] = duplicate_detection.run([a, b, c], SETTINGS)
+    assert finding.subject == {"ru-a": 1, "ru-b": 1}
+
+
 def test_canonical_is_the_more_used_lesson():
     [finding] = duplicate_detection.run([REWORDED, REFACTOR], SETTINGS)
     assert (finding.data["canonical"], finding.data["other"]) == ("verify-method-exists", "check-method-exists")

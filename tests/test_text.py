@@ -7,6 +7,16 @@ def test_tokenize_lowercases_and_splits_punctuation():
     assert text.tokenize("Use WAL-mode, then re-try!") == ["use", "wal", "mode", "then", "re", "try"]
 
 
+def test_words_of_every_script_are_read_and_a_slug_stays_ascii():
+    """Cyrillic, Greek or Chinese text had no words at all: every such todo normalised to one
+    empty text, and a lesson in it could never be found."""
+    assert text.tokenize("Проверьте журналы, затем deploy!") == ["проверьте", "журналы", "затем", "deploy"]
+    assert text.terms("Ελέγξτε τα αρχεία") == ["ελεγξτε", "τα", "αρχεια"]
+    assert text.normalize("Исправить тест") != text.normalize("Обновить зависимости")
+    assert text.slug("Déployer le café Проверьте") == "deployer-le-cafe" and text.slug("Проверьте") == "lesson"
+    assert text.unspaced("部署服务") and not text.unspaced("журналы")
+
+
 def test_stem_joins_inflections():
     assert text.stem("pools") == text.stem("pooling") == text.stem("pooled") == "pool"
 

@@ -27,7 +27,7 @@ from mgcp.persistence import migrate
 from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.queue_reads import QueueReads
 from mgcp.persistence.recall_data import NOT_COUNTED, SEARCH
-from mgcp.text import Memo, query_terms
+from mgcp.text import Memo, query_terms, unspaced
 from mgcp.validation import (MAX_SHORT, MAX_TAGS, check_lesson_id, check_list, check_query, check_session_id,
                              check_text, redacted)
 
@@ -138,6 +138,13 @@ def version_from_row(row) -> LessonVersion:
         refinement_reason=d["refinement_reason"], session_id=d["session_id"],
         reconstructed=reconstructed, kind=d.get("t_kind"), confidence=d.get("t_confidence"),
     )
+
+
+def _matching(text: str) -> str:
+    """The FTS5 expression of a query's terms, OR-ed ("" when it has none). The index reads a run
+    of Chinese or Japanese characters, written without spaces, as one word: such a term matches a
+    run it begins (a prefix query)."""
+    return " OR ".join(f'"{w}"' + ("*" if unspaced(w) else "") for w in dict.fromkeys(query_terms(text)))
 
 
 class Lessons:
@@ -548,18 +555,17 @@ class Lessons:
     @staticmethod
     def match_expression(text: str) -> str:
         """The FTS5 query for a situation in words (its terms, OR-ed)."""
-        words = query_terms(text)
-        if not words:
+        match = _matching(text)
+        if not match:
             raise InvalidInputError("the query has no words to search for (common words such as "
                                     "'a' or 'the' match nothing on their own)")
-        return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+        return match
 
     async def search(self, text: str, limit: int = 20) -> list[Lesson]:
         """The best text matches among active lessons, read only (no use counted, nothing logged)."""
-        words = query_terms(text)
-        if not words:
+        match = _matching(text)
+        if not match:
             return []
-        match = " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
         ids = [r["id"] for r in await self.db.fetchall(SEARCH, [match, limit])]
         if not ids:
             return []
