@@ -47,6 +47,23 @@ def test_one_decision_drafted_by_two_operations_is_added_once(db, dbp, run):
     assert len(cli_json("lesson", "list", "--db", dbp)) == 1
 
 
+def test_a_decision_drafted_by_two_operations_and_accepted_with_edits_is_added_once(db, dbp, run):
+    """The first draft accepted with an edited trigger and action: the other draft of the same
+    decision no longer equals any lesson's action, and would have added a second lesson."""
+    seed_decision(run, db, "/p/a")
+    for op in ("knowledge_extraction", "pattern_reinforcement"):
+        cli_json("rem", "run", "--project", "/p/a", "--op", op, "--db", dbp)
+    drafts = [f for f in pending(dbp, "/p/a") if (f["data"].get("draft") or {}).get("action") == DECISION]
+    edits = json.dumps({"trigger": "setting up a JavaScript monorepo", "action": "Use pnpm workspaces, not yarn"})
+    code, out, err = mgcp("rem", "resolve", drafts[0]["id"], "--option", "1", "--input", edits,
+                          "--project", "/p/a", "--db", dbp)
+    assert code == 0 and "added lesson" in out, err
+    assert drafts[1]["id"] not in {f["id"] for f in pending(dbp, "/p/a")}
+    code, out, err = mgcp("rem", "resolve", drafts[1]["id"], "--option", "1", "--project", "/p/a", "--db", dbp)
+    assert code != 0 and "stale" in err, (out, err)
+    assert len(cli_json("lesson", "list", "--db", dbp)) == 1
+
+
 def test_one_projects_pattern_findings_stay_out_of_another_projects_review(db, dbp, run):
     seed_decision(run, db, "/p/alpha")
     cli_json("rem", "run", "--project", "/p/alpha", "--op", "pattern_reinforcement", "--db", dbp)

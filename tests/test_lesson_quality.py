@@ -241,7 +241,8 @@ def test_a_speculative_lesson_left_unconfirmed_becomes_a_finding_that_can_be_con
     code, out, err = mgcp("rem", "run", "--op", "staleness_scan", "--project", "/p", "--db", dbp, "--json")
     finding = next(f for f in json.loads(out)["report"]["findings"] if f["data"]["lesson"] == "maybe")
     assert finding["kind"] == "speculative_unconfirmed"
-    assert [o["action"] for o in finding["options"]][:2] == ["confirm", "archive"]
+    assert [o["action"] for o in finding["options"]][:2] == ["confirm", "archive"] and finding["recommended"] == 2
+    assert "never been retrieved" not in finding["description"]  # "neither used nor confirmed" says it
     assert mgcp("rem", "resolve", finding["id"], "--option", "1", "--db", dbp)[0] == 0
     lesson = json.loads(mgcp("lesson", "show", "maybe", "--db", dbp, "--json")[1])
     assert (lesson["confidence"], lesson["version"]) == (0.8, 2)

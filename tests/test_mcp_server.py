@@ -527,6 +527,19 @@ def test_rem_run_returns_the_first_finding_as_a_question(client, kb):
     assert result["remaining"] >= 1
 
 
+def test_an_answer_with_input_or_a_selection_for_an_option_that_takes_neither_is_refused(client, kb):
+    """An agent that mixed up option numbers (a refine's text sent with "keep both") gets an error,
+    not the other option applied."""
+    finding = first_finding(client)
+    keep = choose(finding, "Keep both")
+    assert "takes no input" in client.error("rem_answer", project_path=PROJECT, finding_id=finding["finding_id"],
+                                            option=keep, input="merge them into verify-method-exists")
+    assert "takes no selection" in client.error("rem_answer", project_path=PROJECT,
+                                                finding_id=finding["finding_id"], option=keep,
+                                                selection=["verify-method-exists"])
+    assert first_finding(client)["finding_id"] == finding["finding_id"]  # still pending
+
+
 def test_cluster_finding_is_multi_select(client, kb):
     first = first_finding(client)
     cluster = client.ok("rem_answer", project_path=PROJECT, finding_id=first["finding_id"], option=choose(first, "Skip for now"))["finding"]

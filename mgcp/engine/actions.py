@@ -52,9 +52,14 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
     if not 1 <= option <= len(finding.options):
         raise InvalidInputError(f"finding {finding.id} has options 1 to {len(finding.options)}; got {option}")
     chosen = finding.options[option - 1]
-    if not (chosen.needs_input or chosen.multi_select or chosen.action in OPTIONAL_INPUT):
-        input_text = None  # nothing to read it: not kept with the answer either
-    elif input_text is not None:  # kept with the answer as given: screened as stored text is
+    if input_text is not None and not (chosen.needs_input or chosen.multi_select or chosen.action in OPTIONAL_INPUT):
+        # an answer meant for another option (a refine's text sent with an archive) must not apply this one
+        raise InvalidInputError(f"option {option} ({chosen.label}) takes no input; give it without, or choose "
+                                "the option the input is for")
+    if selection is not None and not chosen.multi_select:
+        raise InvalidInputError(f"option {option} ({chosen.label}) takes no selection; give it without, or "
+                                "choose the option the selection is for")
+    if input_text is not None:  # kept with the answer as given: screened as stored text is
         check_text("the input", input_text, required=False, limit=4 * MAX_TEXT)
     if chosen.needs_input and not input_text and selection is None and chosen.action not in OPTIONAL_INPUT:
         raise InvalidInputError(f"option {option} ({chosen.label}) needs input: {chosen.needs_input}")

@@ -4,13 +4,15 @@ A review of project P -- from the CLI, the MCP server or `--auto` -- shows the f
 lessons every project shares, and P's own context findings; never another project's. Findings
 are queued oldest first. A finding whose subject changed since it was raised (a lesson refined,
 merged, archived, deleted, or an orphan linked), whose draft an active lesson now holds (its
-action), or whose failure streak has ended is stale: it is marked so and leaves the queue.
+action) or another finding's answer made a lesson of (the same decision drafted by two operations,
+the first answered with edits), or whose failure streak has ended is stale: it is marked so and leaves the queue.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mgcp import quality
 from mgcp.config import SHARED_KINDS, SHARED_OPERATIONS
 from mgcp.errors import NotFoundError
 from mgcp.records import FindingMark, FindingStatus, LessonStatus
@@ -38,10 +40,10 @@ async def finding_for(store: Store, project_path: str, finding_id: str) -> RemFi
     return finding
 
 
-def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
+def why_stale(mark: FindingMark, states: dict, held: dict, drafted: dict) -> str | None:
     """Why the finding no longer applies, or None. `states`: `QueueReads.lesson_states` of (at
     least) the lessons it reads (`_lessons_read`); `held`: `QueueReads.same_texts` of (at least)
-    its draft."""
+    its draft; `drafted`: `QueueReads.drafted`."""
     for lesson_id, version in mark.subject.items():
         if lesson_id not in states:
             return f"lesson {lesson_id} no longer exists"
@@ -57,6 +59,9 @@ def why_stale(mark: FindingMark, states: dict, held: dict) -> str | None:
             return f"lesson {mark.lesson} has been linked since"
     if mark.draft in held:  # e.g. the same decision drafted by two operations, one answered
         return f"lesson {held[mark.draft]} already says what its draft says (its action)"
+    if mark.draft and drafted.get(quality.normalized(mark.draft[1]), mark.id) != mark.id:
+        return (f"finding {drafted[quality.normalized(mark.draft[1])]} drafted a lesson from the same text "
+                "(edited as it was answered)")
     return None
 
 
@@ -95,20 +100,21 @@ def _lessons_read(mark: FindingMark) -> list[str]:
     return [*mark.subject, *([mark.lesson] if mark.kind == "orphan" else [])]
 
 
-async def _read_for(store: Store, marks: list[FindingMark]) -> tuple[dict, dict]:
+async def _read_for(store: Store, marks: list[FindingMark]) -> tuple[dict, dict, dict]:
     """What `why_stale` reads of the lessons, for all the findings at once."""
     states = await store.queue.lesson_states(lesson_id for mark in marks for lesson_id in _lessons_read(mark))
     held = await store.queue.same_texts((mark.draft for mark in marks if mark.draft), action_only=True)
-    return states, held
+    drafted = await store.queue.drafted() if any(mark.draft for mark in marks) else {}
+    return states, held, drafted
 
 
 async def _still_speaking(store: Store, marks: list[FindingMark]) -> list[FindingMark]:
     """The findings that are not stale; the stale ones are marked so on the way. The lessons are
     read once for all the findings."""
-    states, held = await _read_for(store, marks)
+    read = await _read_for(store, marks)
     result = []
     for mark in marks:
-        if why_stale(mark, states, held):
+        if why_stale(mark, *read):
             async with store.transaction():
                 # Again under the write lock: another process may have answered the finding since
                 # it was read, and its answer may be what makes it look stale (an orphan it linked).

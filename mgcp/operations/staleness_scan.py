@@ -6,7 +6,8 @@ Rules, each configurable (settings = config.DEFAULTS["staleness_scan"]):
    `popular_unrefined_days` or more ago.
 0. `speculative_unconfirmed`: added with a confidence below `speculative_confidence` (0.5), and
    neither used nor confirmed (no retrieval, no "helped" outcome, confidence not raised) within
-   `speculative_max_age_days` (30) of its creation: confirm it or archive it, never a silent expiry.
+   `speculative_max_age_days` (30) of its creation: confirm it or archive it (recommended: nothing
+   bore it out), never a silent expiry.
 3. `unmatched_trigger`: none of the trigger's keywords (stemmed, stop words out) occurs in any query
    of the window (`recent_queries`, logged within `query_window_days`). With fewer than
    `unmatched_min_queries` queries in the window there is no signal (a few queries leave most
@@ -173,7 +174,7 @@ def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: in
     if "speculative_unconfirmed" in reasons:
         sentences.append(f"was added as speculative (confidence {lesson.confidence:.2f}) {facts['age_days']} "
                          "days ago and has been neither used nor confirmed since")
-    if "stale_unused" in reasons:
+    if "stale_unused" in reasons and "speculative_unconfirmed" not in reasons:  # said already: never used
         sentences.append(f"has never been retrieved since it was created {facts['age_days']} days ago")
     if "popular_unrefined" in reasons:
         sentences.append(f"has been retrieved {lesson.usage_count} times but not refined for "
@@ -222,7 +223,8 @@ def _finding(lesson: LessonUse, reasons: list[str], facts: dict, query_count: in
         options = [retrigger, archive, keep, skip]
     return RemFinding(
         operation=OPERATION, kind=kind, title=titles[kind], description=description,
-        options=options, recommended=1,
+        # a speculative lesson nothing has borne out: keeping it is the claim that needs evidence
+        options=options, recommended=2 if kind == "speculative_unconfirmed" else 1,
         data={"lesson": lesson.id, "reasons": reasons, "usage_count": lesson.usage_count,
               "age_days": facts["age_days"], "unrefined_days": facts["unrefined_days"],
               "idle_days": facts["idle_days"], "trigger": lesson.trigger,

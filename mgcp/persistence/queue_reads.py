@@ -46,6 +46,20 @@ class QueueReads:
         return {lesson_id: (int(version), LessonStatus(status), bool(relationships(links)))
                 for lesson_id, version, status, links in rows}
 
+    async def drafted(self) -> dict[str, str]:
+        """The text each answered draft was made from (its action as drafted, normalized:
+        mgcp.quality.normalized) -> the id of the finding answered, the first: a decision drafted
+        by two operations is made a lesson once, however the first answer edited it."""
+        rows = await self.db.fetchall(
+            """SELECT id, json_extract(data, '$.draft.action') FROM rem_findings
+               WHERE status = 'applied' AND kind IN ('uncaptured_decision', 'reinforced_draft', 'theme')
+               ORDER BY resolved_at, id""")
+        found: dict[str, str] = {}
+        for finding_id, action in rows:
+            if isinstance(action, str) and quality.normalized(action):
+                found.setdefault(quality.normalized(action), finding_id)
+        return found
+
     async def same_texts(self, texts: Iterable[tuple[str, str]], action_only: bool = False
                          ) -> dict[tuple[str, str], str]:
         """For each (trigger, action), the id of the active lesson whose trigger and action (with
