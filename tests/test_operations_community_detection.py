@@ -56,6 +56,8 @@ def test_unlinked_cluster_is_found_with_its_members():
     assert cluster.title.startswith('New cluster of 4 lessons about "webhook')
     assert [o.action for o in cluster.options] == ["link_all", "link_subset", "keep", "skip"]
     assert cluster.options[1].multi_select == cluster.data["members"]
+    assert all(m.action[:40] in cluster.description for m in kb() if m.id in cluster.data["members"])
+    assert "(6 pairs)" in cluster.options[0].description
 
 
 def test_orphan_gets_suggested_links_and_cluster_members_are_not_orphans():
@@ -63,6 +65,9 @@ def test_orphan_gets_suggested_links_and_cluster_members_are_not_orphans():
     assert orphan.data["lesson"] == "api-key-leak"
     assert orphan.data["suggested"][0] == "secret-token-leak"
     assert orphan.options[orphan.recommended - 1].action == "link_suggested"
+    by_id = {x.id: x for x in kb()}
+    for lesson_id in (orphan.data["lesson"], orphan.data["suggested"][0]):  # a reviewer reads what each says
+        assert by_id[lesson_id].action[:40] in orphan.description
 
 
 def test_orphan_with_nothing_to_link_to_recommends_keeping_it():

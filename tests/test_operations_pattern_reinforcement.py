@@ -235,6 +235,14 @@ def test_lessons_with_other_triggers_are_reported_for_a_person_not_as_copies():
     assert "not copies" in finding.title
 
 
+def test_one_action_under_other_triggers_is_titled_so_not_as_actions_alike():
+    lessons = [lesson(f"d{i}", "Keep environment variables out of the client bundle.", f"2026-0{i}-01",
+                      trigger=f"setting up auth in app {i}") for i in (1, 2, 3)]
+    [finding] = run(lessons).findings
+    assert finding.title.startswith("3 lessons give one action under different triggers")
+    assert finding.data["normalized_equal"] is False
+
+
 def test_actions_that_differ_after_200_characters_are_not_copies():
     lessons = [lesson("b1", OPENING + "Then announce it.", "2026-01-01"),
                lesson("b2", OPENING + "Then announce it.", "2026-02-01"),

@@ -116,6 +116,8 @@ def test_a_forced_undo_of_a_drafted_lesson_takes_back_the_links_made_to_it_since
     other = run(planted, lambda s: s.lessons.search("fastapi dependency overrides tests", 1))[0].id
     assert mgcp("lesson", "link", other, drafted, "--db", planted)[0] == 0
     links_before = json.loads(lesson(planted, other)["relationships"])
+    code, _, err = mgcp("rem", "undo", f.id, "--db", planted)  # the refusal names the lesson that links to it
+    assert code == 1 and f"links from lesson {other}" in err, err
     code, _, err = mgcp("rem", "undo", f.id, "--force", "--yes", "--db", planted)
     assert code == 0, err
     assert json.loads(lesson(planted, other)["relationships"]) == [r for r in links_before if r["target"] != drafted]

@@ -1199,11 +1199,13 @@ def _cluster_finding(c: dict, by_id: dict[str, Lesson], linked: set[str],
              f"{len(members)} are not reachable through links.")
     description = "\n".join(
         [f"Community detection found {'a new' if is_new else 'a'} cluster of {about}:", ""]
-        + [f"- {m.id}: {text.shorten(m.trigger, 100)}" for m in lessons]
+        + [f"- {m.id}: {_said(m)}" for m in lessons]
         + ["", state])
+    pairs = len(members) * (len(members) - 1) // 2 - internal
     options = [
         FindingOption(label="Link them all", action="link_all",
-                      description='Create "related" relationships between every pair not yet linked'),
+                      description=f'Create "related" relationships between every pair not yet linked '
+                                  f"({pairs} pair{'' if pairs == 1 else 's'})"),
         FindingOption(label="Let me pick which ones to link", action="link_subset",
                       description="Choose the lessons to link to each other", multi_select=list(members)),
         FindingOption(label="Skip - they're coincidentally similar", action="keep",
@@ -1218,6 +1220,12 @@ def _cluster_finding(c: dict, by_id: dict[str, Lesson], linked: set[str],
         subject=subject,
         fingerprint=fingerprint(OPERATION, "unlinked_cluster", subject_identity(subject)),
     )
+
+
+def _said(lesson: Lesson) -> str:
+    """A lesson in a line of a list: its trigger and its action, shortened (lessons written from one
+    source often share a trigger, and differ in their action)."""
+    return f"{text.shorten(lesson.trigger, 60)} -> {text.shorten(lesson.action, 90)}"
 
 
 class _Orphan:
@@ -1256,10 +1264,10 @@ class _Orphan:
         lesson, suggested = self.lesson, self.suggested
         ids = [s.id for s in suggested]
         lines = [f'Lesson "{lesson.id}" has no relationships to other lessons.',
-                 f"Trigger: {text.shorten(lesson.trigger, 120)}", ""]
+                 f"Trigger: {text.shorten(lesson.trigger, 120)}", f"Action: {text.shorten(lesson.action, 160)}", ""]
         if suggested:
             lines += ["Similar lessons it could link to:"]
-            lines += [f"- {s.id}: {text.shorten(s.trigger, 100)}" for s in suggested]
+            lines += [f"- {s.id}: {_said(s)}" for s in suggested]
         else:
             lines += ["No similar lesson was found to suggest."]
         options = []

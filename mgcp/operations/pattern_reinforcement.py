@@ -682,8 +682,8 @@ def _duplicates_finding(pattern: ReinforcedPattern, newest: Lesson, live: list[L
                 f"{n + 1} copies are active, equal in trigger and action up to case, spacing and punctuation:"]
         tail = f'Superseding them keeps "{kept.id}" (tags, examples and links merged in).'
     else:
-        title = (f"{n + 1} lessons begin their action alike but are not copies: "
-                 f'"{text.shorten(kept.action, 60)}"')
+        title = (f"{n + 1} lessons begin their action alike but are not copies: " if endings else
+                 f"{n + 1} lessons give one action under different triggers: ") + f'"{text.shorten(kept.action, 60)}"'
         shared = (f"the first {KEY_LENGTH} characters of their action" if len(normalize(kept.action)) == KEY_LENGTH
                   else "their action up to case and spacing")
         head = [f"{n + 1} active lessons share {shared} (pattern {pattern.id}), but not all are copies:"]

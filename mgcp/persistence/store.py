@@ -235,9 +235,15 @@ class Store:
                 n = sum((table, tuple(row)) not in restored for row in rows)
                 if n:
                     counts.append(f"{n} {table} row{'s' if n > 1 else ''}")
-            if counts:
-                found[lesson_id] = (f"lesson {lesson_id} is referred to since ({', '.join(counts)}): forced, "
-                                    "it is marked deleted and they stay")
+            linking = sorted(other.id for other in await self.lessons.linking_to(lesson_id)
+                             if other.id != lesson_id and ("lessons", (other.id,)) not in restored)
+            if counts or linking:
+                what = counts + ([f"links from lesson{'s' if len(linking) > 1 else ''} {', '.join(linking)}"]
+                                 if linking else [])
+                found[lesson_id] = (f"lesson {lesson_id} is referred to since ({', '.join(what)}): forced, it is "
+                                    "marked deleted" + (", those links removed (a link holds both ways)"
+                                                        if linking else "")
+                                    + (" and those rows stay" if counts else ""))
         return found
 
     async def _lessons_changed_since(self, changes: list[dict]) -> dict[str, tuple[dict | None, dict | None]]:
