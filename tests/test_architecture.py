@@ -32,7 +32,7 @@ RULES = {  # layer -> the other mgcp layers it may import
     "recall": {"config", "quality", "ranking", "validation"},  # stdlib only, for the hook
     "export": {"models"},
     "persistence": {"errors", "config", "models", "validation", "text", "resources", "quality", "ranking",
-                    "reinforcement", "collector", "shown"},
+                    "reinforcement", "collector", "shown", "files"},
     "operations": {"models", "text", "reinforcement", "collector"},
     "engine": {"__init__", "errors", "config", "schedule", "models", "validation", "persistence", "operations",
                "quality", "ranking", "recall", "reinforcement", "collector", "text"},

@@ -179,3 +179,12 @@ def test_a_lesson_with_a_parent_and_that_parent_are_not_orphans(dbp):
     assert mgcp("rem", "run", "--project", "/p", "--op", "community_detection", "--db", dbp)[0] == 0
     pending = json.loads(mgcp("rem", "report", "--project", "/p", "--db", dbp, "--json")[1])["pending"]
     assert sorted(f["data"]["lesson"] for f in pending if f["kind"] == "orphan") == ["lone-lesson"]
+
+
+def test_context_show_marks_a_todo_in_progress_apart_from_a_pending_one(db, dbp, run):
+    from mgcp.models import Todo
+
+    run(db, lambda s: s.context.save("/p/x", "s1", todos=[Todo(content="write docs", status="in_progress"),
+                                                         Todo(content="load test")]))
+    code, out, err = mgcp("context", "show", "--project", "/p/x", "--db", dbp)
+    assert code == 0 and "[~] write docs" in out and "[ ] load test" in out, err

@@ -8,6 +8,7 @@ import difflib
 import json
 
 from mgcp.models import LessonVersion
+from mgcp.surfaces.format import TODO_MARKS
 
 
 def version_lines(v: LessonVersion) -> list[str]:
@@ -21,7 +22,7 @@ def version_lines(v: LessonVersion) -> list[str]:
 def context_lines(state: dict) -> list[str]:
     """`state`: a context-at-session document (notes, todos, decisions, active files, catalogue)."""
     lines = [f"notes: {line}" for line in (state.get("notes") or "").splitlines()] or ["notes:"]
-    lines += [f"todo [{'x' if t.get('status') == 'completed' else ' '}]: {t.get('content')}" for t in state.get("todos") or []]
+    lines += [f"todo [{TODO_MARKS.get(t.get('status'), ' ')}]: {t.get('content')}" for t in state.get("todos") or []]
     lines += [f"decision: {d}" for d in state.get("recent_decisions") or []]
     lines += [f"active file: {f}" for f in state.get("active_files") or []]
     catalogue = state.get("catalogue") or {}

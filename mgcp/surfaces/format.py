@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # annotations only: formatting a status needs no pydantic
 # CR returns over what was printed; U+009B is a CSI by itself on terminals that read C1 codes).
 # Found by a pattern's scan: once the text holds anything beyond ASCII, `str.translate` goes a
 # character at a time through a dict (0.55 s over an 11 MB report; the scan: 0.02-0.05 s).
+TODO_MARKS = {"completed": "x", "in_progress": "~"}  # a todo's box: [x] done, [~] in progress, [ ] pending
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -160,7 +161,7 @@ def project(ctx: ProjectContext) -> str:
     lines = [f"{ctx.project_name}  ({ctx.project_path}, project {ctx.project_id}, session {ctx.session_count})"]
     if ctx.notes:
         lines.append(f"notes: {ctx.notes}")
-    lines += [f"  [{'x' if t.status == 'completed' else ' '}] {t.content}" for t in ctx.todos]
+    lines += [f"  [{TODO_MARKS.get(t.status, ' ')}] {t.content}" for t in ctx.todos]
     if ctx.recent_decisions:
         lines.append("recent decisions:")
         lines += [f"  - {d}" for d in ctx.recent_decisions]
