@@ -327,3 +327,20 @@ def test_keeping_a_set_of_look_alikes_keeps_its_pairs_from_auto_and_bulk_merges(
     assert len([i for i in active if i.startswith("fmt-")]) == 1
     assert len([i for i in after_auto if i.startswith("env-")]) == 5
     assert not any("env-react" in f.subject for f in raised)
+
+
+def test_auto_merges_a_set_of_copies_raised_as_pairs_in_one_run(db, run):
+    """Each copy is raised as a pair with its set's first lesson; the first merge refines that
+    lesson, which left the set's other pairs stale until the next run (a set of 16 took 16 runs)."""
+    async def scenario(store):
+        for fw in ("react", "vue", "angular", "svelte", "astro"):
+            await store.lessons.add(f"env-{fw}", f"when setting up authentication and environment configuration "
+                                               f"in a new {fw} web app",  # alike enough for --auto (0.96)
+                                    "Keep environment variables out of the client bundle")
+        await store.lessons.refine("env-vue", "a reason", rationale="Secrets leak.")  # kept, not first by id
+        report = await engine.run(store, CONFIG, "/p", ["duplicate_detection"], auto=True)
+        return report, sorted(lesson.id for lesson in await store.lessons.list())
+
+    report, active = run(db, scenario)
+    assert active == ["env-vue"], (active, [(a.title, a.result) for a in report.settled_elsewhere])
+    assert len(report.applied) == 4 and not report.left_pending

@@ -39,12 +39,14 @@ class Outcome:
 
 async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                   input_text: str | None = None, selection: list[str] | None = None,
-                  auto: bool = False, project_path: str | None = None, run_id: int | None = None) -> Outcome:
+                  auto: bool = False, project_path: str | None = None, run_id: int | None = None,
+                  merged: MergedSoFar | None = None) -> Outcome:
     """Apply option `option` (1-based) of a pending finding, in one write transaction with the
     check that it is still pending and still speaks: two answers to one finding apply it once, and
     the second gets a ConflictError. With `project_path`, only a finding that project's review may
     show is answered. The action is recorded under `run_id` (the --auto run applying it), else
-    under the run that raised the finding."""
+    under the run that raised the finding. `merged`: the merges of the batch the answer is part of
+    (an --auto run), which the finding is read after, and which take in this one's."""
     if project_path is not None:
         finding = await review.finding_for(store, project_path, finding_id)
     else:
@@ -77,11 +79,14 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                                 + "; nothing was applied")
         if chosen.action == "skip":
             return Outcome(finding.id, "skip", "pending", "skipped; the finding stays pending")
-        stale = await review.is_stale(store, finding)
+        read = finding if merged is None else merged.left(finding)
+        stale = "its lessons were merged into one already" if read is None else await review.is_stale(store, read)
         if stale:
             await store.rem.set_finding_status(finding.id, FindingStatus.stale)
         else:
-            message, details = await executor(store, config, finding, input_text, selection)
+            message, details = await executor(store, config, read, input_text, selection)
+            if merged is not None:
+                await merged.note(store, read.subject, details)
             status = FindingStatus.rejected if chosen.action in REJECTING_ACTIONS else FindingStatus.applied
             await store.rem.set_finding_status(finding.id, status, option, input_text)
             lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
@@ -350,9 +355,8 @@ async def _apply_all(store, config, finding, text, selection):
     """A summary's bulk answer: each finding it stands for gets the summary's bulk action, as one
     action (so one undo takes all of it back). A finding whose lessons changed since the run, or
     that a person answered to keep apart meanwhile (`review.kept_apart`), is left out and counted;
-    what the batch itself changed is not such a change: a set of copies is asked
-    about as pairs with one lesson of the set, which each merge refines, and a lesson the batch
-    merged away is followed to the lesson it was merged into, so the set ends as one lesson."""
+    what the batch itself merged is not such a change (`MergedSoFar`): a set of copies ends as one
+    lesson."""
     action = finding.data.get("bulk_action")
     executor = ACTIONS.get(action) if action in BULK_ACTIONS.values() else None
     if executor is None:
@@ -361,54 +365,70 @@ async def _apply_all(store, config, finding, text, selection):
 
     done = skipped = kept_apart = 0
     kept = await review.kept_apart(store) if action == "merge" else frozenset()
-    versions: dict[str, tuple[int, int]] = {}  # a lesson the batch refined: its version before, after
-    into: dict[str, str] = {}  # a lesson the batch merged away -> the lesson kept
+    merged = MergedSoFar()
     for item in finding.data.get("items", []):
-        data, subject = _as_the_batch_left(item["data"], item["subject"], versions, into)
-        if data is None:  # its two lessons are one already
+        member = merged.left(finding.model_copy(update={"kind": item["kind"], "data": item["data"],
+                                                        "subject": item["subject"]}))
+        if member is None:  # its two lessons are one already
             done += 1
             continue
         if pair_fingerprints(item["subject"]) & kept:
             kept_apart += 1
             continue
-        member = finding.model_copy(update={"kind": item["kind"], "data": data, "subject": subject})
         if await review.is_stale(store, member):
             skipped += 1
             continue
         _, details = await executor(store, config, member, text, selection)
-        if details.get("superseded"):
-            into[details["superseded"]] = details["canonical"]
-        states = await store.queue.lesson_states(subject)
-        for lesson_id, version in subject.items():
-            if lesson_id in states and states[lesson_id][0] != version:
-                versions[lesson_id] = (versions.get(lesson_id, (version,))[0], states[lesson_id][0])
+        await merged.note(store, member.subject, details)
         done += 1
     left = f"; {skipped} left out (changed since the run)" if skipped else ""
     left += f"; {kept_apart} left out (a person answered to keep them apart)" if kept_apart else ""
     return f"{BULK_WORDS[action]}: {done} done{left}", {"done": done, "skipped": skipped + kept_apart}
 
 
-def _as_the_batch_left(data: dict, subject: dict[str, int], versions: dict[str, tuple[int, int]],
-                       into: dict[str, str]) -> tuple[dict | None, dict[str, int]]:
-    """A bulk answer's item as the batch so far left its lessons (see `_apply_all`): a merged-away
-    lesson replaced by the one kept, a version the batch made expected in place of the one it
-    refined. (None, ...) when a merge's two lessons are one already."""
-    def kept(lesson_id: str) -> str:
-        while lesson_id in into:
-            lesson_id = into[lesson_id]
+class MergedSoFar:
+    """What the merges of one batch (a bulk answer, an --auto run) did so far, so that a finding
+    raised before them is read as the batch left its lessons. A set of copies is raised as pairs
+    with one lesson of the set, which each merge refines: the version a merge of the batch made is
+    expected in place of the one it refined, and a lesson the batch merged away is followed to the
+    lesson kept, so that the set ends as one lesson in one batch."""
+
+    def __init__(self):
+        self.versions: dict[str, tuple[int, int]] = {}  # a lesson the batch refined: its version before, after
+        self.into: dict[str, str] = {}  # a lesson the batch merged away -> the lesson kept
+
+    def _kept(self, lesson_id: str) -> str:
+        while lesson_id in self.into:
+            lesson_id = self.into[lesson_id]
         return lesson_id
 
-    if "canonical" in data and "other" in data:
-        keep, other = kept(data["canonical"]), kept(data["other"])
-        if keep == other:
-            return None, subject
-        data = {**data, "canonical": keep, "other": other}
-    now: dict[str, int] = {}
-    for lesson_id, version in subject.items():
-        target = kept(lesson_id)
-        before, after = versions.get(target, (None, None))
-        now[target] = after if after is not None and (target != lesson_id or version == before) else version
-    return data, now
+    def left(self, finding: RemFinding) -> RemFinding | None:
+        """The finding as the batch left its lessons; None when a merge's two lessons are one
+        already. Only a pair's merge follows a merged-away lesson (another finding naming one
+        reads as changed: stale)."""
+        data, pair = finding.data, "canonical" in finding.data and "other" in finding.data
+        if pair:
+            keep, other = self._kept(data["canonical"]), self._kept(data["other"])
+            if keep == other:
+                return None
+            data = {**data, "canonical": keep, "other": other}
+        subject: dict[str, int] = {}
+        for lesson_id, version in finding.subject.items():
+            target = self._kept(lesson_id) if pair else lesson_id
+            before, after = self.versions.get(target, (None, None))
+            subject[target] = after if after is not None and (target != lesson_id or version == before) else version
+        return finding.model_copy(update={"data": data, "subject": subject})
+
+    async def note(self, store: Store, subject: dict[str, int], details: dict) -> None:
+        """Take in what a merge of the batch did: `details` (its lessons superseded and the one
+        kept) and the versions of the lessons it read (`subject`) now."""
+        superseded = details.get("superseded")
+        for other in [superseded] if isinstance(superseded, str) else superseded or []:
+            self.into[other] = details["canonical"]
+        states = await store.queue.lesson_states(subject)
+        for lesson_id, version in subject.items():
+            if lesson_id in states and states[lesson_id][0] != version:
+                self.versions[lesson_id] = (self.versions.get(lesson_id, (version,))[0], states[lesson_id][0])
 
 
 async def _supersede_duplicates(store, config, finding, text, selection):
@@ -550,6 +570,7 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     applied, left, settled = [], [], []
     undone = await store.rem.undone(findings)
     kept = await review.kept_apart(store)
+    merged = MergedSoFar()  # a set of copies raised as pairs is merged whole in one run
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action in MERGING):
@@ -569,7 +590,8 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
                                                            "apart: a person decides"}))
             continue
         try:
-            outcome = await resolve(store, config, finding.id, finding.recommended, auto=True, run_id=run_id)
+            outcome = await resolve(store, config, finding.id, finding.recommended, auto=True, run_id=run_id,
+                                    merged=merged)
             applied.append(entry.model_copy(update={"why": why, "result": outcome.message}))
         except SettledError as exc:
             settled.append(entry.model_copy(update={"result": str(exc)}))
