@@ -113,6 +113,15 @@ def test_two_lessons_alike_in_another_script_are_a_pair():
     assert finding.subject == {"ru-a": 1, "ru-b": 1}
 
 
+def test_a_good_and_a_bad_example_alike_in_words_may_say_opposite_things():
+    trigger = "naming component files in a solidjs project"
+    good = lesson("good", trigger, "GOOD: MyButton.jsx, UserProfile.jsx, SettingsPanel.jsx")
+    bad = lesson("bad", trigger, "BAD: mybutton.jsx, user-profile.jsx, settings_panel.jsx")
+    [finding] = duplicate_detection.run([good, bad, OTHER], SETTINGS)
+    assert finding.data["opposite"] and finding.options[finding.recommended - 1].action == "keep_both"
+    assert "may say opposite things" in finding.title
+
+
 def test_canonical_is_the_more_used_lesson():
     [finding] = duplicate_detection.run([REWORDED, REFACTOR], SETTINGS)
     assert (finding.data["canonical"], finding.data["other"]) == ("verify-method-exists", "check-method-exists")

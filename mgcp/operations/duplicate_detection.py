@@ -41,7 +41,8 @@ summary, see `mgcp.operations.cap`):
   before B" / "B before A", "prefer A over B" / "prefer B over A" score alike in words), or a claim
   of one that the other denies, as the contradiction scan reads them ("Read its tests first" /
   "Never read its tests first"; read for the findings shown, not for those only counted in a
-  summary), or whose actions give different numbers (similarity leaves numbers out: "Set
+  summary), or one labelled as what not to do and the other not (`labelled_apart`: "GOOD:
+  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or whose actions give different numbers (similarity leaves numbers out: "Set
   max_connections to 20" / "to 200" score 1.0); then "keep_both", and the title and description
   say why (`data["reordered"]`, `data["opposite"]`, `data["numbers"]`: each action's numbers).
 - `duplicate_review` (review_threshold <= score < merge_threshold): recommended "keep_both".
@@ -75,9 +76,26 @@ OPPOSED_AT = 0.6  # how alike two claims' words must be to oppose (the contradic
 
 def opposite(action_a: str | None, action_b: str | None) -> bool:
     """Whether two actions alike in words may say opposite things: the same words ordered the
-    other way round ("A before B" / "B before A"), or a claim of one that the other denies ("Read
-    its tests first" / "Never read its tests first"), as the contradiction scan reads claims."""
-    return swapped(action_a, action_b) or opposed(action_a or "", action_b or "", OPPOSED_AT)
+    other way round ("A before B" / "B before A"), labelled one to do and one not to ("GOOD: ..." /
+    "BAD: ..."), or a claim of one that the other denies ("Read its tests first" / "Never read its
+    tests first"), as the contradiction scan reads claims."""
+    return (swapped(action_a, action_b) or labelled_apart(action_a, action_b)
+            or opposed(action_a or "", action_b or "", OPPOSED_AT))
+
+
+# A label opening an action that says whether it shows what to do or what not to ("BAD: ..."): rule
+# files give an example of each, alike in words.
+_LABEL = re.compile(r"\s*(good|bad|do|don'?t|correct|incorrect|right|wrong|avoid|prefer|yes|no)\s*:", re.IGNORECASE)
+_NOT_TO_DO = {"bad", "dont", "don't", "incorrect", "wrong", "avoid", "no"}
+
+
+def labelled_apart(action_a: str | None, action_b: str | None) -> bool:
+    """Whether one action is labelled as what not to do and the other is not ("GOOD: MyButton.jsx"
+    / "BAD: mybutton.jsx")."""
+    def not_to_do(action: str | None) -> bool:
+        label = _LABEL.match(action or "")
+        return bool(label) and label.group(1).lower() in _NOT_TO_DO
+    return not_to_do(action_a) != not_to_do(action_b)
 
 
 @dataclass(frozen=True)
@@ -278,8 +296,8 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool =
     values = (numbers(keep.action), numbers(other.action))
     apart = numbers_apart(keep.action, other.action)
     reordered = not score.copy and swapped(keep.action, other.action)
-    opposite = not score.copy and (reordered or (claims and opposed(keep.action or "", other.action or "",
-                                                                     OPPOSED_AT)))
+    opposite = not score.copy and (reordered or labelled_apart(keep.action, other.action) or (
+        claims and opposed(keep.action or "", other.action or "", OPPOSED_AT)))
     subject = subject_of(keep, other)
     why = (f"alike in every word, not in their numbers ({', '.join(values[0]) or 'none'} / "
            f"{', '.join(values[1]) or 'none'})" if apart else
