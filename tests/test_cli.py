@@ -87,7 +87,7 @@ def test_a_query_holding_a_secret_is_answered_and_logged_without_it(dbp):
         conn.close()
 
 
-def test_an_answer_or_a_reason_keeps_no_secret_and_an_answer_no_input_its_option_does_not_read(dbp):
+def test_an_answer_or_a_reason_keeps_no_secret_and_an_answer_with_input_its_option_does_not_read_is_refused(dbp):
     for lesson_id, trigger in (("a1", "deploying to production on friday"),
                                ("a2", "deploying a release to production on friday")):
         mgcp("lesson", "add", lesson_id, "--trigger", trigger, "--action",
@@ -104,8 +104,7 @@ def test_an_answer_or_a_reason_keeps_no_secret_and_an_answer_no_input_its_option
     assert (code, out) == (2, "") and "reason appears to contain a password" in err and dump(dbp) == before
     code, out, err = mgcp("rem", "resolve", finding["id"], "--option", str(keep), "--input", "not read",
                           "--project", "/p", "--db", dbp)
-    assert code == 0, err
-    assert "not read" not in repr(dump(dbp))  # keeping both reads no input: none is kept
+    assert (code, out) == (2, "") and "takes no input" in err and dump(dbp) == before  # meant for another option
 
 
 @pytest.mark.parametrize("content", [b"this is not a database", b"SQLite format 3\x00" + b"\x00" * 100])

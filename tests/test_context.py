@@ -34,16 +34,16 @@ def test_todos_replace_and_decisions_append(db, run):
     assert project.recent_decisions == ["use WAL", "pin deps"]
 
 
-def test_a_save_of_more_decisions_than_the_context_keeps_records_every_one_in_history(db, run):
-    decisions = [f"decision number {i}" for i in range(12)]
-
+def test_a_save_of_more_new_decisions_than_the_context_keeps_is_refused_and_writes_nothing(db, run):
+    """The context keeps the last 10 and each history row the list as it was: the first of 12 new
+    decisions would be in no row."""
     async def work(s):
         await s.context.save(P, "s1", decisions=["use WAL"])
-        snap = await s.context.save(P, "s1", decisions=decisions)
-        return snap, await s.context.get_project(P), await s.context.history(P)
-    snap, project, history = run(db, work)
-    assert snap.recent_decisions == decisions and history[-1].recent_decisions == decisions
-    assert project.recent_decisions == decisions[-10:]
+        with pytest.raises(InvalidInputError, match="at most 10 new decisions"):
+            await s.context.save(P, "s1", decisions=[f"decision number {i}" for i in range(12)])
+        return await s.context.get_project(P), await s.context.history(P)
+    project, history = run(db, work)
+    assert project.recent_decisions == ["use WAL"] and len(history) == 1
 
 
 def test_add_project_stores_what_ensure_project_stores_once(db, run, tmp_path):

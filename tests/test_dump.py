@@ -10,6 +10,7 @@ import pytest
 
 from clihelp import mgcp
 from conftest import ROOT
+from mgcp.errors import InvalidInputError
 from mgcp.persistence import dump, migrate
 
 
@@ -447,6 +448,31 @@ def test_a_backup_restored_over_a_database_left_with_its_log_is_the_backup(tmp_p
     assert conn.execute("SELECT id, action FROM lessons").fetchall() == [("verify-api", "Read its signature first")]
     conn.close()
     assert sorted(p.name for p in tmp_path.iterdir() if "mgcp-backup" in p.name) == []
+
+
+def test_a_restore_where_a_log_was_left_without_its_database_is_refused(demo_db, tmp_path):
+    """The database was moved away and its -wal stayed: a backup put at its path would have that
+    log replayed onto it."""
+    (tmp_path / "live.db-wal").write_bytes(b"a log of another file")
+    code, out, err = mgcp("db", "backup", tmp_path / "live.db", "--db", demo_db)
+    assert (code, out) == (1, "") and "live.db-wal is left beside" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "live.db").exists()
+
+
+def test_a_backup_never_replaces_a_file_another_backup_put_there_meanwhile(tmp_path):
+    """Without --force, the check that the path is free and the write are one step (a hard link)."""
+    (tmp_path / "written.db").write_text("another backup's")
+    (tmp_path / "scratch").write_text("this backup's")
+    with pytest.raises(InvalidInputError, match="written meanwhile"):
+        dump._put_new(tmp_path / "scratch", tmp_path / "written.db", tmp_path / "written.db")
+    assert (tmp_path / "written.db").read_text() == "another backup's"
+
+
+def test_a_backup_onto_a_loop_of_symlinks_says_so_in_one_line(demo_db, tmp_path):
+    (tmp_path / "l2.db").symlink_to(tmp_path / "l1.db")
+    (tmp_path / "l1.db").symlink_to(tmp_path / "l2.db")
+    code, out, err = mgcp("db", "backup", tmp_path / "l1.db", "--db", demo_db, "--force")
+    assert (code, out) == (2, "") and "cannot follow" in err and err.count("\n") == 1, err
 
 
 def test_a_backup_onto_a_symlink_replaces_the_file_it_names_and_keeps_its_permissions(demo_db, tmp_path):

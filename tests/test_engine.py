@@ -292,10 +292,10 @@ def test_a_bulk_merge_leaves_one_lesson_of_each_set_of_copies(db, run):
     assert len(after) == 8
 
 
-def test_keeping_a_set_of_look_alikes_keeps_its_pairs_from_auto_and_bulk_merges(db, run):
+def test_keeping_a_set_of_look_alikes_keeps_its_pairs_from_a_bulk_merge(db, run):
     """A person who answers pattern reinforcement's "Keep them all" has decided about every pair
-    of those lessons: duplicate detection's bulk merge and --auto leave them, and a later run does
-    not raise them again."""
+    of those lessons: a summary of duplicate pairs raised before leaves them out of its bulk merge
+    (--auto and later runs: the tests below)."""
     config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
 
     async def scenario(store):
@@ -313,20 +313,13 @@ def test_keeping_a_set_of_look_alikes_keeps_its_pairs_from_auto_and_bulk_merges(
         summary = next(f for f in pending if f.kind == "summary")
         bulk = next(i for i, o in enumerate(summary.options, 1) if o.action == "apply_all")
         outcome = await engine.resolve(store, config, summary.id, bulk, project_path="/p")
-        active = sorted(lesson.id for lesson in await store.lessons.list())
-        await engine.undo_finding(store, summary.id)
-        auto = await engine.run(store, config, "/p", ["duplicate_detection"], auto=True)
-        after_auto = sorted(lesson.id for lesson in await store.lessons.list())
-        raised = [f for f in await engine.pending_findings(store, "/p")
-                  if f.operation == "duplicate_detection" and f.kind != "summary"]
-        return outcome, active, after_auto, raised, auto
+        return outcome, sorted(lesson.id for lesson in await store.lessons.list())
 
-    outcome, active, after_auto, raised, auto = run(db, scenario)
+    outcome, active = run(db, scenario)
     assert "keep them apart" in outcome.message
-    assert [i for i in active if i.startswith("env-")] == [f"env-{fw}" for fw in sorted(("react", "vue", "angular", "svelte", "astro"))]
+    assert [i for i in active if i.startswith("env-")] == [
+        f"env-{fw}" for fw in sorted(("react", "vue", "angular", "svelte", "astro"))]
     assert len([i for i in active if i.startswith("fmt-")]) == 1
-    assert len([i for i in after_auto if i.startswith("env-")]) == 5
-    assert not any("env-react" in f.subject for f in raised)
 
 
 def test_auto_merges_a_set_of_copies_raised_as_pairs_in_one_run(db, run):
@@ -344,3 +337,91 @@ def test_auto_merges_a_set_of_copies_raised_as_pairs_in_one_run(db, run):
     report, active = run(db, scenario)
     assert active == ["env-vue"], (active, [(a.title, a.result) for a in report.settled_elsewhere])
     assert len(report.applied) == 4 and not report.left_pending
+
+
+def test_a_batch_that_follows_a_merged_lesson_keeps_the_most_used_and_leaves_no_chain(db, run):
+    """The set's pairs were raised with its first lesson; once the batch follows a lesson merged
+    away, which to keep is chosen again: the most used survives, and every other copy names it."""
+    config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
+
+    async def scenario(store):
+        for fw in ("react", "vue", "angular", "svelte", "astro"):
+            await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
+                                    "Keep environment variables out of the client bundle")
+        conn = store.db.conn
+        await conn.execute("UPDATE lessons SET usage_count = 6 WHERE id = 'env-astro'")
+        await conn.execute("UPDATE lessons SET usage_count = 2 WHERE id = 'env-react'")
+        await conn.commit()
+        await engine.run(store, config, "/p", ["duplicate_detection"])
+        summary = next(f for f in await engine.pending_findings(store, "/p") if f.kind == "summary")
+        bulk = next(i for i, o in enumerate(summary.options, 1) if o.action == "apply_all")
+        await engine.resolve(store, config, summary.id, bulk, project_path="/p")
+        return {lesson.id: (lesson.status.value, lesson.superseded_by)
+                for lesson in await store.lessons.list(status=None)}
+
+    lessons = run(db, scenario)
+    assert lessons.pop("env-astro") == ("active", None)
+    assert set(lessons.values()) == {("superseded", "env-astro")}
+
+
+def test_auto_never_merges_by_following_a_pair_that_is_not_a_copy(db, run):
+    """a ~ b and b ~ c reach the auto threshold, a ~ c does not: once b is merged into a, the pair
+    (b, c) must not be read as (a, c), which nobody judged (and the policy refuses)."""
+    base = ("Run the database schema migrations against a staging copy and check the row counts and the foreign "
+            "keys and the indexes and the triggers and the views before you deploy the service to the "
+            "production servers")
+    fillers = ["Pin dependency versions in the lockfile for reproducible builds",
+               "Write a failing test first when fixing a bug in the parser module",
+               "Use structured logging with request ids in every web handler",
+               "Keep secrets out of the repository and load them from the environment",
+               "Prefer small pull requests that do one thing and are easy to review"]
+
+    async def scenario(store):
+        for lesson_id, action in (("a", base + " rollback"), ("b", base), ("c", base + " monitoring")):
+            await store.lessons.add(lesson_id, "deploying the web service to production", action)
+        for i, action in enumerate(fillers):
+            await store.lessons.add(f"f{i}", f"topic {i}", action)
+        report = await engine.run(store, CONFIG, "/p", ["duplicate_detection"], auto=True)
+        return report, sorted(lesson.id for lesson in await store.lessons.list())
+
+    report, active = run(db, scenario)
+    assert len(report.applied) == 1 and {"a", "c"} <= set(active), [(a.title, a.result) for a in report.applied]
+
+
+def test_auto_leaves_the_pairs_of_a_set_a_person_kept_and_a_later_run_raises_none(db, run):
+    async def scenario(store):
+        for fw in ("react", "vue", "angular"):
+            await store.lessons.add(f"env-{fw}", f"when setting up authentication and environment configuration "
+                                                 f"in a new {fw} web app",  # alike enough for --auto (0.96)
+                                    "Keep environment variables out of the client bundle")
+        await engine.run(store, CONFIG, "/p", ["duplicate_detection", "pattern_reinforcement"])
+        pending = await engine.pending_findings(store, "/p")
+        assert len([f for f in pending if f.kind == "duplicate_merge"]) == 2
+        look_alikes = next(f for f in pending if f.kind == "reinforced_duplicates")
+        keep = next(i for i, o in enumerate(look_alikes.options, 1) if o.action == "keep")
+        await engine.resolve(store, CONFIG, look_alikes.id, keep, project_path="/p")
+        auto = await engine.run(store, CONFIG, "/p", ["duplicate_detection"], auto=True)
+        await store.lessons.add("unrelated", "writing a changelog entry", "Say what changed for users")  # a new run
+        await engine.run(store, CONFIG, "/p", ["duplicate_detection"])
+        raised = [f for f in await store.rem.findings(status=None) if f.operation == "duplicate_detection"]
+        return auto, sorted(lesson.id for lesson in await store.lessons.list()), raised
+
+    auto, active, raised = run(db, scenario)
+    assert not auto.applied and all("keep some of these lessons apart" in a.result for a in auto.left_pending)
+    assert [i for i in active if i.startswith("env-")] == ["env-angular", "env-react", "env-vue"]
+    assert len(raised) == 2  # the two raised before the answer; none since
+
+
+def test_duplicate_detection_raises_no_pair_of_a_set_a_person_kept_before_it_ran(db, run):
+    async def scenario(store):
+        for fw in ("react", "vue", "angular"):
+            await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
+                                    "Keep environment variables out of the client bundle")
+        await engine.run(store, CONFIG, "/p", ["pattern_reinforcement"])
+        [look_alikes] = [f for f in await engine.pending_findings(store, "/p") if f.kind == "reinforced_duplicates"]
+        keep = next(i for i, o in enumerate(look_alikes.options, 1) if o.action == "keep")
+        await engine.resolve(store, CONFIG, look_alikes.id, keep, project_path="/p")
+        await engine.run(store, CONFIG, "/p", ["duplicate_detection"])
+        return [f for f in await engine.pending_findings(store, "/p") if f.operation == "duplicate_detection"]
+
+    assert run(db, scenario) == []

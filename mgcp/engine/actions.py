@@ -20,7 +20,7 @@ from mgcp.config import RemConfig
 from mgcp.engine import review
 from mgcp.engine.lessons import gate
 from mgcp.errors import ConflictError, InvalidInputError, NotFoundError, SettledError
-from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, LessonStatus, RemFinding, Todo
+from mgcp.models import REJECTING_ACTIONS, AutoResult, FindingStatus, Lesson, LessonStatus, RemFinding, Todo
 from mgcp.operations import BULK_ACTIONS, BULK_WORDS
 from mgcp.persistence.store import Store
 from mgcp.validation import MAX_TEXT, check_lesson_id, check_text, numeral
@@ -79,13 +79,13 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                                 + "; nothing was applied")
         if chosen.action == "skip":
             return Outcome(finding.id, "skip", "pending", "skipped; the finding stays pending")
-        read = finding if merged is None else merged.left(finding)
+        read = finding if merged is None else await merged.left(store, finding)
         stale = "its lessons were merged into one already" if read is None else await review.is_stale(store, read)
         if stale:
             await store.rem.set_finding_status(finding.id, FindingStatus.stale)
         else:
             message, details = await executor(store, config, read, input_text, selection)
-            if merged is not None:
+            if merged is not None and details.get("superseded"):
                 await merged.note(store, read.subject, details)
             status = FindingStatus.rejected if chosen.action in REJECTING_ACTIONS else FindingStatus.applied
             await store.rem.set_finding_status(finding.id, status, option, input_text)
@@ -365,10 +365,10 @@ async def _apply_all(store, config, finding, text, selection):
 
     done = skipped = kept_apart = 0
     kept = await review.kept_apart(store) if action == "merge" else frozenset()
-    merged = MergedSoFar()
+    merged = MergedSoFar(kept)
     for item in finding.data.get("items", []):
-        member = merged.left(finding.model_copy(update={"kind": item["kind"], "data": item["data"],
-                                                        "subject": item["subject"]}))
+        member = await merged.left(store, finding.model_copy(update={"kind": item["kind"], "data": item["data"],
+                                                                     "subject": item["subject"]}))
         if member is None:  # its two lessons are one already
             done += 1
             continue
@@ -379,7 +379,8 @@ async def _apply_all(store, config, finding, text, selection):
             skipped += 1
             continue
         _, details = await executor(store, config, member, text, selection)
-        await merged.note(store, member.subject, details)
+        if details.get("superseded"):
+            await merged.note(store, member.subject, details)
         done += 1
     left = f"; {skipped} left out (changed since the run)" if skipped else ""
     left += f"; {kept_apart} left out (a person answered to keep them apart)" if kept_apart else ""
@@ -391,9 +392,12 @@ class MergedSoFar:
     raised before them is read as the batch left its lessons. A set of copies is raised as pairs
     with one lesson of the set, which each merge refines: the version a merge of the batch made is
     expected in place of the one it refined, and a lesson the batch merged away is followed to the
-    lesson kept, so that the set ends as one lesson in one batch."""
+    lesson kept, so that the set ends as one lesson in one batch. Only copies are followed: two
+    lessons each alike to a third need not be alike to each other, and a pair a person kept apart
+    (`kept`: `review.kept_apart`) is never made by following."""
 
-    def __init__(self):
+    def __init__(self, kept: frozenset[str] = frozenset()):
+        self.kept = kept
         self.versions: dict[str, tuple[int, int]] = {}  # a lesson the batch refined: its version before, after
         self.into: dict[str, str] = {}  # a lesson the batch merged away -> the lesson kept
 
@@ -402,29 +406,50 @@ class MergedSoFar:
             lesson_id = self.into[lesson_id]
         return lesson_id
 
-    def left(self, finding: RemFinding) -> RemFinding | None:
-        """The finding as the batch left its lessons; None when a merge's two lessons are one
-        already. Only a pair's merge follows a merged-away lesson (another finding naming one
-        reads as changed: stale)."""
-        data, pair = finding.data, "canonical" in finding.data and "other" in finding.data
-        if pair:
+    async def left(self, store: Store, finding: RemFinding) -> RemFinding | None:
+        """The finding as the batch left its lessons; None when a copy's two lessons are one
+        already. Only a copy's merge follows a merged-away lesson (another finding naming one reads
+        as changed: stale), and then which of the two to keep is chosen again, as duplicate
+        detection chooses it (the most used, ...), among the lessons as they were before the batch."""
+        from mgcp.operations.duplicate_detection import canonical_order, pair_fingerprints
+
+        data = finding.data
+        follow = "canonical" in data and "other" in data and bool(data.get("copy"))
+        if follow:
             keep, other = self._kept(data["canonical"]), self._kept(data["other"])
             if keep == other:
                 return None
+            if (keep, other) != (data["canonical"], data["other"]):
+                pair = canonical_order(*[await self._before(store, lesson_id) for lesson_id in (keep, other)])
+                if pair_fingerprints({lesson.id: lesson.version for lesson in pair}) & self.kept:
+                    return finding  # kept apart by a person: as raised, it reads as changed (stale)
+                keep, other = pair[0].id, pair[1].id
             data = {**data, "canonical": keep, "other": other}
         subject: dict[str, int] = {}
         for lesson_id, version in finding.subject.items():
-            target = self._kept(lesson_id) if pair else lesson_id
+            target = self._kept(lesson_id) if follow else lesson_id
             before, after = self.versions.get(target, (None, None))
             subject[target] = after if after is not None and (target != lesson_id or version == before) else version
         return finding.model_copy(update={"data": data, "subject": subject})
 
+    async def _before(self, store: Store, lesson_id: str) -> Lesson:
+        """The lesson with the version it had before the batch's merges refined it (those are not
+        refinements that make it the one to keep)."""
+        lesson = await store.lessons.get(lesson_id)
+        return lesson.model_copy(update={"version": self.versions.get(lesson_id, (lesson.version,))[0]})
+
     async def note(self, store: Store, subject: dict[str, int], details: dict) -> None:
         """Take in what a merge of the batch did: `details` (its lessons superseded and the one
         kept) and the versions of the lessons it read (`subject`) now."""
-        superseded = details.get("superseded")
+        superseded, kept = details.get("superseded"), details.get("canonical")
         for other in [superseded] if isinstance(superseded, str) else superseded or []:
-            self.into[other] = details["canonical"]
+            # a lesson the batch merged into this one earlier names the lesson kept now, not a
+            # superseded one (no chain of supersessions for `lesson show` to follow)
+            for earlier in [lesson_id for lesson_id, into in self.into.items() if into == other]:
+                await store.lessons.set_lifecycle(earlier, LessonStatus.superseded, reason="merged by REM",
+                                                  superseded_by=kept)
+                self.into[earlier] = kept
+            self.into[other] = kept
         states = await store.queue.lesson_states(subject)
         for lesson_id, version in subject.items():
             if lesson_id in states and states[lesson_id][0] != version:
@@ -571,7 +596,7 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     applied, left, settled = [], [], []
     undone = await store.rem.undone(findings)
     kept = await review.kept_apart(store)
-    merged = MergedSoFar()  # a set of copies raised as pairs is merged whole in one run
+    merged = MergedSoFar(kept)  # a set of copies raised as pairs is merged whole in one run
     # Links before merges: a merge re-points links to the lesson it supersedes, whereas a link
     # finding whose suggested lesson was merged first would only go stale.
     for finding in sorted(findings, key=lambda f: f.options[f.recommended - 1].action in MERGING):

@@ -42,8 +42,9 @@ summary, see `mgcp.operations.cap`):
   of one that the other denies, as the contradiction scan reads them ("Read its tests first" /
   "Never read its tests first"; read for the findings shown, not for those only counted in a
   summary), or one labelled as what not to do and the other not (`labelled_apart`: "GOOD:
-  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or whose actions give different numbers (similarity leaves numbers out: "Set
-  max_connections to 20" / "to 200" score 1.0); then "keep_both", and the title and description
+  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or whose actions give
+  different numbers (similarity leaves numbers out: "Set max_connections to 20" / "to 200" score
+  1.0); then "keep_both", and the title and description
   say why (`data["reordered"]`, `data["opposite"]`, `data["numbers"]`: each action's numbers).
 - `duplicate_review` (review_threshold <= score < merge_threshold): recommended "keep_both".
 Each carries data {"similarity", "action_similarity", "trigger_similarity", "copy", "canonical",

@@ -5,10 +5,11 @@ of `project_contexts`: notes, active files, todos and decisions in full, plus th
 SHA-256 over canonical JSON and a top-level delta against the previous snapshot
 (`{"added": {k: new}, "removed": {k: old}, "changed": {k: new}}`; the first snapshot adds
 everything). Todos and active files given to a save replace the previous lists; decisions are
-appended (the last 10 stay in `project_contexts`; the history row of a save holds every decision
-it added, however many). A project whose stored catalogue, todos, files
-or decisions are not JSON of their type (an older writer's) reads them as empty, and is not saved
-until they are corrected: the save would write the empty value over text kept nowhere else.
+appended (the last 10 stay in `project_contexts`, and each history row holds the list as it was:
+a save adding more than 10 new ones is refused, since the first would be in no row). A project
+whose stored catalogue, todos, files or decisions are not JSON of their type (an older writer's)
+reads them as empty, and is not saved until they are corrected: the save would write the empty
+value over text kept nowhere else.
 """
 
 from __future__ import annotations
@@ -231,6 +232,9 @@ class Contexts:
                                                                       if t.content in old_todos else now)})
                 for t in todos]
             added = [d for d in dict.fromkeys(decisions or []) if d not in project.recent_decisions]
+            if len(added) > RECENT_DECISIONS:  # the first of them would be in no history row
+                raise InvalidInputError(f"a save adds at most {RECENT_DECISIONS} new decisions (the context keeps "
+                                        f"the last {RECENT_DECISIONS}); got {len(added)}: save them in parts")
             # Each decision stated in a session is an observation, even one the recent decisions
             # already hold (which leaves the context unchanged): pattern reinforcement counts them.
             await self.db.conn.executemany(
@@ -259,9 +263,7 @@ class Contexts:
             row = {
                 "project_id": project.project_id, "session_number": number, "session_id": session_id,
                 "timestamp": now, "notes": state["notes"], "active_files": state["active_files"],
-                "todos": state["todos"],
-                # every decision the save added, should it add more than the current context keeps
-                "recent_decisions": dumps((project.recent_decisions + added)[-max(RECENT_DECISIONS, len(added)):]),
+                "todos": state["todos"], "recent_decisions": state["recent_decisions"],
                 "catalogue_hash": catalogue_hash(new_catalogue),
                 "catalogue_delta": dumps(catalogue_delta(base, new_catalogue)),
             }

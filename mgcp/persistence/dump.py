@@ -916,16 +916,22 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
 
     The copy is written to a file of its own beside `dest` (two backups at once never share one)
     and put in its place whole; a symlink is followed and the permissions of the file replaced are
-    kept (`mgcp.files`). A database left at `dest` with its write-ahead log (a crash, or a program
-    that has it open) is settled first: that log would otherwise be replayed onto the new file."""
+    kept (`mgcp.files`); without `overwrite`, a file another backup put there meanwhile is not
+    replaced. A database left at `dest` with its write-ahead log (a crash, or a program that has it
+    open) is settled first, and a log left without its database refuses: that log would otherwise
+    be replayed onto the new file."""
     dest = Path(dest)
+    try:
+        target = Path(os.path.realpath(dest, strict=False))
+        same = is_database_file(path, dest)
+    except (OSError, RuntimeError) as exc:  # a loop of symlinks
+        raise InvalidInputError(f"cannot follow {dest} to a file ({exc})") from None
     if dest.exists() and not overwrite:
         raise InvalidInputError(f"{dest} exists; choose another path or pass --force to replace it")
     if dest.exists() and dest.is_dir():
         raise InvalidInputError(f"{dest} is a directory; name the backup file")
-    if is_database_file(path, dest):
+    if same:
         raise InvalidInputError("the backup must go to another file than the database")
-    target = Path(os.path.realpath(dest))
     src = migrate.connect_readonly(path)
     scratch = None
     try:
@@ -948,7 +954,10 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
             raise MgcpError(f"the backup failed its integrity check ({verdict}); {dest} was not written")
         os.chmod(scratch, mode_of(str(target)))
         size = scratch.stat().st_size
-        os.replace(scratch, target)
+        if overwrite:
+            os.replace(scratch, target)
+        else:
+            _put_new(scratch, target, dest)
     except sqlite3.Error as exc:
         raise migrate.explain(exc, path) from None
     except OSError as exc:
@@ -960,13 +969,33 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
     return {"database": str(path), "backup": str(dest), "bytes": size, "rows": counts}
 
 
+def _put_new(scratch: Path, target: Path, dest: Path) -> None:
+    """Put the written file at `target`, which must not exist: a hard link fails if another backup
+    put a file there since the check (a rename would replace it); where links cannot be made, the
+    check and the rename are as close as they get."""
+    try:
+        os.link(scratch, target)
+    except FileExistsError:
+        raise InvalidInputError(f"{dest} exists (written meanwhile); choose another path or pass --force to "
+                                "replace it") from None
+    except OSError:  # a file system without hard links
+        if target.exists():
+            raise InvalidInputError(f"{dest} exists (written meanwhile); choose another path or pass --force "
+                                    "to replace it") from None
+        os.replace(scratch, target)
+
+
 def _settle_log(target: Path, dest: Path) -> None:
     """Leave no write-ahead log beside the database at `target` that a backup is to replace: SQLite
     checkpoints and removes it when the last connection closes, which this one is unless another
     program has the file open, and then nothing is written."""
     logs = [Path(f"{target}-wal"), Path(f"{target}-shm")]
-    if not target.exists() or not any(log.exists() for log in logs):
+    if not any(log.exists() for log in logs):
         return
+    if not target.exists():  # the database was moved or removed without its log
+        raise MgcpError(f"{dest.name}-wal is left beside {dest} from a database that is no longer there, and "
+                        f"would be replayed onto the backup: move it (and {dest.name}-shm) away, then try again; "
+                        f"{dest} was not written")
     busy = MgcpError(f"{dest} is open in another program (or its {dest.name}-wal cannot be settled); close "
                      f"it and try again; {dest} was not written")
     try:

@@ -173,10 +173,6 @@ def _problem(path: str, found: list[tuple[dict, list[dict]]], defs: dict) -> str
     if kind == "missing":
         return f"{path} is required"
     got = f" (got {_shown(err.get('input'))})"
-    if kind == "extra_forbidden":  # a key of an object argument that its model does not hold
-        takes = next((list(a["properties"]) for a in alternatives if "properties" in a), [])
-        return (f"{path} holds {_shown(err['loc'][-1])}, which it does not take"
-                + (f" (it takes {', '.join(takes)})" if takes else ""))
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         limits = next((a for a in alternatives if any(k in a for k, _ in BOUND_WORDS)), {})
         if "minimum" in limits and "maximum" in limits:

@@ -53,13 +53,14 @@ Confidence = Annotated[float | None, Field(ge=0, le=1, description="How sure, 0 
 
 
 class TodoInput(BaseModel):
-    """A todo as `get_project_context` returns it; a key it does not hold is refused, not dropped."""
+    """A todo as `get_project_context` returns it: every key is kept, those of an older writer's
+    todos too (a list read and saved back loses nothing)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")
 
     content: str = Field(description="What is to be done.")
     status: Literal["pending", "in_progress", "completed"] = "pending"
-    priority: Literal["low", "medium", "high"] | int = Field("medium", description="low, medium or high.")
+    priority: str | int = Field("medium", description="low, medium or high (an older writer's values are kept).")
     notes: str | None = Field(None, description="Anything worth knowing about it.")
     created_at: str | None = Field(None, description="As returned: read, not written (the store keeps when each "
                                                      "todo was first saved).")
@@ -297,7 +298,7 @@ class Tools:
         session_id: SessionId = None,
         notes: Annotated[str | None, Field(description="Where things stand, for the next session (replaces the notes).")] = None,
         todos: Annotated[list[TodoInput] | None, Field(description="The full todo list (replaces the previous list).")] = None,
-        decisions: Annotated[list[str] | None, Field(description="Decisions made this session (appended; the last 10 are kept current, the history keeps every one).")] = None,
+        decisions: Annotated[list[str] | None, Field(description="Decisions made this session (appended; the last 10 are kept current, so at most 10 new ones a save).")] = None,
         active_files: Annotated[list[str] | None, Field(description="Files in play (replaces the list).")] = None,
         catalogue: Annotated[dict[str, Any] | None, Field(description="The project's catalogue: a JSON object of what the project contains (replaces it; history keeps deltas).")] = None,
     ) -> dict[str, Any]:
@@ -307,8 +308,7 @@ class Tools:
         from mgcp.models import Todo
 
         path = _path(project_path)
-        todo_models = None if todos is None else [Todo(content=t.content, status=t.status, priority=t.priority,
-                                                       notes=t.notes) for t in todos]
+        todo_models = None if todos is None else [Todo(**t.model_dump(exclude={"created_at"})) for t in todos]
         snap = await self.service.run(lambda s: s.context.save(
             path, session_id, notes, todo_models, decisions, active_files, catalogue))
         message = (f"saved session {snap.session_number} of {path}" if snap
