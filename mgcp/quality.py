@@ -2,8 +2,8 @@
 and the text identity behind write-time dedup. Stdlib only (the SessionStart hook imports it).
 
 The gate refuses trivial content: a trigger or an action with no letters or digits (emoji or
-punctuation only), an action under 10 characters (a wide character, Chinese or Japanese, counts
-as two), and a trigger or action that is only a greeting or
+punctuation only), an action under 10 characters (a wide letter, Chinese, Japanese or Korean,
+counts as two), and a trigger or action that is only a greeting or
 an acknowledgement ("hi", "thanks", "ok", "got it", ...).
 
 Importance (0 to 1) is a local heuristic over the lesson's words, no model involved. It starts at
@@ -69,20 +69,21 @@ def trivial_reason(field: str, text: str | None) -> str | None:
     if not words:
         return f"the {field} has no words (only emoji or punctuation)"
     if field == "action" and _width((text or "").strip()) < MIN_ACTION:
-        return f"the action is under {MIN_ACTION} characters (a Chinese or Japanese one counts as two)"
+        return f"the action is under {MIN_ACTION} characters (a Chinese, Japanese or Korean one counts as two)"
     if words in ACKNOWLEDGEMENTS:
         return f"the {field} is only a greeting or an acknowledgement ({words!r})"
     return None
 
 
 def _width(text: str) -> int:
-    """The text's length, a wide character (Chinese, Japanese: a word in a character or two)
-    counted as two."""
+    """The text's length, a wide letter (Chinese, Japanese, Korean: a word in a character or two)
+    counted as two; an emoji, wide too, is no letter and counts as one."""
     if text.isascii():
         return len(text)
     import unicodedata
 
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" and unicodedata.category(c)[0] == "L" else 1
+               for c in text)
 
 
 def importance(trigger: str, action: str, rationale: str | None = None, tags: list | None = None) -> float:

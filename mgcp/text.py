@@ -267,6 +267,7 @@ def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
 
 
 _PIECE = re.compile(r"(" + _CLAUSE.pattern + r")|([a-z0-9_]+)")  # a clause break, or a word
+_ANY_PIECE = re.compile(r"(" + _CLAUSE.pattern + r")|(\w+)")  # the same in every script
 
 
 @lru_cache(maxsize=16)
@@ -281,7 +282,8 @@ def runs(text: str | None, extra_stop: frozenset[str] = frozenset()) -> list[lis
     out: list[list[str]] = []
     current: list[str] = []
     # One scan: a clause break and a non-topical word both end the current run.
-    for brk, t in _PIECE.findall((text or "").lower()):
+    lower = (text or "").lower()
+    for brk, t in (_PIECE if lower.isascii() else _ANY_PIECE).findall(lower):
         if brk or t in stop or len(t) < 3 or t[0].isdigit():
             if current:
                 out.append(current)

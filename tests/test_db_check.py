@@ -581,6 +581,8 @@ def test_a_lesson_with_no_versions_and_tags_an_older_tool_wrote_is_rebuilt_with_
     ({"weight": None, "context": None}, {"weight": 0.5, "context": []}),
     ({"weight": "heavy", "type": None, "bidirectional": "yes"}, {"weight": 0.5, "type": "related", "bidirectional": True}),
     ({"context": [1, "x"]}, {"context": ["1", "x"]}),
+    ({"weight": "0.7", "bidirectional": 0}, {"weight": 0.7, "bidirectional": False}),
+    ({"bidirectional": "no"}, {"bidirectional": False}),
 ])
 def test_a_link_an_older_writer_left_odd_is_read_as_it_meant_it(copy, odd, read):
     """One odd link failed every command that lists lessons, and no command could clear it."""
@@ -592,6 +594,13 @@ def test_a_link_an_older_writer_left_odd_is_read_as_it_meant_it(copy, odd, read)
     assert mgcp("lesson", "list", "--db", copy)[0] == 0
     code, out, err = check(copy)
     assert (code, err) == (0, ""), out
+
+
+def test_a_link_whose_target_is_not_text_is_named(copy):
+    sql(copy, "UPDATE lessons SET relationships = ? WHERE id = ?", json.dumps([{"target": 7}]), LESSON)
+    assert [line for line in problems(copy) if "names no lesson" in line] == [
+        f"lesson {LESSON}: its link 0 names no lesson mgcp can read (its target is not text): commands leave it "
+        "out, and the next change of the lesson's links drops it"]
 
 
 def test_a_kind_or_confidence_lesson_add_would_refuse_is_named(copy, tmp_path):

@@ -103,6 +103,7 @@ def test_a_near_match_that_denies_the_other_is_named_as_maybe_opposite_not_to_re
     ("hi", "Read its signature first.", "greeting or an acknowledgement"),
     ("calling an API", "ok thanks", "under 10 characters"),
     ("部署服务时", "检查日志", "under 10 characters"),
+    ("calling an API", "do it 🚀🚀", "under 10 characters"),  # an emoji is wide, not a letter
     ("calling an API", "👍👍👍👍👍👍👍👍👍👍👍👍", "no words"),
     ("calling an API", "Thank you!", "greeting or an acknowledgement"),
 ])

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from mgcp import text
 from mgcp.config import DEFAULTS
 from mgcp.models import Lesson
 from mgcp.operations import contradiction_scan
@@ -270,3 +271,11 @@ def test_a_contradiction_recommends_keeping_the_rule_that_did_not_fail(outcomes,
     action = finding.options[finding.recommended - 1].action
     assert action == ("archive_older" if kept == "newer" else "archive_newer")
     assert ("Agents reported" in finding.description) == bool(outcomes)
+
+
+def test_the_screen_reads_the_words_of_every_script_the_claims_read():
+    """The screen must hold every word `claims` reads: words of another script were missed, and a
+    contradiction in them was never searched for."""
+    action = "Never store секреты in the репозиторий проекта"
+    assert {w for claim in contradiction_scan.claims(action) for w in claim.about} <= {
+        text.stem(w) for w in contradiction_scan._screen(action)} | contradiction_scan._screen(action)

@@ -210,3 +210,9 @@ def test_the_projects_own_name_is_no_theme_of_its_notes():
     themes = {f.data["theme"] for f in knowledge_extraction.run(snaps, [], SETTINGS, project_path="/proj/alpha-billing")}
     assert "connection pooling" in themes and not themes & {"alpha", "billing", "alpha billing"}, themes
     assert "alpha billing" in {f.data["theme"] for f in knowledge_extraction.run(snaps, [], SETTINGS)}
+
+
+def test_a_theme_in_another_script_is_found():
+    notes = ["Вебхук платежей падает на CI.", "Снова чинил вебхук платежей.", "Вебхук платежей: добавил ретраи."]
+    themes = kinds(knowledge_extraction.run([snap(i, i, n) for i, n in enumerate(notes, 1)], [], SETTINGS), "theme")
+    assert "вебхук платежей" in [t.data["theme"] for t in themes]

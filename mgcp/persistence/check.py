@@ -223,6 +223,12 @@ def links(conn: sqlite3.Connection) -> Iterator[Problem]:
     ids = {row["id"] for row in _rows(conn, "SELECT id FROM lessons")}
     for row in _rows(conn, "SELECT id, relationships FROM lessons WHERE relationships NOT IN ('', '[]') ORDER BY id"):
         entries = columns.relationships(row["relationships"])
+        odd = [n for n, r in enumerate(columns.json_list(row["relationships"]))
+               if isinstance(r, dict) and "target" in r and not isinstance(r["target"], str)]
+        if odd:
+            yield Problem("links", f"lesson {row['id']}", f"its link {_join(odd)} names no lesson mgcp can read "
+                                                          "(its target is not text): commands leave it out, and the "
+                                                          "next change of the lesson's links drops it")
         gone = sorted({t for t in (r["target"] for r in entries) if isinstance(t, str) and t not in ids})
         if gone:
             yield Problem("links", f"lesson {row['id']}", f"links to {_join(gone)}, not a lesson here; "

@@ -52,20 +52,39 @@ def relationships(text: str | None) -> list[dict]:
 
 
 LINK_DEFAULTS = {"type": "related", "weight": 0.5, "bidirectional": True}
+_TRUTH = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
 def _link(entry: dict) -> dict:
-    """One relationship entry: a field an older writer left empty (null) or of another type reads
-    as the field's default (a weight that is not a number, a type that is not text, ...); a context
-    of one string holds that one context, and a context list's entries read as text."""
+    """One relationship entry, each field read as an older writer meant it: a weight written as
+    text ("0.7") or a direction as 0/1 or "false" as what they say, a field left empty (null) or
+    unreadable as its default; a context of one string holds that one context, and a context
+    list's entries read as text."""
     link = dict(entry)
     for key, default in LINK_DEFAULTS.items():
-        value = link.get(key, default)
-        kind = (int, float) if key == "weight" else type(default)
-        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
-            link[key] = default
+        if key in link:
+            link[key] = _lax(link[key], default)
     if "context" in link:
         context = link["context"]
         link["context"] = ([context] if context else []) if isinstance(context, str) else (
             [c if isinstance(c, str) else json.dumps(c) for c in context] if isinstance(context, list) else [])
     return link
+
+
+def _lax(value, default):
+    """A link field's value as the type of its default, converted as pydantic's lax mode converts
+    it; the default when it cannot be."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        return _TRUTH.get(value.strip().lower(), default) if isinstance(value, str) else default
+    if isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        try:
+            return float(value) if isinstance(value, str) else default
+        except ValueError:
+            return default
+    return value if isinstance(value, str) else default

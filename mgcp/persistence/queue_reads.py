@@ -52,7 +52,8 @@ class QueueReads:
         by two operations is made a lesson once, however the first answer edited it."""
         rows = await self.db.fetchall(
             """SELECT id, json_extract(data, '$.draft.action') FROM rem_findings
-               WHERE status = 'applied' AND kind IN ('uncaptured_decision', 'reinforced_draft', 'theme')
+               WHERE status = 'applied' AND operation IN ('knowledge_extraction', 'pattern_reinforcement')
+               AND kind IN ('uncaptured_decision', 'reinforced_draft', 'theme')
                ORDER BY resolved_at, id""")
         found: dict[str, str] = {}
         for finding_id, action in rows:
