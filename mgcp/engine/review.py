@@ -4,8 +4,9 @@ A review of project P -- from the CLI, the MCP server or `--auto` -- shows the f
 lessons every project shares, and P's own context findings; never another project's. Findings
 are queued oldest first. A finding whose subject changed since it was raised (a lesson refined,
 merged, archived, deleted, or an orphan linked), whose draft an active lesson now holds (its
-action) or another finding's answer made a lesson of (the same decision drafted by two operations,
-the first answered with edits), or whose failure streak has ended is stale: it is marked so and leaves the queue.
+action) or another finding's answer made a lesson of (the same decision drafted by two
+operations, the first answered with edits), or whose failure streak has ended is stale: it is
+marked so and leaves the queue.
 """
 
 from __future__ import annotations

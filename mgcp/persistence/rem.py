@@ -154,7 +154,8 @@ class RemLedger:
 
     async def rejected_subjects(self, kind: str) -> list[dict[str, int]]:
         """The subjects (lesson id -> version) of the findings of a kind answered "don't ask again"."""
-        rows = await self.db.fetchall("SELECT subject FROM rem_findings WHERE kind = ? AND status = 'rejected'", [kind])
+        rows = await self.db.fetchall(
+            "SELECT subject FROM rem_findings WHERE status = 'rejected' AND kind = ?", [kind])
         return [json.loads(subject or "{}") for (subject,) in rows]
 
     async def insert_finding(self, finding: RemFinding) -> None:
