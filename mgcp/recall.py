@@ -33,7 +33,9 @@ of words, trigger and action), and a lesson at NEAR_DUPLICATE overlap or more wi
 (constraints included) is never included, unless its action denies what the other's says, or
 orders the same words otherwise ("prefer A over B" / "prefer B over A"): both are shown. Text
 holding anything that looks like a credential is redacted. The section tells the agent not to quote
-it verbatim. The lessons it returns count as used (the caller writes that).
+it verbatim. With a task, the relevant lessons it returns count as used (`Recall.matched`; the caller
+writes that): the other subsections show what they show whatever the task, and counting them would
+make those lessons ever more used and never look unused.
 """
 
 from __future__ import annotations
@@ -89,9 +91,12 @@ class Section:
 
 class Recall:
     def __init__(self, text: str, budget: int, lessons: list[str], sections: dict[str, int],
-                 trimmed: dict[str, int], project_id: str | None = None):
+                 trimmed: dict[str, int], project_id: str | None = None, matched: list[str] | None = None):
         self.text, self.budget, self.project_id = text, budget, project_id
         self.lessons = lessons  # ids of the lessons included, in order
+        # those included for matching the task (the relevant lessons): a retrieval; constraints,
+        # preferences and error solutions are shown whatever the task
+        self.matched = matched or []
         self.sections = sections  # items shown per subsection
         self.trimmed = trimmed  # items left out per subsection
 
@@ -370,7 +375,8 @@ def build(reader, project_path: str | None, budget: int, *, match: str | None = 
         lessons=[i.lesson_id for s in sections for i in shown.get(s.key, []) if i.lesson_id],
         sections={k: len(v) for k, v in shown.items()},
         trimmed={k: n - len(shown.get(k, [])) for k, n in counts.items() if n > len(shown.get(k, []))},
-        project_id=(project or {}).get("project_id"))
+        project_id=(project or {}).get("project_id"),
+        matched=[i.lesson_id for i in shown.get("lessons", []) if i.lesson_id] if match else [])
 
 
 def _sections(reader, project: dict | None, match: str | None, most: int, weights: dict | None,

@@ -337,3 +337,37 @@ def test_a_lookup_on_a_full_disk_is_shown_and_not_counted(db, run, capsys):
     assert capsys.readouterr().err == recall_data.NOT_COUNTED + "\n"
     assert conn.execute("SELECT usage_count FROM lessons WHERE id = 'pool'").fetchone()[0] == 0
     conn.close()
+
+
+def test_a_task_recall_counts_as_used_only_the_lessons_relevant_to_the_task(db, run):
+    """Constraints, preferences and error solutions are shown whatever the task: counting them
+    made them ever more used (validated, kept in merges, never unused) for tasks they had no part in."""
+    from mgcp.config import parse_config
+    from mgcp.engine.recall import recall as task_recall
+
+    async def work(store):
+        await store.lessons.add("pnpm-only", "installing packages in shop-web",
+                                "Always use pnpm; never run npm install or yarn.", kind="constraint", confidence=0.95)
+        await store.lessons.add("retry-backoff", "retrying a webhook delivery",
+                                "Retry with exponential backoff and an idempotency key.")
+        result = await task_recall(store, parse_config({}, "defaults"), None, "add retries to the webhook sender")
+        uses = {r[0]: r[1] for r in await store.db.fetchall("SELECT id, usage_count FROM lessons")}
+        return result, uses
+
+    result, uses = run(db, work)
+    assert {"pnpm-only", "retry-backoff"} <= set(result.lessons)  # both shown
+    assert uses == {"pnpm-only": 0, "retry-backoff": 1}
+
+
+def test_a_lesson_sharing_only_a_word_every_task_uses_is_not_relevant(db, run):
+    """The cut is relative to the best match: when "add" was the best match, a React lesson was
+    listed as relevant to a webhook task."""
+    from mgcp.config import parse_config
+    from mgcp.engine.recall import recall as task_recall
+
+    async def work(store):
+        await store.lessons.add("react-fc", "adding a React component in shop-web",
+                                "Write function components with hooks; do not add class components.")
+        return await task_recall(store, parse_config({}, "defaults"), None, "add retries to the payment webhook sender")
+
+    assert "react-fc" not in run(db, work).lessons

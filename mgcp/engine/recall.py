@@ -2,7 +2,7 @@
 
 It reads through persistence.recall_data on a connection of its own in a worker thread -- the
 SessionStart hook reads the same way, so the command and the hook cannot disagree about what a
-recall holds -- and counts the lessons it returns as used, logging the task as a query.
+recall holds -- and counts the relevant lessons it returns as used, logging the task as a query.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ async def recall(store: Store, config: RemConfig, project_path: str | None, task
     budget = int(config.recall["budget"]) if budget is None else budget
     if budget < MIN_RECALL_BUDGET:
         raise InvalidInputError(f"the budget must be at least {MIN_RECALL_BUDGET} characters; got {budget}")
-    match = Lessons.match_expression(task)
+    # a lesson sharing only "add" or "fix" with the task is not relevant to it: with the relevance
+    # cut relative to the best match, a weak best match let such lessons in
+    match = Lessons.match_expression(task, topical=True)
     return await asyncio.to_thread(_recall, store.path, config, project_path, task, match, budget)
 
 
@@ -40,7 +42,7 @@ def _recall(path: str, config: RemConfig, project_path: str | None, task: str, m
         reader = recall_data.Reader(conn)
         result = assembly.build(reader, project_path, budget, match=match, weights=config.ranking,
                                 shares=config.recall["shares"], reinforcement=config.reinforcement)
-        reader.mark_used(result.lessons, utcnow(), query=task, project_id=result.project_id)
+        reader.mark_used(result.matched, utcnow(), query=task, project_id=result.project_id)
         return result
     finally:
         conn.close()

@@ -27,7 +27,7 @@ from mgcp.persistence import migrate
 from mgcp.persistence.database import Database, dumps, utcnow
 from mgcp.persistence.queue_reads import QueueReads
 from mgcp.persistence.recall_data import NOT_COUNTED, SEARCH
-from mgcp.text import Memo, query_terms, unspaced
+from mgcp.text import CODING_STOP_WORDS, GENERIC_WORDS, Memo, query_terms, unspaced
 from mgcp.validation import (MAX_SHORT, MAX_TAGS, check_lesson_id, check_list, check_query, check_session_id,
                              check_text, redacted)
 
@@ -140,11 +140,15 @@ def version_from_row(row) -> LessonVersion:
     )
 
 
-def _matching(text: str) -> str:
+def _matching(text: str, topical: bool = False) -> str:
     """The FTS5 expression of a query's terms, OR-ed ("" when it has none). The index reads a run
     of Chinese or Japanese characters, written without spaces, as one word: such a term matches a
-    run it begins (a prefix query)."""
-    return " OR ".join(f'"{w}"' + ("*" if unspaced(w) else "") for w in dict.fromkeys(query_terms(text)))
+    run it begins (a prefix query). `topical`: words every coding task uses ("add", "fix", "use",
+    `text.GENERIC_WORDS` and `text.CODING_STOP_WORDS`) are left out while others remain."""
+    terms = list(dict.fromkeys(query_terms(text)))
+    if topical:
+        terms = [w for w in terms if w not in GENERIC_WORDS and w not in CODING_STOP_WORDS] or terms
+    return " OR ".join(f'"{w}"' + ("*" if unspaced(w) else "") for w in terms)
 
 
 class Lessons:
@@ -553,9 +557,9 @@ class Lessons:
         return results
 
     @staticmethod
-    def match_expression(text: str) -> str:
-        """The FTS5 query for a situation in words (its terms, OR-ed)."""
-        match = _matching(text)
+    def match_expression(text: str, topical: bool = False) -> str:
+        """The FTS5 query for a situation in words (its terms, OR-ed; `topical`: see `_matching`)."""
+        match = _matching(text, topical)
         if not match:
             raise InvalidInputError("the query has no words to search for (common words such as "
                                     "'a' or 'the' match nothing on their own)")
