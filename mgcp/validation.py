@@ -165,37 +165,43 @@ def check_count(field: str, values: list, count: int = MAX_ITEMS) -> None:
 
 
 def check_catalogue(catalogue) -> dict:
-    """A catalogue is stored as JSON and must read back exactly as given: a JSON object, at most
-    MAX_DEPTH levels deep, of text (valid Unicode), whole numbers that fit in 64 bits, finite
-    decimals, booleans and nulls; at most MAX_CATALOGUE characters, and no secrets."""
-    import json
-
+    """A catalogue is stored as JSON and must read back exactly as given: a JSON object (see
+    `check_json`) of at most MAX_CATALOGUE characters."""
     if not isinstance(catalogue, dict):
         raise InvalidInputError("the catalogue must be a JSON object")
-    stack = [(catalogue, 1)]
+    return check_json("the catalogue", catalogue, MAX_CATALOGUE)
+
+
+def check_json(what: str, stored, limit: int):
+    """A value stored as JSON, which must read back exactly as given: at most MAX_DEPTH levels
+    deep, of text (valid Unicode), whole numbers that fit in 64 bits, finite decimals, booleans and
+    nulls; at most `limit` characters, and no secrets. `what` names it in a refusal."""
+    import json
+
+    stack = [(stored, 1)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH and isinstance(value, (dict, list)):
-            raise InvalidInputError(f"the catalogue is nested too deeply (more than {MAX_DEPTH} levels)")
+            raise InvalidInputError(f"{what} is nested too deeply (more than {MAX_DEPTH} levels)")
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise InvalidInputError("the catalogue's keys must be text")
-                check_unicode("a catalogue key", key)
+                    raise InvalidInputError(f"the keys of {what} must be text")
+                check_unicode(f"a key of {what}", key)
                 stack.append((item, depth + 1))
         elif isinstance(value, list):
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, str):
-            check_unicode("a catalogue value", value)
+            check_unicode(f"a value of {what}", value)
         elif isinstance(value, bool) or value is None:
             pass
         elif isinstance(value, int):
             if not -2**63 <= value < 2**63:
-                raise InvalidInputError("the catalogue holds a whole number too large to store (at most 64 bits)")
+                raise InvalidInputError(f"{what} holds a whole number too large to store (at most 64 bits)")
         elif isinstance(value, float):
             if not math.isfinite(value):
-                raise InvalidInputError("the catalogue holds NaN or Infinity, which JSON cannot carry")
+                raise InvalidInputError(f"{what} holds NaN or Infinity, which JSON cannot carry")
         else:
-            raise InvalidInputError(f"the catalogue holds a {type(value).__name__}, which is not JSON")
-    _check_size_and_secrets("the catalogue", json.dumps(catalogue, ensure_ascii=False), MAX_CATALOGUE)
-    return catalogue
+            raise InvalidInputError(f"{what} holds a {type(value).__name__}, which is not JSON")
+    _check_size_and_secrets(what, json.dumps(stored, ensure_ascii=False), limit)
+    return stored

@@ -450,6 +450,29 @@ def test_a_backup_restored_over_a_database_left_with_its_log_is_the_backup(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir() if "mgcp-backup" in p.name) == []
 
 
+CRASHING_WRITER = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size = 10")  # the transaction spills into the file: its journal is hot
+conn.execute("BEGIN")
+conn.execute("CREATE TABLE junk (x)")
+for i in range(3000):
+    conn.execute("INSERT INTO junk VALUES (?)", ["x" * 500])
+os._exit(0)
+"""
+
+
+def test_a_backup_over_a_file_a_crashed_writer_left_with_its_rollback_journal_is_the_backup(demo_db, tmp_path):
+    old = tmp_path / "old.db"
+    dump.backup(demo_db, old)  # a backup file is in rollback-journal mode
+    subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(old)], check=True)
+    assert (tmp_path / "old.db-journal").stat().st_size
+    code, _, err = mgcp("db", "backup", old, "--db", demo_db, "--force")
+    assert code == 0, err
+    assert not (tmp_path / "old.db-journal").exists()
+    assert export(old, tmp_path / "b.jsonl") == export(demo_db, tmp_path / "d.jsonl")
+
+
 def test_a_restore_where_a_log_was_left_without_its_database_is_refused(demo_db, tmp_path):
     """The database was moved away and its -wal stayed: a backup put at its path would have that
     log replayed onto it."""

@@ -425,3 +425,29 @@ def test_duplicate_detection_raises_no_pair_of_a_set_a_person_kept_before_it_ran
         return [f for f in await engine.pending_findings(store, "/p") if f.operation == "duplicate_detection"]
 
     assert run(db, scenario) == []
+
+
+@pytest.mark.parametrize("ids", [("a", "b", "c"), ("x", "m", "c")])
+def test_auto_never_reads_a_pair_that_is_not_a_copy_after_its_own_merges(db, run, ids):
+    """Either order of the pairs: a non-copy pair whose lesson this run's merge changed is stale,
+    never merged at the version the run made (the merged lesson took the other one's place)."""
+    base = ("Run the database schema migrations against a staging copy and check the row counts and the foreign "
+            "keys and the indexes and the triggers and the views before you deploy the service to the "
+            "production servers")
+    first, middle, last = ids
+
+    async def scenario(store):
+        for lesson_id, action in ((first, base + " rollback"), (middle, base), (last, base + " monitoring")):
+            await store.lessons.add(lesson_id, "deploying the web service to production", action)
+        for i, action in enumerate(["Pin dependency versions in the lockfile for reproducible builds",
+                                    "Write a failing test first when fixing a bug in the parser module",
+                                    "Use structured logging with request ids in every web handler",
+                                    "Keep secrets out of the repository and load them from the environment",
+                                    "Prefer small pull requests that do one thing and are easy to review"]):
+            await store.lessons.add(f"f{i}", f"topic {i}", action)
+        report = await engine.run(store, CONFIG, "/p", ["duplicate_detection"], auto=True)
+        return report, sorted(lesson.id for lesson in await store.lessons.list())
+
+    report, active = run(db, scenario)
+    assert len(report.applied) == 1, [(a.title, a.result) for a in report.applied]  # one judged pair merged
+    assert len(active) == 7 and ["is stale" in a.result for a in report.settled_elsewhere] == [True]

@@ -762,6 +762,15 @@ def test_a_request_cancelled_before_the_input_ends_does_not_hold_the_server(db):
     assert [r["id"] for r in replies if r.get("id") != 1] == [0]
 
 
+def test_a_todo_field_holding_a_secret_or_not_storable_is_refused_and_nothing_written(client):
+    client.ok("save_project_context", project_path=PROJECT, session_id="s1", notes="started")
+    before = client.ok("get_project_context", project_path=PROJECT)
+    for odd in ({"priority": "password=Sup3rS3cret!"}, {"owner": {"token": "ghp_" + "a" * 36}}, {"big": 2 ** 70}):
+        message = client.error("save_project_context", project_path=PROJECT, todos=[{"content": "ship it", **odd}])
+        assert "a todo's fields" in message, message
+    assert client.ok("get_project_context", project_path=PROJECT) == before
+
+
 def test_a_todo_read_and_saved_back_keeps_every_key(client):
     """Its priority and notes were dropped; an older writer's priority ("urgent") and keys of its
     own ("owner") must come back too, or an agent could not save a list it was given."""

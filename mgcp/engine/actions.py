@@ -407,27 +407,28 @@ class MergedSoFar:
         return lesson_id
 
     async def left(self, store: Store, finding: RemFinding) -> RemFinding | None:
-        """The finding as the batch left its lessons; None when a copy's two lessons are one
-        already. Only a copy's merge follows a merged-away lesson (another finding naming one reads
-        as changed: stale), and then which of the two to keep is chosen again, as duplicate
-        detection chooses it (the most used, ...), among the lessons as they were before the batch."""
+        """A copy's finding as the batch left its lessons (any other finding as raised: a lesson
+        the batch changed reads as changed, stale); None when its two lessons are one already. A
+        merged-away lesson is followed to the one kept, and then which of the two to keep is chosen
+        again, as duplicate detection chooses it (the most used, ...), among the lessons as they
+        were before the batch."""
         from mgcp.operations.duplicate_detection import canonical_order, pair_fingerprints
 
         data = finding.data
-        follow = "canonical" in data and "other" in data and bool(data.get("copy"))
-        if follow:
-            keep, other = self._kept(data["canonical"]), self._kept(data["other"])
-            if keep == other:
-                return None
-            if (keep, other) != (data["canonical"], data["other"]):
-                pair = canonical_order(*[await self._before(store, lesson_id) for lesson_id in (keep, other)])
-                if pair_fingerprints({lesson.id: lesson.version for lesson in pair}) & self.kept:
-                    return finding  # kept apart by a person: as raised, it reads as changed (stale)
-                keep, other = pair[0].id, pair[1].id
-            data = {**data, "canonical": keep, "other": other}
+        if not ("canonical" in data and "other" in data and data.get("copy")):
+            return finding
+        keep, other = self._kept(data["canonical"]), self._kept(data["other"])
+        if keep == other:
+            return None
+        if (keep, other) != (data["canonical"], data["other"]):
+            pair = canonical_order(*[await self._before(store, lesson_id) for lesson_id in (keep, other)])
+            if pair_fingerprints({lesson.id: lesson.version for lesson in pair}) & self.kept:
+                return finding  # kept apart by a person: as raised, it reads as changed (stale)
+            keep, other = pair[0].id, pair[1].id
+        data = {**data, "canonical": keep, "other": other}
         subject: dict[str, int] = {}
         for lesson_id, version in finding.subject.items():
-            target = self._kept(lesson_id) if follow else lesson_id
+            target = self._kept(lesson_id)
             before, after = self.versions.get(target, (None, None))
             subject[target] = after if after is not None and (target != lesson_id or version == before) else version
         return finding.model_copy(update={"data": data, "subject": subject})

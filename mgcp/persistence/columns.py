@@ -81,10 +81,8 @@ def _lax(value, default):
             return bool(value)
         return _TRUTH.get(value.strip().lower(), default) if isinstance(value, str) else default
     if isinstance(default, float):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
         try:
-            return float(value) if isinstance(value, str) else default
-        except ValueError:
+            return float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else default
+        except (ValueError, OverflowError):  # not a number, or a whole number past any float
             return default
     return value if isinstance(value, str) else default

@@ -23,7 +23,8 @@ from mgcp.errors import DatabaseError, InvalidInputError, NotFoundError
 from mgcp.models import ContextAt, ContextSnapshot, ProjectContext, SessionRegistration, Todo
 from mgcp.persistence import sessions as sql
 from mgcp.persistence.database import Database, dumps, utcnow
-from mgcp.validation import check_catalogue, check_count, check_list, check_session_id, check_text
+from mgcp.validation import (MAX_TEXT, check_catalogue, check_count, check_json, check_list, check_session_id,
+                             check_text)
 
 RECENT_DECISIONS = 10
 SHOWN_TODOS = 5  # open todos an unknown `done` name's error lists
@@ -119,6 +120,16 @@ def snapshot_from_row(row) -> ContextSnapshot:
     )
 
 
+def _checked(todo: Todo, restoring: bool) -> Todo:
+    """A todo as a save stores it: its text trimmed and screened as every stored text is, and what
+    else it holds (a priority, its notes, an older writer's keys) stored as JSON can be, unless it
+    is a list the project held before (`restoring`)."""
+    if not restoring:
+        check_json("a todo's fields", todo.model_dump(exclude={"content"}), MAX_TEXT)
+    return todo.model_copy(update={"content": check_text("todo", todo.content),
+                                   "notes": check_text("todo notes", todo.notes, required=False)})
+
+
 class Contexts:
     """Projects, their sessions, and their context with its history."""
 
@@ -201,9 +212,7 @@ class Contexts:
         active_files = check_list("active file", active_files)
         if todos is not None:  # trimmed like every other text
             check_count("todo", todos)
-            todos = [todo.model_copy(update={"content": check_text("todo", todo.content),
-                                             "notes": check_text("todo notes", todo.notes, required=False)})
-                     for todo in todos]
+            todos = [_checked(todo, restoring) for todo in todos]
         done = check_list("todo", done)
         if catalogue is not None:
             check_catalogue(catalogue)

@@ -917,15 +917,20 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
     The copy is written to a file of its own beside `dest` (two backups at once never share one)
     and put in its place whole; a symlink is followed and the permissions of the file replaced are
     kept (`mgcp.files`); without `overwrite`, a file another backup put there meanwhile is not
-    replaced. A database left at `dest` with its write-ahead log (a crash, or a program that has it
-    open) is settled first, and a log left without its database refuses: that log would otherwise
-    be replayed onto the new file."""
+    replaced. A database left at `dest` with its write-ahead log or rollback journal (a crash, or a
+    program that has it open) is settled first, and a log left without its database refuses: that
+    log would otherwise be replayed onto the new file."""
     dest = Path(dest)
     try:
+        if os.path.lexists(dest):
+            os.stat(dest)  # a loop of symlinks (or a link to a path that cannot be read) says so here
         target = Path(os.path.realpath(dest, strict=False))
         same = is_database_file(path, dest)
-    except (OSError, RuntimeError) as exc:  # a loop of symlinks
-        raise InvalidInputError(f"cannot follow {dest} to a file ({exc})") from None
+    except (OSError, RuntimeError) as exc:
+        if isinstance(exc, FileNotFoundError):  # a link to a file not there yet: the backup makes it
+            target, same = Path(os.path.realpath(dest, strict=False)), False
+        else:
+            raise InvalidInputError(f"cannot follow {dest} to a file ({exc})") from None
     if dest.exists() and not overwrite:
         raise InvalidInputError(f"{dest} exists; choose another path or pass --force to replace it")
     if dest.exists() and dest.is_dir():
@@ -986,23 +991,28 @@ def _put_new(scratch: Path, target: Path, dest: Path) -> None:
 
 
 def _settle_log(target: Path, dest: Path) -> None:
-    """Leave no write-ahead log beside the database at `target` that a backup is to replace: SQLite
-    checkpoints and removes it when the last connection closes, which this one is unless another
-    program has the file open, and then nothing is written."""
-    logs = [Path(f"{target}-wal"), Path(f"{target}-shm")]
-    if not any(log.exists() for log in logs):
+    """Leave no write-ahead log or hot rollback journal beside the database at `target` that a
+    backup is to replace: SQLite checkpoints or rolls back and removes it when the last connection
+    closes, which this one is unless another program has the file open, and then nothing is
+    written."""
+    logs = [Path(f"{target}-wal"), Path(f"{target}-journal")]  # an -shm alone replays nothing
+    if not any(log.exists() for log in logs + [Path(f"{target}-shm")]):
         return
     if not target.exists():  # the database was moved or removed without its log
-        raise MgcpError(f"{dest.name}-wal is left beside {dest} from a database that is no longer there, and "
+        if not any(log.exists() for log in logs):
+            return
+        left = next(log for log in logs if log.exists())
+        raise MgcpError(f"{left.name} is left beside {dest} from a database that is no longer there, and "
                         f"would be replayed onto the backup: move it (and {dest.name}-shm) away, then try again; "
                         f"{dest} was not written")
-    busy = MgcpError(f"{dest} is open in another program (or its {dest.name}-wal cannot be settled); close "
-                     f"it and try again; {dest} was not written")
+    busy = MgcpError(f"{dest} is open in another program (or the log beside it cannot be settled); close it "
+                     f"and try again; {dest} was not written")
     try:
         conn = sqlite3.connect(target, timeout=0)
         try:
             conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             conn.execute("BEGIN EXCLUSIVE")  # refused while another connection has the file open
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a read rolls back a hot journal
             conn.execute("COMMIT")
         finally:
             conn.close()
@@ -1012,5 +1022,5 @@ def _settle_log(target: Path, dest: Path) -> None:
         raise MgcpError(f"{dest} is not a database mgcp can settle ({exc}), and its {dest.name}-wal would be "
                         f"replayed onto the backup: move {dest} and its -wal and -shm files away, then try "
                         f"again; {dest} was not written") from None
-    if Path(f"{target}-wal").exists() and Path(f"{target}-wal").stat().st_size:
+    if any(log.exists() and log.stat().st_size for log in logs):
         raise busy

@@ -124,7 +124,7 @@ def backup(dest: Annotated[str, typer.Argument(metavar="PATH", help="The backup 
     result = copy(db_path(db), dest, overwrite=force)
     if json:
         return print_json(result)
-    rows = result["rows"]
+    rows = result["rows"]  # a database never upgraded has only the legacy tables
     echo(f"backed up {result['database']} to {result['backup']} ({result['bytes']} bytes; "
-         f"{rows['lessons']} lessons, {rows['lesson_versions']} versions, {rows['context_history']} history rows, "
-         f"{rows['rem_findings']} findings)")
+         f"{rows.get('lessons', 0)} lessons, {rows.get('lesson_versions', 0)} versions, "
+         f"{rows.get('context_history', 0)} history rows, {rows.get('rem_findings', 0)} findings)")
