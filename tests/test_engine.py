@@ -263,19 +263,27 @@ def test_a_summary_replaced_by_a_newer_one_goes_stale_without_its_list(db, run):
     assert len(second.data["fingerprints"]) == second.data["count"] and second.data["items"]
 
 
+SUMMARIES_ONLY = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")  # every pair summed up
+
+
+async def two_sets_of_copies(store):
+    """Two rules each copied under other triggers: five lessons (env-*) and three (fmt-*)."""
+    for fw in ("react", "vue", "angular", "svelte", "astro"):
+        await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
+                                "Keep environment variables out of the client bundle")
+    for fw in ("go", "rust", "java"):
+        await store.lessons.add(f"fmt-{fw}", f"formatting {fw} code before commit",
+                                "Run the formatter before every commit")
+
+
 def test_a_bulk_merge_leaves_one_lesson_of_each_set_of_copies(db, run):
     """Each copy is paired with its set's first lesson, so the first merge of a set refines the
     lesson the set's other pairs keep: the batch's own change does not leave those out, and a
     lesson the batch merged away is followed to the one it was merged into."""
-    config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
+    config = SUMMARIES_ONLY
 
     async def scenario(store):
-        for fw in ("react", "vue", "angular", "svelte", "astro"):
-            await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
-                                    "Keep environment variables out of the client bundle")
-        for fw in ("go", "rust", "java"):
-            await store.lessons.add(f"fmt-{fw}", f"formatting {fw} code before commit",
-                                    "Run the formatter before every commit")
+        await two_sets_of_copies(store)
         await store.lessons.refine("env-vue", "a reason", rationale="Secrets leak.")  # kept, not first by id
         await engine.run(store, config, "/p", ["duplicate_detection"])
         pending = await engine.pending_findings(store, "/p")
@@ -296,15 +304,10 @@ def test_keeping_a_set_of_look_alikes_keeps_its_pairs_from_a_bulk_merge(db, run)
     """A person who answers pattern reinforcement's "Keep them all" has decided about every pair
     of those lessons: a summary of duplicate pairs raised before leaves them out of its bulk merge
     (--auto and later runs: the tests below)."""
-    config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
+    config = SUMMARIES_ONLY
 
     async def scenario(store):
-        for fw in ("react", "vue", "angular", "svelte", "astro"):
-            await store.lessons.add(f"env-{fw}", f"setting up auth in a {fw} app",
-                                    "Keep environment variables out of the client bundle")
-        for fw in ("go", "rust", "java"):
-            await store.lessons.add(f"fmt-{fw}", f"formatting {fw} code before commit",
-                                    "Run the formatter before every commit")
+        await two_sets_of_copies(store)
         await engine.run(store, config, "/p", ["duplicate_detection", "pattern_reinforcement"])
         pending = await engine.pending_findings(store, "/p")
         look_alikes = next(f for f in pending if f.kind == "reinforced_duplicates" and "env-react" in f.subject)
@@ -342,7 +345,7 @@ def test_auto_merges_a_set_of_copies_raised_as_pairs_in_one_run(db, run):
 def test_a_batch_that_follows_a_merged_lesson_keeps_the_most_used_and_leaves_no_chain(db, run):
     """The set's pairs were raised with its first lesson; once the batch follows a lesson merged
     away, which to keep is chosen again: the most used survives, and every other copy names it."""
-    config = parse_config({"rem": {"duplicate_detection": {"max_findings": 0}}}, "test")
+    config = SUMMARIES_ONLY
 
     async def scenario(store):
         for fw in ("react", "vue", "angular", "svelte", "astro"):
