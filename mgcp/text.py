@@ -27,7 +27,11 @@ from functools import lru_cache
 import Stemmer
 
 _WORD = re.compile(r"[a-z0-9_]+")
-_ANY_WORD = re.compile(r"\w+")  # _WORD in every script: for text that is not ASCII
+# The blocks of scripts that write vowels with marks inside a word (Indic scripts, Thai, Lao,
+# Tibetan, Myanmar, Khmer; combining accents): `\w` alone splits "डेटाबेस" at its vowel signs.
+# The Devanagari dandas (U+0964-0965) end sentences, not words.
+_MARKED = "\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff\u0f00-\u109f\u1780-\u17ff"
+_ANY_WORD = re.compile(rf"[\w{_MARKED}]+")  # _WORD in every script: for text that is not ASCII
 _CLAUSE = re.compile(r"[.,;:!?()\[\]{}\"\n\r\t]+|\s[-–—]+\s")
 
 # English function words. Negations ("not", "no", "never") are kept out on purpose: "Always do X"
@@ -108,7 +112,7 @@ _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _IDENTIFIER_SPLIT = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # where _IDENTIFIER splits
 _NOT = re.compile(r"\b(?:(can)['’]t|(wo)n['’]t|(cannot))\b|(?<=\w)n['’]t\b", re.IGNORECASE)
 _FOLDED_WORD = re.compile(r"[a-z0-9]+")
-_ANY_FOLDED_WORD = re.compile(r"[^\W_]+")  # _FOLDED_WORD in every script
+ANY_FOLDED_WORD = re.compile(rf"(?:[^\W_]|[{_MARKED}])+")  # _FOLDED_WORD in every script
 
 
 def fold(text: str | None) -> str:
@@ -147,7 +151,7 @@ def terms(text: str | None) -> list[str]:
     """The words of `text` as compared: folded, split at anything not a letter or digit (so
     snake_case and kebab-case split too), synonyms and set phrases replaced."""
     folded = fold(text)
-    words = (_FOLDED_WORD if folded.isascii() else _ANY_FOLDED_WORD).findall(folded)
+    words = (_FOLDED_WORD if folded.isascii() else ANY_FOLDED_WORD).findall(folded)
     out: list[str] = []
     i, n = 0, len(words)
     while i < n:
@@ -267,7 +271,7 @@ def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
 
 
 _PIECE = re.compile(r"(" + _CLAUSE.pattern + r")|([a-z0-9_]+)")  # a clause break, or a word
-_ANY_PIECE = re.compile(r"(" + _CLAUSE.pattern + r")|(\w+)")  # the same in every script
+_ANY_PIECE = re.compile(r"(" + _CLAUSE.pattern + r")|(" + _ANY_WORD.pattern + ")")  # the same in every script
 
 
 @lru_cache(maxsize=16)

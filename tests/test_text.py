@@ -15,6 +15,8 @@ def test_words_of_every_script_are_read_and_a_slug_stays_ascii():
     assert text.normalize("Исправить тест") != text.normalize("Обновить зависимости")
     assert text.slug("Déployer le café Проверьте") == "deployer-le-cafe" and text.slug("Проверьте") == "lesson"
     assert text.unspaced("部署服务") and not text.unspaced("журналы")
+    assert text.tokenize("डेटाबेस माइग्रेशन चलाएँ") == ["डेटाबेस", "माइग्रेशन", "चलाएँ"]  # not split at vowel signs
+    assert len(text.terms("ฐานข้อมูล")) == 1
 
 
 def test_stem_joins_inflections():

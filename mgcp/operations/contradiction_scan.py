@@ -438,7 +438,7 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
 # Words that can make a claim refused: a negator, or a preference's connector ("A over B", "A
 # instead of B", "A rather than B", "prefer A to B", "replace A with B").
 REFUSING = NEGATORS | INATTENTION | frozenset({"over", "instead", "rather", "prefer", "replace"})
-_FOLDED = re.compile(r"[^\W_]+")  # the words of folded text, as `text.terms` splits them (any script)
+_FOLDED = text.ANY_FOLDED_WORD  # the words of folded text, as `text.terms` splits them
 _SYNONYMOUS = frozenset(text.SYNONYMS)
 _PHRASE_FIRST = frozenset(key[0] for key in text.PHRASES)
 # What `text.fold` or `_names` could change (with "cannot" and "no-", "non-", "not-" in lowercase):
