@@ -439,6 +439,7 @@ def contradicting_pairs(lessons: list[Lesson], trigger_at: float, claim_at: floa
 # instead of B", "A rather than B", "prefer A to B", "replace A with B").
 REFUSING = NEGATORS | INATTENTION | frozenset({"over", "instead", "rather", "prefer", "replace"})
 _FOLDED = text.ANY_FOLDED_WORD  # the words of folded text, as `text.terms` splits them
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # the same in lowercase ASCII, faster
 _SYNONYMOUS = frozenset(text.SYNONYMS)
 _PHRASE_FIRST = frozenset(key[0] for key in text.PHRASES)
 # What `text.fold` or `_names` could change (with "cannot" and "no-", "non-", "not-" in lowercase):
@@ -471,7 +472,7 @@ def _screen(action: str | None) -> set[str]:
     lower = action.lower()
     if action.isascii() and not (_special(action) or "cannot" in lower or "no-" in lower
                                  or "non-" in lower or "not-" in lower):
-        words = set(_FOLDED.findall(lower))  # what folding and joining names leave as it is
+        words = set(_ASCII_WORD.findall(lower))  # what folding and joining names leave as it is
     else:
         words = set(_FOLDED.findall(text.fold(action)))
         words.update(_FOLDED.findall(text.fold(_names(action))))
