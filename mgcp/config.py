@@ -298,7 +298,8 @@ def parse_config(raw: object, source: str) -> RemConfig:
                           + ", ".join(f"'{key}'" for key in TOP_LEVEL_KEYS))
     unknown = [key for key in raw if key not in TOP_LEVEL_KEYS]
     if unknown:
-        raise ConfigError(f"{source}: unknown key '{_key(unknown[0])}'; allowed: {', '.join(TOP_LEVEL_KEYS)}")
+        hint = f" (an operation's settings go under rem: 'rem.{unknown[0]}')" if unknown[0] in OPERATIONS else ""
+        raise ConfigError(f"{source}: unknown key '{_key(unknown[0])}'; allowed: {', '.join(TOP_LEVEL_KEYS)}{hint}")
     operations = copy.deepcopy(DEFAULTS)
     _merge_operations(operations, raw.get("rem") or {}, source, "rem")
     set_keys: dict[str | None, set[tuple[str, str]]] = {None: _keys_set(raw.get("rem"))}

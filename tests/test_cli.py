@@ -187,3 +187,8 @@ def test_context_show_marks_a_todo_in_progress_apart_from_a_pending_one(db, dbp,
                                                          Todo(content="load test")]))
     code, out, err = mgcp("context", "show", "--project", "/p/x", "--db", dbp)
     assert code == 0 and "[~] write docs" in out and "[ ] load test" in out, err
+
+
+def test_a_dry_run_of_auto_on_a_missing_database_creates_none(tmp_path):
+    code, out, err = mgcp("rem", "run", "--auto", "--dry-run", "--db", tmp_path / "typo.db")
+    assert code == 2 and "no database" in err and not (tmp_path / "typo.db").exists(), (out, err)

@@ -44,6 +44,7 @@ def test_changing_strategy_requires_its_parameters():
 @pytest.mark.parametrize("text, needle", [
     ("rem:\n  staleness_scan:\n    strategy: weekly\n", "rem.staleness_scan.strategy'; allowed: linear, fibonacci, logarithmic"),
     ("rem:\n  dedupe: {}\n", "unknown operation 'rem.dedupe'"),
+    ("pattern_reinforcement:\n  enabled: true\n", "go under rem: 'rem.pattern_reinforcement'"),
     ("rem:\n  duplicate_detection:\n    merge_threshold: 2\n", "between 0 and 1"),
     ("rem:\n  staleness_scan:\n    interval: 0\n", "whole number from 1 to 1000000000"),
     ("rem:\n  staleness_scan:\n    colour: red\n", "unknown key 'rem.staleness_scan.colour'"),

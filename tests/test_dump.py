@@ -513,3 +513,11 @@ def test_backup_of_a_missing_database_is_an_error_and_creates_nothing(tmp_path):
     code, _, err = mgcp("db", "backup", tmp_path / "b.db", "--db", tmp_path / "none.db")
     assert code == 2 and "no database" in err and not (tmp_path / "none.db").exists()
     assert not (tmp_path / "b.db").exists()
+
+
+def test_importing_a_database_file_says_it_is_a_database_and_a_backup_onto_the_database_says_so(demo_db, tmp_path):
+    code, out, err = mgcp("import", "jsonl", demo_db, "--db", tmp_path / "new.db")
+    assert (code, out) == (2, "") and "it is an SQLite database, not an export" in err, err
+    assert not (tmp_path / "new.db").exists()
+    code, out, err = mgcp("db", "backup", demo_db, "--db", demo_db)  # without --force too
+    assert (code, out) == (2, "") and "another file than the database" in err, err

@@ -89,6 +89,11 @@ async def resolve(store: Store, config: RemConfig, finding_id: str, option: int,
                 await merged.note(store, read.subject, details)
             status = FindingStatus.rejected if chosen.action in REJECTING_ACTIONS else FindingStatus.applied
             await store.rem.set_finding_status(finding.id, status, option, input_text)
+            if finding.kind == "reinforced_duplicates" and status == FindingStatus.rejected:
+                from mgcp.operations.duplicate_detection import pair_fingerprints
+
+                # its lessons kept apart: duplicate detection's findings about their pairs ask nothing now
+                await store.rem.retire(pair_fingerprints(finding.subject))
             lesson_changes = [c for c in changes if c["table"] != "rem_findings"]
             await store.rem.record_action(finding.id, finding.run_id if run_id is None else run_id,
                                           chosen.action, lesson_changes, auto)
@@ -591,7 +596,8 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
     whose earlier answer was undone is left pending: --auto never gives again an answer a person
     took back. A finding that another process answered or found stale meanwhile (another --auto, a
     person reviewing), or that an answer of this one made stale (a merge of its lesson), is skipped
-    and listed as such, not as pending: a concurrent --auto is no failure."""
+    and listed as such, not as pending: a concurrent --auto is no failure; so is one the policy left
+    to a person that this run's answers made stale."""
     from mgcp.operations.duplicate_detection import pair_fingerprints
 
     applied, left, settled = [], [], []
@@ -625,6 +631,19 @@ async def apply_auto(store: Store, config: RemConfig, project_path: str, finding
         except ConflictError as exc:  # stale (marked so: no longer pending), or refused and still pending
             pending = (await store.rem.get_finding(finding.id)).status == FindingStatus.pending
             (left if pending else settled).append(entry.model_copy(update={"result": str(exc)}))
+    if applied:  # a finding left to a person that this run's merges made stale asks nothing now
+        still = []
+        for entry in left:
+            async with store.transaction():
+                finding = await store.rem.get_finding(entry.id)
+                why = await review.is_stale(store, finding) if finding.status == FindingStatus.pending else None
+                if why:
+                    await store.rem.set_finding_status(finding.id, FindingStatus.stale)
+            if why:
+                settled.append(entry.model_copy(update={"result": f"stale after this run's answers: {why}"}))
+            else:
+                still.append(entry)
+        left = still
     return applied, left, settled
 
 

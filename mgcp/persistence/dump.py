@@ -260,8 +260,11 @@ class ExportReader:
                     digest.update(line.encode("utf-8", "surrogatepass"))
                     yield line
             except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidInputError(f"cannot read {self.source}: {getattr(exc, 'strerror', None) or exc}; "
-                                        "nothing was imported") from None
+                what = getattr(exc, "strerror", None) or exc
+                if isinstance(exc, UnicodeDecodeError) and exc.object[:16] == b"SQLite format 3\x00":
+                    what = ("it is an SQLite database, not an export (`mgcp db backup --db FILE ...` copies a "
+                            "database; `mgcp export jsonl --db FILE` makes an export of it)")
+                raise InvalidInputError(f"cannot read {self.source}: {what}; nothing was imported") from None
 
         yield from parse(lines(), self.source)
         if self.digest is None:
@@ -931,12 +934,12 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
             target, same = Path(os.path.realpath(dest, strict=False)), False
         else:
             raise InvalidInputError(f"cannot follow {dest} to a file ({exc})") from None
+    if same:
+        raise InvalidInputError("the backup must go to another file than the database")
     if dest.exists() and not overwrite:
         raise InvalidInputError(f"{dest} exists; choose another path or pass --force to replace it")
     if dest.exists() and dest.is_dir():
         raise InvalidInputError(f"{dest} is a directory; name the backup file")
-    if same:
-        raise InvalidInputError("the backup must go to another file than the database")
     src = migrate.connect_readonly(path)
     scratch = None
     try:

@@ -152,6 +152,12 @@ class RemLedger:
                 found.update(json.loads(data or "{}").get("fingerprints", []))
         return frozenset(found)
 
+    async def retire(self, fingerprints: Iterable[str]) -> None:
+        """Mark stale the pending findings with these fingerprints (an answer elsewhere settled them)."""
+        await self.db.conn.executemany(
+            "UPDATE rem_findings SET status = 'stale', resolved_at = ? WHERE fingerprint = ? AND status = 'pending'",
+            [(utcnow(), fingerprint) for fingerprint in sorted(set(fingerprints))])
+
     async def rejected_subjects(self, kind: str) -> list[dict[str, int]]:
         """The subjects (lesson id -> version) of the findings of a kind answered "don't ask again"."""
         rows = await self.db.fetchall(

@@ -53,7 +53,8 @@ def run(project: Project = None,
     if fail_on_pending and not auto:
         raise InvalidInputError("--fail-on-pending goes with --auto")
     with reporter(json) as report:
-        result = with_store(db, lambda s: engine.run(s, cfg, path, op, auto, dry_run, progress=report))
+        result = with_store(db, lambda s: engine.run(s, cfg, path, op, auto, dry_run, progress=report),
+                            create=not dry_run)  # a dry run writes nothing: not a new database either
     if json:
         print_json(result)
     else:
