@@ -473,3 +473,15 @@ def test_a_finding_left_to_a_person_that_the_runs_own_merges_made_stale_is_not_l
 
     report, pending = run(db, scenario)
     assert report.applied and len(report.left_pending) == len(pending), (report.left_pending, pending)
+
+
+def test_auto_never_merges_actions_apart_in_before_and_after(db, run):
+    async def scenario(store):
+        for lesson_id, when in (("mig-before", "before"), ("mig-after", "after")):
+            await store.lessons.add(lesson_id, "deploying the web service to production",
+                                    f"Run the database migrations {when} you deploy the service")
+        report = await engine.run(store, CONFIG, "/p", ["duplicate_detection"], auto=True)
+        return report, sorted(lesson.id for lesson in await store.lessons.list())
+
+    report, active = run(db, scenario)
+    assert not report.applied and active == ["mig-after", "mig-before"]

@@ -374,3 +374,14 @@ def test_a_list_negated_as_a_whole_agrees_with_its_items_denied_one_by_one():
                     "Never publish pipeline definitions.")]
     [finding] = [f for f in duplicate_detection.run(pairs, SETTINGS) if f.kind.startswith("duplicate")]
     assert not finding.data["opposite"] and "opposite" not in finding.title + finding.description
+
+
+def test_actions_apart_in_a_word_that_decides_what_they_say_are_no_copy_and_may_say_opposite_things():
+    """Similarity and the copy key leave out stop words: "before" / "after" scored 1.0 as copies,
+    and --auto merged them."""
+    trigger = "deploying the web service"
+    before = lesson("before", trigger, "Run the database migrations before you deploy the service")
+    after = lesson("after", trigger, "Run the database migrations after you deploy the service")
+    [finding] = duplicate_detection.run([before, after, OTHER], SETTINGS)
+    assert finding.data["copy"] is False and finding.data["opposite"]
+    assert finding.options[finding.recommended - 1].action == "keep_both"

@@ -582,11 +582,12 @@ def _numbers_apart(finding: RemFinding) -> bool:
 
 def _opposed(finding: RemFinding, config: RemConfig, project_path: str | None) -> bool:
     from mgcp.operations.contradiction_scan import opposed
-    from mgcp.operations.duplicate_detection import labelled_apart
+    from mgcp.operations.duplicate_detection import labelled_apart, words_apart
 
     actions = [lesson.get("action") or "" for lesson in (finding.data.get("lessons") or {}).values()]
     claim_at = float(config.operation("contradiction_scan", project_path)["claim_threshold"])
-    return len(actions) == 2 and (labelled_apart(*actions) or opposed(actions[0], actions[1], claim_at))
+    return len(actions) == 2 and (labelled_apart(*actions) or words_apart(*actions)
+                                  or opposed(actions[0], actions[1], claim_at))
 
 
 async def apply_auto(store: Store, config: RemConfig, project_path: str, findings: list[RemFinding],

@@ -42,7 +42,9 @@ summary, see `mgcp.operations.cap`):
   of one that the other denies, as the contradiction scan reads them ("Read its tests first" /
   "Never read its tests first"; read for the findings shown, not for those only counted in a
   summary), or one labelled as what not to do and the other not (`labelled_apart`: "GOOD:
-  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or whose actions give
+  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or hold different function
+  words that decide what they say (`words_apart`: "before" / "after", "with" / "without", which
+  similarity leaves out as stop words; such a pair is no copy either), or whose actions give
   different numbers (similarity leaves numbers out: "Set max_connections to 20" / "to 200" score
   1.0); then "keep_both", and the title and description
   say why (`data["reordered"]`, `data["opposite"]`, `data["numbers"]`: each action's numbers).
@@ -63,7 +65,7 @@ from mgcp.operations import cap, copies, fingerprint, parse_time, subject_identi
 from mgcp.operations.contradiction_scan import opposed
 from mgcp.operations.shared import CycleCache, stage
 from mgcp.operations.similarity import DISTINCTIVE_DF, LexicalBackend, SimilarityBackend, dot
-from mgcp.text import shorten, swapped
+from mgcp.text import shorten, swapped, tokenize
 
 if TYPE_CHECKING:
     from mgcp.operations.kept_search import KeptSearch
@@ -78,9 +80,10 @@ OPPOSED_AT = 0.6  # how alike two claims' words must be to oppose (the contradic
 def opposite(action_a: str | None, action_b: str | None) -> bool:
     """Whether two actions alike in words may say opposite things: the same words ordered the
     other way round ("A before B" / "B before A"), labelled one to do and one not to ("GOOD: ..." /
-    "BAD: ..."), or a claim of one that the other denies ("Read its tests first" / "Never read its
-    tests first"), as the contradiction scan reads claims."""
-    return (swapped(action_a, action_b) or labelled_apart(action_a, action_b)
+    "BAD: ..."), different deciding words ("before you deploy" / "after you deploy"), or a claim
+    of one that the other denies ("Read its tests first" / "Never read its tests first"), as the
+    contradiction scan reads claims."""
+    return (swapped(action_a, action_b) or labelled_apart(action_a, action_b) or words_apart(action_a, action_b)
             or opposed(action_a or "", action_b or "", OPPOSED_AT))
 
 
@@ -286,6 +289,19 @@ def numbers_apart(action: str | None, other: str | None) -> bool:
     return sorted(numbers(action)) != sorted(numbers(other))
 
 
+# Function words that similarity leaves out as it does every stop word, but that decide what a rule
+# says: "Run the migrations before you deploy" / "after you deploy" score 1.0 alike.
+DECIDING = frozenset("before after with without above below over under on off up down into out more less "
+                     "all any only".split())
+
+
+def words_apart(action: str | None, other: str | None) -> bool:
+    """Whether two actions hold different words of DECIDING ("before" / "after"), in any order."""
+    def deciding(text_: str | None) -> list[str]:
+        return sorted(w for w in tokenize(text_) if w in DECIDING)
+    return deciding(action) != deciding(other)
+
+
 def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool = False) -> RemFinding:
     """The finding of a pair; `claims`: whether its actions' claims are read to tell whether one
     denies the other (`opposite`), else only their word order is. A pair whose numbers differ
@@ -296,13 +312,15 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool =
     kind = "duplicate_merge" if similarity >= merge_at else "duplicate_review"
     values = (numbers(keep.action), numbers(other.action))
     apart = numbers_apart(keep.action, other.action)
-    reordered = not score.copy and swapped(keep.action, other.action)
-    opposite = not score.copy and (reordered or labelled_apart(keep.action, other.action) or (
-        claims and opposed(keep.action or "", other.action or "", OPPOSED_AT)))
+    copy = score.copy and not apart and not words_apart(keep.action, other.action)
+    reordered = not copy and swapped(keep.action, other.action)
+    opposite = not copy and (reordered or words_apart(keep.action, other.action)
+                             or labelled_apart(keep.action, other.action)
+                             or (claims and opposed(keep.action or "", other.action or "", OPPOSED_AT)))
     subject = subject_of(keep, other)
     why = (f"alike in every word, not in their numbers ({', '.join(values[0]) or 'none'} / "
            f"{', '.join(values[1]) or 'none'})" if apart else
-           "the same action, word for word once normalised" if score.copy else
+           "the same action, word for word once normalised" if copy else
            f"actions {score.action:.2f} alike, triggers {score.trigger:.2f} alike")
     lines = [
         f"Found potential duplicate lessons (similarity: {similarity:.2f}: {why}):",
@@ -348,7 +366,7 @@ def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool =
         recommended=1 if kind == "duplicate_merge" and not opposite and not apart else 2,
         data={
             "similarity": round(similarity, 4), "action_similarity": round(score.action, 4),
-            "trigger_similarity": round(score.trigger, 4), "copy": score.copy and not apart, "reordered": reordered,
+            "trigger_similarity": round(score.trigger, 4), "copy": copy, "reordered": reordered,
             "opposite": opposite, **({"numbers": [values[0], values[1]]} if apart else {}),
             "canonical": keep.id, "other": other.id,
             "lessons": {lesson.id: {"trigger": lesson.trigger, "action": lesson.action,
