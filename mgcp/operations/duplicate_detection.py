@@ -42,9 +42,9 @@ summary, see `mgcp.operations.cap`):
   of one that the other denies, as the contradiction scan reads them ("Read its tests first" /
   "Never read its tests first"; read for the findings shown, not for those only counted in a
   summary), or one labelled as what not to do and the other not (`labelled_apart`: "GOOD:
-  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or hold different function
-  words that decide what they say (`words_apart`: "before" / "after", "with" / "without", which
-  similarity leaves out as stop words; such a pair is no copy either), or whose actions give
+  MyButton.jsx" / "BAD: mybutton.jsx", a rule file's two examples), or hold opposite function
+  words (`words_apart`: "before" / "after", "with" / "without", which similarity leaves out as
+  stop words; such a pair is no copy either), or whose actions give
   different numbers (similarity leaves numbers out: "Set max_connections to 20" / "to 200" score
   1.0); then "keep_both", and the title and description
   say why (`data["reordered"]`, `data["opposite"]`, `data["numbers"]`: each action's numbers).
@@ -289,17 +289,18 @@ def numbers_apart(action: str | None, other: str | None) -> bool:
     return sorted(numbers(action)) != sorted(numbers(other))
 
 
-# Function words that similarity leaves out as it does every stop word, but that decide what a rule
-# says: "Run the migrations before you deploy" / "after you deploy" score 1.0 alike.
-DECIDING = frozenset("before after with without above below over under on off up down into out more less "
-                     "all any only".split())
+# Function words that similarity leaves out as it does every stop word, but whose opposite turns a
+# rule around: "Run the migrations before you deploy" / "after you deploy" score 1.0 alike.
+OPPOSITE_WORDS = {"before": "after", "with": "without", "above": "below", "over": "under", "on": "off",
+                  "up": "down", "more": "less", "into": "out"}
+_OPPOSITE = {**OPPOSITE_WORDS, **{b: a for a, b in OPPOSITE_WORDS.items()}}
 
 
 def words_apart(action: str | None, other: str | None) -> bool:
-    """Whether two actions hold different words of DECIDING ("before" / "after"), in any order."""
-    def deciding(text_: str | None) -> list[str]:
-        return sorted(w for w in tokenize(text_) if w in DECIDING)
-    return deciding(action) != deciding(other)
+    """Whether one action holds a word of OPPOSITE_WORDS that the other does not, and the other its
+    opposite that the first does not ("before" / "after")."""
+    a, b = set(tokenize(action)) & _OPPOSITE.keys(), set(tokenize(other)) & _OPPOSITE.keys()
+    return any(_OPPOSITE[word] in b - a for word in a - b)
 
 
 def _finding(a: Lesson, b: Lesson, score: Score, merge_at: float, claims: bool = False) -> RemFinding:
