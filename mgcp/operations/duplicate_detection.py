@@ -80,7 +80,7 @@ OPPOSED_AT = 0.6  # how alike two claims' words must be to oppose (the contradic
 def opposite(action_a: str | None, action_b: str | None) -> bool:
     """Whether two actions alike in words may say opposite things: the same words ordered the
     other way round ("A before B" / "B before A"), labelled one to do and one not to ("GOOD: ..." /
-    "BAD: ..."), different deciding words ("before you deploy" / "after you deploy"), or a claim
+    "BAD: ..."), opposite function words ("before you deploy" / "after you deploy"), or a claim
     of one that the other denies ("Read its tests first" / "Never read its tests first"), as the
     contradiction scan reads claims."""
     return (swapped(action_a, action_b) or labelled_apart(action_a, action_b) or words_apart(action_a, action_b)
