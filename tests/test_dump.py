@@ -447,7 +447,7 @@ def test_a_backup_restored_over_a_database_left_with_its_log_is_the_backup(tmp_p
     conn = sqlite3.connect(crashed)
     assert conn.execute("SELECT id, action FROM lessons").fetchall() == [("verify-api", "Read its signature first")]
     conn.close()
-    assert sorted(p.name for p in tmp_path.iterdir() if "mgcp-backup" in p.name) == []
+    assert sorted(p.name for p in tmp_path.iterdir() if "mgcp-tmp" in p.name) == []
 
 
 CRASHING_WRITER = """
@@ -482,13 +482,17 @@ def test_a_restore_where_a_log_was_left_without_its_database_is_refused(demo_db,
     assert not (tmp_path / "live.db").exists()
 
 
-def test_a_backup_never_replaces_a_file_another_backup_put_there_meanwhile(tmp_path):
+def test_a_backup_never_replaces_a_file_another_backup_put_there_meanwhile(demo_db, tmp_path, monkeypatch):
     """Without --force, the check that the path is free and the write are one step (a hard link)."""
-    (tmp_path / "written.db").write_text("another backup's")
-    (tmp_path / "scratch").write_text("this backup's")
+    dest = tmp_path / "out" / "written.db"
+    dest.parent.mkdir()
+
+    def meanwhile(target, shown):  # another backup puts its file there after the check
+        dest.write_text("another backup's")
+    monkeypatch.setattr(dump, "_settle_log", meanwhile)
     with pytest.raises(InvalidInputError, match="written meanwhile"):
-        dump._put_new(tmp_path / "scratch", tmp_path / "written.db", tmp_path / "written.db")
-    assert (tmp_path / "written.db").read_text() == "another backup's"
+        dump.backup(demo_db, dest)
+    assert dest.read_text() == "another backup's" and [p.name for p in dest.parent.iterdir()] == ["written.db"]
 
 
 def test_a_backup_onto_a_loop_of_symlinks_says_so_in_one_line(demo_db, tmp_path):

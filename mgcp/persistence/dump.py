@@ -52,7 +52,6 @@ import importlib
 import json
 import os
 import sqlite3
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import groupby, islice
@@ -60,7 +59,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
 
 from mgcp.errors import InvalidInputError, MgcpError
-from mgcp.files import mode_of
+from mgcp.files import replace_with
 from mgcp.persistence import check, migrate, sessions
 from mgcp.persistence.columns import TAGS, comma_separated, json_list, json_shape
 from mgcp.persistence.database import dumps
@@ -917,10 +916,9 @@ def is_database_file(path: str | os.PathLike, other: str | os.PathLike) -> bool:
 def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = False) -> dict:
     """Copy the database to `dest` as one consistent snapshot (SQLite's online backup API).
 
-    The copy is written to a file of its own beside `dest` (two backups at once never share one)
-    and put in its place whole; a symlink is followed and the permissions of the file replaced are
-    kept (`mgcp.files`); without `overwrite`, a file another backup put there meanwhile is not
-    replaced. A database left at `dest` with its write-ahead log or rollback journal (a crash, or a
+    The copy is written beside `dest` and put in its place whole (`mgcp.files.replace_with`: a
+    symlink followed, permissions kept, a file another backup put there meanwhile not replaced
+    without `overwrite`). A database left at `dest` with its write-ahead log or rollback journal (a crash, or a
     program that has it open) is settled first, and a log left without its database refuses: that
     log would otherwise be replayed onto the new file."""
     dest = Path(dest)
@@ -941,14 +939,9 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
     if dest.exists() and dest.is_dir():
         raise InvalidInputError(f"{dest} is a directory; name the backup file")
     src = migrate.connect_readonly(path)
-    scratch = None
-    try:
-        migrate.pending_migrations(src, path)  # refuses a file that is not an mgcp database
-        _settle_log(target, dest)
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".mgcp-backup", dir=target.parent)
-        os.close(fd)
-        scratch = Path(name)
-        out = sqlite3.connect(scratch)
+
+    def copy(name: str) -> dict:
+        out = sqlite3.connect(name)
         try:
             src.backup(out)  # every page in one step: a single snapshot, writers are not blocked in WAL
             out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
@@ -960,37 +953,22 @@ def backup(path: str | os.PathLike, dest: str | os.PathLike, overwrite: bool = F
             out.close()
         if verdict != "ok":
             raise MgcpError(f"the backup failed its integrity check ({verdict}); {dest} was not written")
-        os.chmod(scratch, mode_of(str(target)))
-        size = scratch.stat().st_size
-        if overwrite:
-            os.replace(scratch, target)
-        else:
-            _put_new(scratch, target, dest)
+        return {"bytes": os.path.getsize(name), "rows": counts}
+
+    try:
+        migrate.pending_migrations(src, path)  # refuses a file that is not an mgcp database
+        _settle_log(target, dest)
+        copied = replace_with(target, copy, overwrite=overwrite)
+    except FileExistsError:
+        raise InvalidInputError(f"{dest} exists (written meanwhile); choose another path or pass --force to "
+                                "replace it") from None
     except sqlite3.Error as exc:
         raise migrate.explain(exc, path) from None
     except OSError as exc:
         raise MgcpError(f"cannot write {dest}: {exc.strerror or exc}") from None
     finally:
         src.close()
-        if scratch is not None:
-            scratch.unlink(missing_ok=True)
-    return {"database": str(path), "backup": str(dest), "bytes": size, "rows": counts}
-
-
-def _put_new(scratch: Path, target: Path, dest: Path) -> None:
-    """Put the written file at `target`, which must not exist: a hard link fails if another backup
-    put a file there since the check (a rename would replace it); where links cannot be made, the
-    check and the rename are as close as they get."""
-    try:
-        os.link(scratch, target)
-    except FileExistsError:
-        raise InvalidInputError(f"{dest} exists (written meanwhile); choose another path or pass --force to "
-                                "replace it") from None
-    except OSError:  # a file system without hard links
-        if target.exists():
-            raise InvalidInputError(f"{dest} exists (written meanwhile); choose another path or pass --force "
-                                    "to replace it") from None
-        os.replace(scratch, target)
+    return {"database": str(path), "backup": str(dest), **copied}
 
 
 def _settle_log(target: Path, dest: Path) -> None:
