@@ -57,8 +57,9 @@ class QueueReads:
                ORDER BY resolved_at, id""")
         found: dict[str, str] = {}
         for finding_id, action in rows:
-            if isinstance(action, str) and quality.normalized(action):
-                found.setdefault(quality.normalized(action), finding_id)
+            text = quality.normalized(action) if isinstance(action, str) else ""
+            if text:
+                found.setdefault(text, finding_id)
         return found
 
     async def same_texts(self, texts: Iterable[tuple[str, str]], action_only: bool = False
